@@ -1,0 +1,75 @@
+//! What a user calls: MPI_Bcast and MPI_Barrier. Each call decides between the host MPI
+//! (PMPI) and multicast, takes the schedule from `algo`, and runs it with the executor
+//! over the communicator's transport. Arguments we do not handle go to PMPI untouched, so
+//! the host reports its own errors for them.
+
+mod barrier;
+mod bcast;
+
+pub use barrier::barrier;
+pub use bcast::bcast;
+
+use crate::host::{self, MPI_Comm};
+use crate::sched::{Execution, Schedule};
+use crate::session::{self, Session};
+use crate::transport::op::{Data, Kind, OpBackend, OpError};
+use crate::transport::Channel;
+use std::os::raw::c_int;
+use std::sync::{Arc, OnceLock};
+
+/// The session, or the end of the job with a clear message: a library built for the other
+/// MPI flavour cannot even name the communicator to abort, and a bad MPICAST_* setting must
+/// never be ignored.
+fn session_or_die() -> Arc<Session> {
+    static FLAVOUR: OnceLock<Result<(), String>> = OnceLock::new();
+    if let Err(msg) = FLAVOUR.get_or_init(host::flavour::check) {
+        eprintln!("{msg}");
+        host::exit_now(1);
+    }
+    match session::get() {
+        Ok(s) => s,
+        Err(msg) => {
+            eprintln!("{msg}");
+            host::abort(host::comm_world(), 1)
+        }
+    }
+}
+
+/// Runs one operation's schedule to completion.
+#[allow(clippy::too_many_arguments)]
+fn run(
+    chan: &mut Channel,
+    private: MPI_Comm,
+    rank: u32,
+    size: u32,
+    seq: u64,
+    kind: Kind,
+    data: Data<'_>,
+    sched: &Schedule,
+) -> Result<(), OpError> {
+    let mut be = OpBackend::new(chan, private, rank, size, seq, kind, data);
+    let mut ex = Execution::new(sched);
+    ex.start(&mut be)?;
+    ex.wait(&mut be)
+}
+
+/// Turns an operation failure into what MPI promises: the communicator's error handler for
+/// host errors, and an abort with a message for a multicast group that stopped delivering
+/// (a silent hang is never an option).
+fn fail(comm: MPI_Comm, e: OpError) -> c_int {
+    match e {
+        OpError::Mpi(e) => host::call_errhandler(comm, e.0),
+        OpError::Stalled(msg) => {
+            eprintln!("mpicast: {msg}; aborting");
+            host::abort(comm, 1)
+        }
+        OpError::Io(e) => {
+            eprintln!("mpicast: socket error during a collective: {e}; aborting");
+            host::abort(comm, 1)
+        }
+        OpError::Unsupported(what) => {
+            eprintln!("mpicast: internal error: {what}; aborting");
+            host::abort(comm, 1)
+        }
+    }
+}

@@ -1,0 +1,1024 @@
+//! Configuration: every `MPICAST_*` environment variable, parsed once into one typed [`Config`],
+//! and the per-communicator `MPI_Info` hints ([`Hints`]) that may override a few of them.
+//!
+//! Pure: apart from the thin [`Config::from_env`] wrapper nothing here reads the environment, a
+//! clock or a socket. A bad value, or an `MPICAST_*` name that is not in [`VARIABLES`] (a typo),
+//! is a [`ConfigError`] naming the variable: nothing is silently ignored and nothing panics.
+//!
+//! Conventions shared by all variables:
+//! - An empty (or all-blank) value means "unset", so `MPICAST_TTL=` gives the default.
+//! - Surrounding whitespace is ignored.
+//! - Sizes are a decimal integer with an optional binary suffix: `k`/`KiB` (1024),
+//!   `m`/`MiB` (1024²) or `g`/`GiB` (1024³), case-insensitive. `kB`/`MB` are rejected because they
+//!   are ambiguous between decimal and binary.
+//! - Subnets: `MPICAST_IFACE=10.1.2.3/16` is normalised to `10.1.0.0/16` (the form `ip addr`
+//!   prints is accepted as is), but `MPICAST_GROUP` with host bits set is rejected: a set host
+//!   part there usually means one specific group was wanted, which is written `/32`.
+
+use std::fmt;
+use std::net::Ipv4Addr;
+
+/// How the scouts synchronise ranks before the root multicasts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SyncAlgo {
+    /// Scouts climb a binary tree to the root.
+    Tree,
+    /// Every rank sends its scout straight to the root.
+    Linear,
+}
+
+/// Which interface to multicast on, as the user wrote it in `MPICAST_IFACE`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum IfaceSpec {
+    /// An interface name such as `eth0` or `ib0`.
+    Name(String),
+    /// The interface holding this IPv4 address.
+    Addr(Ipv4Addr),
+    /// The first interface (by name) with an IPv4 address in this subnet; the address is
+    /// normalised (host bits cleared).
+    Cidr(Ipv4Addr, u8),
+}
+
+impl fmt::Display for IfaceSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            IfaceSpec::Name(n) => write!(f, "{n}"),
+            IfaceSpec::Addr(a) => write!(f, "{a}"),
+            IfaceSpec::Cidr(a, p) => write!(f, "{a}/{p}"),
+        }
+    }
+}
+
+/// The whole process configuration. See [`VARIABLES`] for the meaning of each field.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Config {
+    /// `MPICAST_DISABLE`: forward everything to the host MPI.
+    pub disable: bool,
+    /// `MPICAST_IFACE`: `None` lets the kernel's routing choose.
+    pub iface: Option<IfaceSpec>,
+    /// `MPICAST_TTL`.
+    pub ttl: u8,
+    /// `MPICAST_GROUP`: the subnet (base, prefix) groups are picked from; inside 224.0.0.0/4.
+    pub group: (Ipv4Addr, u8),
+    /// `MPICAST_PORT`: inclusive port range, both ends >= 1024.
+    pub ports: (u16, u16),
+    /// `MPICAST_SYNC`.
+    pub sync: SyncAlgo,
+    /// `MPICAST_MIN_BYTES`: smaller messages go to the host MPI; 0 multicasts everything.
+    pub min_bytes: usize,
+    /// `MPICAST_FRAG_BYTES`: datagram payload size; `None` derives it from the MTU.
+    pub frag_bytes: Option<usize>,
+    /// `MPICAST_RCVBUF`: socket receive buffer to ask the kernel for.
+    pub rcvbuf: usize,
+    /// `MPICAST_TIMEOUT_MS`: an operation that makes no progress this long fails.
+    pub timeout_ms: u64,
+    /// `MPICAST_PROBE_MS`: bound on the setup probe that checks multicast works.
+    pub probe_ms: u64,
+    /// `MPICAST_STATS`: print counters at finalize.
+    pub stats: bool,
+    /// `MPICAST_VERBOSE`: 0 silent .. 3 chatty.
+    pub verbose: u8,
+}
+
+const DEFAULT_GROUP: (Ipv4Addr, u8) = (Ipv4Addr::new(239, 255, 0, 0), 16);
+const DEFAULT_PORTS: (u16, u16) = (23000, 23999);
+const DEFAULT_MIN_BYTES: usize = 1500;
+const DEFAULT_RCVBUF: usize = 8 << 20;
+const MIN_RCVBUF: usize = 64 << 10;
+// The kernel doubles the request and stores it in an int; staying at 1 GiB keeps clear of that.
+const MAX_RCVBUF: usize = 1 << 30;
+const FRAG_RANGE: (usize, usize) = (64, 65000);
+const MIN_PORT: u16 = 1024;
+const MAX_VERBOSE: u8 = 3;
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            disable: false,
+            iface: None,
+            ttl: 1,
+            group: DEFAULT_GROUP,
+            ports: DEFAULT_PORTS,
+            sync: SyncAlgo::Tree,
+            min_bytes: DEFAULT_MIN_BYTES,
+            frag_bytes: None,
+            rcvbuf: DEFAULT_RCVBUF,
+            timeout_ms: 30_000,
+            probe_ms: 500,
+            stats: false,
+            verbose: 0,
+        }
+    }
+}
+
+/// Prefix shared by every variable; any other name with it is a typo.
+pub const PREFIX: &str = "MPICAST_";
+
+/// Every variable: (name, default, description). The README and `mpicast --help` print this
+/// table, and [`Config::from_vars`] treats any `MPICAST_*` name missing from it as an error.
+pub const VARIABLES: &[(&str, &str, &str)] = &[
+    (
+        "MPICAST_DISABLE",
+        "0",
+        "1/true/yes/on: do not use multicast at all; every call goes to the host MPI",
+    ),
+    (
+        "MPICAST_IFACE",
+        "(default route)",
+        "interface to multicast on: a name (eth0), an IPv4 address, or a subnet (10.1.0.0/16) \
+         matched against each host's addresses",
+    ),
+    (
+        "MPICAST_TTL",
+        "1",
+        "multicast TTL 0..=255: 0 stays on the host, 1 stays on the local network",
+    ),
+    (
+        "MPICAST_GROUP",
+        "239.255.0.0/16",
+        "subnet inside 224.0.0.0/4 that communicator groups are picked from (no host bits)",
+    ),
+    (
+        "MPICAST_PORT",
+        "23000-23999",
+        "UDP port N or inclusive range N-M (N >= 1024) that communicator ports are picked from",
+    ),
+    (
+        "MPICAST_SYNC",
+        "tree",
+        "scout synchronisation before the multicast: tree or linear",
+    ),
+    (
+        "MPICAST_MIN_BYTES",
+        "1500",
+        "smaller broadcasts go to the host MPI; 0 multicasts every size (suffixes k, m, KiB, MiB)",
+    ),
+    (
+        "MPICAST_FRAG_BYTES",
+        "auto",
+        "datagram payload size 64..=65000; auto derives it from the interface MTU",
+    ),
+    (
+        "MPICAST_RCVBUF",
+        "8MiB",
+        "socket receive buffer to request (>= 64KiB); the size granted is what the kernel allows",
+    ),
+    (
+        "MPICAST_TIMEOUT_MS",
+        "30000",
+        "an operation with no progress for this many milliseconds fails (> 0)",
+    ),
+    (
+        "MPICAST_PROBE_MS",
+        "500",
+        "bound in milliseconds on the setup probe that checks multicast reaches every rank (> 0)",
+    ),
+    (
+        "MPICAST_STATS",
+        "0",
+        "1/true/yes/on: print traffic and repair counters at MPI_Finalize",
+    ),
+    (
+        "MPICAST_VERBOSE",
+        "0",
+        "diagnostics on stderr: 0 errors only, 1 setup decisions, 2 per operation, 3 per datagram",
+    ),
+];
+
+/// A variable (or `MPI_Info` key) whose value, or name, is not acceptable.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConfigError {
+    /// The variable or key, as given.
+    pub var: String,
+    /// The value, as given.
+    pub value: String,
+    /// What would have been accepted.
+    pub expected: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "mpicast: {}={} is invalid: expected {}",
+            self.var, self.value, self.expected
+        )
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+const EXPECT_BOOL: &str = "one of 0, 1, true, false, yes, no, on, off";
+const EXPECT_SYNC: &str = "tree or linear";
+const EXPECT_SIZE: &str =
+    "a size in bytes, optionally with a binary suffix k, KiB, m, MiB, g or GiB (e.g. 1500, 64k, 8MiB)";
+
+fn err(var: &str, value: &str, expected: impl Into<String>) -> ConfigError {
+    ConfigError {
+        var: var.to_string(),
+        value: value.to_string(),
+        expected: expected.into(),
+    }
+}
+
+impl Config {
+    /// Parses values through `get` (name -> value). Pure; used by tests and by [`Config::from_vars`].
+    /// It cannot see names it does not ask for, so it does not detect typos; `from_vars` does.
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+        let mut c = Config::default();
+        // Each closure gets the name and the trimmed, non-empty value; unset keeps the default.
+        let val = |name: &str| -> Option<(String, String)> {
+            let raw = get(name)?;
+            let t = raw.trim();
+            if t.is_empty() {
+                None
+            } else {
+                Some((raw.clone(), t.to_string()))
+            }
+        };
+
+        if let Some((raw, v)) = val("MPICAST_DISABLE") {
+            c.disable = parse_bool(&v).ok_or_else(|| err("MPICAST_DISABLE", &raw, EXPECT_BOOL))?;
+        }
+        if let Some((raw, v)) = val("MPICAST_IFACE") {
+            c.iface = Some(parse_iface(&v).ok_or_else(|| {
+                err(
+                    "MPICAST_IFACE",
+                    &raw,
+                    "an interface name (at most 15 characters, no spaces or '/'), \
+                     an IPv4 address, or an IPv4 subnet a.b.c.d/n with n <= 32",
+                )
+            })?);
+        }
+        if let Some((raw, v)) = val("MPICAST_TTL") {
+            c.ttl = parse_uint::<u8>(&v)
+                .ok_or_else(|| err("MPICAST_TTL", &raw, "an integer 0..=255"))?;
+        }
+        if let Some((raw, v)) = val("MPICAST_GROUP") {
+            c.group = parse_group(&v).ok_or_else(|| {
+                err(
+                    "MPICAST_GROUP",
+                    &raw,
+                    "an IPv4 multicast subnet a.b.c.d/n inside 224.0.0.0/4 with no host bits set \
+                     (write /32 for a single group)",
+                )
+            })?;
+        }
+        if let Some((raw, v)) = val("MPICAST_PORT") {
+            c.ports = parse_ports(&v).ok_or_else(|| {
+                err(
+                    "MPICAST_PORT",
+                    &raw,
+                    format!(
+                        "a port N or an inclusive range N-M with {MIN_PORT} <= N <= M <= 65535"
+                    ),
+                )
+            })?;
+        }
+        if let Some((raw, v)) = val("MPICAST_SYNC") {
+            c.sync = parse_sync(&v).ok_or_else(|| err("MPICAST_SYNC", &raw, EXPECT_SYNC))?;
+        }
+        if let Some((raw, v)) = val("MPICAST_MIN_BYTES") {
+            c.min_bytes =
+                parse_size(&v).ok_or_else(|| err("MPICAST_MIN_BYTES", &raw, EXPECT_SIZE))?;
+        }
+        if let Some((raw, v)) = val("MPICAST_FRAG_BYTES") {
+            let (lo, hi) = FRAG_RANGE;
+            c.frag_bytes = if v.eq_ignore_ascii_case("auto") {
+                None
+            } else {
+                Some(
+                    parse_size(&v)
+                        .filter(|n| (lo..=hi).contains(n))
+                        .ok_or_else(|| {
+                            err(
+                                "MPICAST_FRAG_BYTES",
+                                &raw,
+                                format!("a datagram payload size {lo}..={hi} bytes, or auto"),
+                            )
+                        })?,
+                )
+            };
+        }
+        if let Some((raw, v)) = val("MPICAST_RCVBUF") {
+            c.rcvbuf = parse_size(&v)
+                .filter(|n| (MIN_RCVBUF..=MAX_RCVBUF).contains(n))
+                .ok_or_else(|| {
+                    err(
+                        "MPICAST_RCVBUF",
+                        &raw,
+                        "a size from 64KiB to 1GiB (binary suffixes k, KiB, m, MiB, g, GiB)",
+                    )
+                })?;
+        }
+        if let Some((raw, v)) = val("MPICAST_TIMEOUT_MS") {
+            c.timeout_ms = parse_uint::<u64>(&v).filter(|&n| n > 0).ok_or_else(|| {
+                err(
+                    "MPICAST_TIMEOUT_MS",
+                    &raw,
+                    "an integer number of milliseconds > 0",
+                )
+            })?;
+        }
+        if let Some((raw, v)) = val("MPICAST_PROBE_MS") {
+            c.probe_ms = parse_uint::<u64>(&v).filter(|&n| n > 0).ok_or_else(|| {
+                err(
+                    "MPICAST_PROBE_MS",
+                    &raw,
+                    "an integer number of milliseconds > 0",
+                )
+            })?;
+        }
+        if let Some((raw, v)) = val("MPICAST_STATS") {
+            c.stats = parse_bool(&v).ok_or_else(|| err("MPICAST_STATS", &raw, EXPECT_BOOL))?;
+        }
+        if let Some((raw, v)) = val("MPICAST_VERBOSE") {
+            c.verbose = parse_uint::<u8>(&v)
+                .filter(|&n| n <= MAX_VERBOSE)
+                .ok_or_else(|| err("MPICAST_VERBOSE", &raw, "an integer 0..=3"))?;
+        }
+        Ok(c)
+    }
+
+    /// Parses a whole environment: every `(name, value)` pair, of which only names starting with
+    /// `MPICAST_` (in any letter case) matter. A name with that prefix that is not exactly one of
+    /// [`VARIABLES`] is an error with a suggestion, unless its value is empty (= unset).
+    /// When a name appears twice the last value wins, as in a shell.
+    pub fn from_vars<I, K, V>(vars: I) -> Result<Config, ConfigError>
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: AsRef<str>,
+        V: AsRef<str>,
+    {
+        let mut ours: Vec<(String, String)> = Vec::new();
+        for (k, v) in vars {
+            let (k, v) = (k.as_ref(), v.as_ref());
+            if !has_prefix(k) {
+                continue;
+            }
+            if !is_known(k) {
+                if v.trim().is_empty() {
+                    continue;
+                }
+                return Err(unknown_var(k, v));
+            }
+            match ours.iter_mut().find(|(name, _)| name == k) {
+                Some(slot) => slot.1 = v.to_string(),
+                None => ours.push((k.to_string(), v.to_string())),
+            }
+        }
+        Config::from_lookup(|name| ours.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()))
+    }
+
+    /// Reads the process environment. Not pure; everything else here is.
+    pub fn from_env() -> Result<Config, ConfigError> {
+        let mut vars: Vec<(String, String)> = Vec::new();
+        // vars_os, because std::env::vars panics on a non-UTF-8 entry anywhere in the environment.
+        for (k, v) in std::env::vars_os() {
+            let k = match k.into_string() {
+                Ok(k) => k,
+                Err(k) => {
+                    let lossy = k.to_string_lossy().into_owned();
+                    if has_prefix(&lossy) {
+                        return Err(unknown_var(&lossy, &v.to_string_lossy()));
+                    }
+                    continue;
+                }
+            };
+            if !has_prefix(&k) {
+                continue;
+            }
+            match v.into_string() {
+                Ok(v) => vars.push((k, v)),
+                Err(v) => {
+                    return Err(err(&k, &v.to_string_lossy(), "a value in valid UTF-8"));
+                }
+            }
+        }
+        Config::from_vars(vars)
+    }
+
+    /// This configuration with a communicator's hints applied. `MPICAST_DISABLE=1` is a kill switch
+    /// that a hint cannot undo; a hint can only turn multicast off for its communicator.
+    pub fn with_hints(&self, h: &Hints) -> Config {
+        let mut c = self.clone();
+        if h.enabled == Some(false) {
+            c.disable = true;
+        }
+        if let Some(s) = h.sync {
+            c.sync = s;
+        }
+        if let Some(m) = h.min_bytes {
+            c.min_bytes = m;
+        }
+        c
+    }
+}
+
+/// Per-communicator hints from `MPI_Info`. Keys: `mpicast` = on|off, `mpicast_sync` = tree|linear,
+/// `mpicast_min_bytes` = a size. `None` leaves the process-wide value.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Hints {
+    pub enabled: Option<bool>,
+    pub sync: Option<SyncAlgo>,
+    pub min_bytes: Option<usize>,
+}
+
+impl Hints {
+    /// Records one `MPI_Info` entry. Returns `Ok(false)` for keys that are not ours, `Ok(true)` for
+    /// ours; an unknown `mpicast_*` key or a bad value is an error. An empty value clears the hint.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<bool, ConfigError> {
+        let var = || format!("MPI_Info key {key}");
+        let v = value.trim();
+        match key {
+            "mpicast" => {
+                self.enabled = if v.is_empty() {
+                    None
+                } else {
+                    Some(parse_bool(v).ok_or_else(|| err(&var(), value, EXPECT_BOOL))?)
+                };
+            }
+            "mpicast_sync" => {
+                self.sync = if v.is_empty() {
+                    None
+                } else {
+                    Some(parse_sync(v).ok_or_else(|| err(&var(), value, EXPECT_SYNC))?)
+                };
+            }
+            "mpicast_min_bytes" => {
+                self.min_bytes = if v.is_empty() {
+                    None
+                } else {
+                    Some(parse_size(v).ok_or_else(|| err(&var(), value, EXPECT_SIZE))?)
+                };
+            }
+            _ if key.to_ascii_lowercase().starts_with("mpicast_") => {
+                return Err(err(
+                    &var(),
+                    value,
+                    "a known key: mpicast, mpicast_sync or mpicast_min_bytes",
+                ));
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+}
+
+/// Whether `addr` lies in `base/prefix`. `prefix` above 32 is treated as 32.
+pub fn in_subnet(addr: Ipv4Addr, base: Ipv4Addr, prefix: u8) -> bool {
+    let m = mask(prefix);
+    u32::from(addr) & m == u32::from(base) & m
+}
+
+fn mask(prefix: u8) -> u32 {
+    match prefix {
+        0 => 0,
+        p => u32::MAX << (32 - u32::from(p.min(32))),
+    }
+}
+
+fn has_prefix(name: &str) -> bool {
+    name.len() >= PREFIX.len() && name[..PREFIX.len()].eq_ignore_ascii_case(PREFIX)
+}
+
+fn is_known(name: &str) -> bool {
+    VARIABLES.iter().any(|(n, _, _)| *n == name)
+}
+
+fn unknown_var(name: &str, value: &str) -> ConfigError {
+    let upper = name.to_ascii_uppercase();
+    let best = VARIABLES
+        .iter()
+        .map(|(n, _, _)| (edit_distance(&upper, n), *n))
+        .min();
+    let expected = match best {
+        // Distance 0 means only the letter case differs; environment names are case-sensitive.
+        Some((d, n)) if d <= 3 => format!("a known MPICAST_ variable name (did you mean {n}?)"),
+        _ => {
+            let names: Vec<&str> = VARIABLES.iter().map(|(n, _, _)| *n).collect();
+            format!("a known MPICAST_ variable name: {}", names.join(", "))
+        }
+    };
+    err(name, value, expected)
+}
+
+/// Levenshtein distance over bytes; the names compared are short ASCII.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    let mut cur = vec![0; b.len() + 1];
+    for (i, &ca) in a.iter().enumerate() {
+        cur[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != cb);
+            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    prev[b.len()]
+}
+
+fn parse_bool(v: &str) -> Option<bool> {
+    match v.to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Some(true),
+        "0" | "false" | "no" | "off" => Some(false),
+        _ => None,
+    }
+}
+
+fn parse_sync(v: &str) -> Option<SyncAlgo> {
+    match v.to_ascii_lowercase().as_str() {
+        "tree" => Some(SyncAlgo::Tree),
+        "linear" => Some(SyncAlgo::Linear),
+        _ => None,
+    }
+}
+
+/// Plain decimal digits only: Rust's `from_str` would also take a leading `+`.
+fn parse_uint<T: std::str::FromStr>(v: &str) -> Option<T> {
+    if v.is_empty() || !v.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    v.parse().ok()
+}
+
+fn parse_size(v: &str) -> Option<usize> {
+    let digits = v.bytes().take_while(u8::is_ascii_digit).count();
+    let n: usize = parse_uint(&v[..digits])?;
+    let mult: usize = match v[digits..].trim_start().to_ascii_lowercase().as_str() {
+        "" => 1,
+        "k" | "kib" => 1 << 10,
+        "m" | "mib" => 1 << 20,
+        "g" | "gib" => 1 << 30,
+        _ => return None,
+    };
+    n.checked_mul(mult)
+}
+
+fn parse_ports(v: &str) -> Option<(u16, u16)> {
+    let (lo, hi) = match v.split_once('-') {
+        Some((a, b)) => (parse_uint::<u16>(a.trim())?, parse_uint::<u16>(b.trim())?),
+        None => {
+            let p = parse_uint::<u16>(v)?;
+            (p, p)
+        }
+    };
+    (lo >= MIN_PORT && lo <= hi).then_some((lo, hi))
+}
+
+/// `a.b.c.d/n`, host bits returned as written (callers decide whether to clear or reject them).
+fn parse_cidr(v: &str) -> Option<(Ipv4Addr, u8)> {
+    let (a, p) = v.split_once('/')?;
+    let addr: Ipv4Addr = a.trim().parse().ok()?;
+    let p = p.trim();
+    if p.len() > 2 {
+        return None;
+    }
+    let prefix: u8 = parse_uint(p)?;
+    (prefix <= 32).then_some((addr, prefix))
+}
+
+fn parse_group(v: &str) -> Option<(Ipv4Addr, u8)> {
+    let (addr, prefix) = parse_cidr(v)?;
+    let a = u32::from(addr);
+    let host_bits = a & !mask(prefix) != 0;
+    // Inside 224.0.0.0/4: the subnet is at least as narrow as /4 and starts with 1110.
+    let multicast = prefix >= 4 && a >> 28 == 0xE;
+    (!host_bits && multicast).then_some((addr, prefix))
+}
+
+fn parse_iface(v: &str) -> Option<IfaceSpec> {
+    if v.contains('/') {
+        let (addr, prefix) = parse_cidr(v)?;
+        let base = Ipv4Addr::from(u32::from(addr) & mask(prefix));
+        return Some(IfaceSpec::Cidr(base, prefix));
+    }
+    if let Ok(a) = v.parse::<Ipv4Addr>() {
+        return Some(IfaceSpec::Addr(a));
+    }
+    // Something made of digits and dots was meant as an address; naming it an interface would
+    // only give a confusing "no such interface" later.
+    if v.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        return None;
+    }
+    // IFNAMSIZ is 16 including the NUL; names never hold whitespace or '/'.
+    let ok = v.len() <= 15 && !v.bytes().any(|b| b.is_ascii_whitespace() || b == b'/');
+    ok.then(|| IfaceSpec::Name(v.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn cfg(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let m: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Config::from_lookup(|k| m.get(k).cloned())
+    }
+
+    fn bad(var: &str, value: &str) -> ConfigError {
+        let e = cfg(&[(var, value)]).expect_err(&format!("{var}={value} should be rejected"));
+        assert_eq!(e.var, var);
+        assert_eq!(e.value, value);
+        e
+    }
+
+    #[test]
+    fn defaults() {
+        let c = cfg(&[]).unwrap();
+        assert_eq!(c, Config::default());
+        assert!(!c.disable);
+        assert_eq!(c.iface, None);
+        assert_eq!(c.ttl, 1);
+        assert_eq!(c.group, (Ipv4Addr::new(239, 255, 0, 0), 16));
+        assert_eq!(c.ports, (23000, 23999));
+        assert_eq!(c.sync, SyncAlgo::Tree);
+        assert_eq!(c.min_bytes, 1500);
+        assert_eq!(c.frag_bytes, None);
+        assert_eq!(c.rcvbuf, 8 * 1024 * 1024);
+        assert_eq!(c.timeout_ms, 30_000);
+        assert_eq!(c.probe_ms, 500);
+        assert!(!c.stats);
+        assert_eq!(c.verbose, 0);
+    }
+
+    #[test]
+    fn table_defaults_agree_with_default() {
+        // The table is what users read; parse each documented default and compare.
+        let pairs: Vec<(&str, &str)> = VARIABLES
+            .iter()
+            .filter(|(_, d, _)| !d.starts_with('('))
+            .map(|(n, d, _)| (*n, *d))
+            .collect();
+        assert_eq!(cfg(&pairs).unwrap(), Config::default());
+        let names: Vec<&str> = VARIABLES.iter().map(|v| v.0).collect();
+        for n in &names {
+            assert!(n.starts_with(PREFIX));
+            assert_eq!(names.iter().filter(|m| *m == n).count(), 1, "{n} twice");
+        }
+        assert_eq!(names.len(), 13);
+    }
+
+    #[test]
+    fn empty_and_blank_mean_unset() {
+        for name in VARIABLES.iter().map(|v| v.0) {
+            assert_eq!(cfg(&[(name, "")]).unwrap(), Config::default(), "{name}");
+            assert_eq!(cfg(&[(name, "  ")]).unwrap(), Config::default(), "{name}");
+        }
+    }
+
+    #[test]
+    fn booleans() {
+        for (v, want) in [
+            ("1", true),
+            ("true", true),
+            ("YES", true),
+            ("On", true),
+            ("0", false),
+            ("false", false),
+            ("no", false),
+            ("OFF", false),
+            (" 1 ", true),
+        ] {
+            assert_eq!(cfg(&[("MPICAST_DISABLE", v)]).unwrap().disable, want, "{v}");
+            assert_eq!(cfg(&[("MPICAST_STATS", v)]).unwrap().stats, want, "{v}");
+        }
+        for v in ["2", "y", "enable", "-1", "truee"] {
+            bad("MPICAST_DISABLE", v);
+            bad("MPICAST_STATS", v);
+        }
+    }
+
+    #[test]
+    fn ttl_and_verbose() {
+        assert_eq!(cfg(&[("MPICAST_TTL", "0")]).unwrap().ttl, 0);
+        assert_eq!(cfg(&[("MPICAST_TTL", "255")]).unwrap().ttl, 255);
+        for v in ["256", "-1", "+3", "abc", "1.0", "0x10"] {
+            bad("MPICAST_TTL", v);
+        }
+        assert_eq!(cfg(&[("MPICAST_VERBOSE", "3")]).unwrap().verbose, 3);
+        for v in ["4", "255", "x"] {
+            bad("MPICAST_VERBOSE", v);
+        }
+    }
+
+    #[test]
+    fn display_names_variable_value_and_expectation() {
+        let e = bad("MPICAST_TTL", "abc");
+        assert_eq!(
+            e.to_string(),
+            "mpicast: MPICAST_TTL=abc is invalid: expected an integer 0..=255"
+        );
+    }
+
+    #[test]
+    fn iface_forms() {
+        let f = |v| cfg(&[("MPICAST_IFACE", v)]).unwrap().iface.unwrap();
+        assert_eq!(f("eth0"), IfaceSpec::Name("eth0".into()));
+        assert_eq!(f("eth0:1"), IfaceSpec::Name("eth0:1".into()));
+        assert_eq!(f("enp0s31f6"), IfaceSpec::Name("enp0s31f6".into()));
+        assert_eq!(f("10.1.2.3"), IfaceSpec::Addr(Ipv4Addr::new(10, 1, 2, 3)));
+        assert_eq!(
+            f("10.1.0.0/16"),
+            IfaceSpec::Cidr(Ipv4Addr::new(10, 1, 0, 0), 16)
+        );
+        // Host bits are cleared, so `ip addr` output can be pasted.
+        assert_eq!(
+            f("10.1.2.3/16"),
+            IfaceSpec::Cidr(Ipv4Addr::new(10, 1, 0, 0), 16)
+        );
+        assert_eq!(
+            f("10.1.2.3/32"),
+            IfaceSpec::Cidr(Ipv4Addr::new(10, 1, 2, 3), 32)
+        );
+        assert_eq!(f("10.1.2.3/0"), IfaceSpec::Cidr(Ipv4Addr::UNSPECIFIED, 0));
+        assert_eq!(f(" lo "), IfaceSpec::Name("lo".into()));
+        for v in [
+            "10.1.2.300",
+            "10.1.2",
+            "10.1.0.0/33",
+            "10.1.0.0/",
+            "10.1.0.0/-1",
+            "10.1.0.0/016",
+            "/16",
+            "10.1.0.0/16/2",
+            "averyverylongname0",
+            "eth 0",
+        ] {
+            bad("MPICAST_IFACE", v);
+        }
+        assert_eq!(
+            f("10.1.0.0/ 8"),
+            IfaceSpec::Cidr(Ipv4Addr::new(10, 0, 0, 0), 8)
+        );
+    }
+
+    #[test]
+    fn iface_display_roundtrips() {
+        for v in ["eth0", "10.1.2.3", "10.1.0.0/16"] {
+            let s = cfg(&[("MPICAST_IFACE", v)]).unwrap().iface.unwrap();
+            assert_eq!(s.to_string(), v);
+        }
+    }
+
+    #[test]
+    fn group_forms() {
+        let f = |v| cfg(&[("MPICAST_GROUP", v)]).unwrap().group;
+        assert_eq!(f("239.1.0.0/16"), (Ipv4Addr::new(239, 1, 0, 0), 16));
+        assert_eq!(f("224.0.0.0/4"), (Ipv4Addr::new(224, 0, 0, 0), 4));
+        assert_eq!(f("239.255.7.7/32"), (Ipv4Addr::new(239, 255, 7, 7), 32));
+        assert_eq!(
+            f("239.255.255.255/32"),
+            (Ipv4Addr::new(239, 255, 255, 255), 32)
+        );
+        for v in [
+            "0.0.0.0/0",      // covers everything
+            "224.0.0.0/3",    // wider than the multicast block
+            "192.168.0.0/16", // not multicast
+            "240.0.0.0/8",    // reserved, just above it
+            "239.255.7.7/16", // host bits set: rejected, not normalised
+            "239.255.0.0",    // a subnet is required
+            "239.255.0.0/33",
+            "239.255.0.0/abc",
+        ] {
+            bad("MPICAST_GROUP", v);
+        }
+    }
+
+    #[test]
+    fn ports() {
+        let f = |v| cfg(&[("MPICAST_PORT", v)]).unwrap().ports;
+        assert_eq!(f("5000"), (5000, 5000));
+        assert_eq!(f("1024-65535"), (1024, 65535));
+        assert_eq!(f("23000 - 23010"), (23000, 23010));
+        assert_eq!(f("7000-7000"), (7000, 7000));
+        for v in [
+            "1023",
+            "80-9000",
+            "9000-8000",
+            "65536",
+            "5000-",
+            "-5000",
+            "5000-6000-7000",
+            "x",
+        ] {
+            bad("MPICAST_PORT", v);
+        }
+    }
+
+    #[test]
+    fn sync() {
+        let f = |v| cfg(&[("MPICAST_SYNC", v)]).unwrap().sync;
+        assert_eq!(f("tree"), SyncAlgo::Tree);
+        assert_eq!(f("LINEAR"), SyncAlgo::Linear);
+        bad("MPICAST_SYNC", "ring");
+    }
+
+    #[test]
+    fn sizes_and_suffixes() {
+        let f = |v| cfg(&[("MPICAST_MIN_BYTES", v)]).unwrap().min_bytes;
+        assert_eq!(f("0"), 0);
+        assert_eq!(f("1500"), 1500);
+        assert_eq!(f("4k"), 4096);
+        assert_eq!(f("4K"), 4096);
+        assert_eq!(f("4KiB"), 4096);
+        assert_eq!(f("4kib"), 4096);
+        assert_eq!(f("4 KiB"), 4096);
+        assert_eq!(f("2m"), 2 << 20);
+        assert_eq!(f("2M"), 2 << 20);
+        assert_eq!(f("2MiB"), 2 << 20);
+        assert_eq!(f("1G"), 1 << 30);
+        for v in [
+            "4kB",
+            "4MB",
+            "1.5M",
+            "-1",
+            "k",
+            "4 k b",
+            "4x",
+            "99999999999999999999",
+            "18014398509481984G",
+        ] {
+            bad("MPICAST_MIN_BYTES", v);
+        }
+    }
+
+    #[test]
+    fn frag_bytes() {
+        let f = |v| cfg(&[("MPICAST_FRAG_BYTES", v)]).unwrap().frag_bytes;
+        assert_eq!(f("64"), Some(64));
+        assert_eq!(f("65000"), Some(65000));
+        assert_eq!(f("8k"), Some(8192));
+        assert_eq!(f("auto"), None);
+        for v in ["63", "65001", "64k", "0", "x"] {
+            bad("MPICAST_FRAG_BYTES", v);
+        }
+    }
+
+    #[test]
+    fn rcvbuf() {
+        let f = |v| cfg(&[("MPICAST_RCVBUF", v)]).unwrap().rcvbuf;
+        assert_eq!(f("64k"), 65536);
+        assert_eq!(f("65536"), 65536);
+        assert_eq!(f("32MiB"), 32 << 20);
+        assert_eq!(f("1G"), 1 << 30);
+        for v in ["65535", "63k", "2G", "0", "lots"] {
+            bad("MPICAST_RCVBUF", v);
+        }
+    }
+
+    #[test]
+    fn timeouts() {
+        let c = cfg(&[("MPICAST_TIMEOUT_MS", "1"), ("MPICAST_PROBE_MS", "20000")]).unwrap();
+        assert_eq!((c.timeout_ms, c.probe_ms), (1, 20000));
+        for v in ["0", "-5", "1s", "1.5"] {
+            bad("MPICAST_TIMEOUT_MS", v);
+            bad("MPICAST_PROBE_MS", v);
+        }
+    }
+
+    #[test]
+    fn every_variable_is_parsed() {
+        let c = cfg(&[
+            ("MPICAST_DISABLE", "yes"),
+            ("MPICAST_IFACE", "ib0"),
+            ("MPICAST_TTL", "4"),
+            ("MPICAST_GROUP", "239.7.0.0/24"),
+            ("MPICAST_PORT", "30000-30099"),
+            ("MPICAST_SYNC", "linear"),
+            ("MPICAST_MIN_BYTES", "0"),
+            ("MPICAST_FRAG_BYTES", "8000"),
+            ("MPICAST_RCVBUF", "16M"),
+            ("MPICAST_TIMEOUT_MS", "100"),
+            ("MPICAST_PROBE_MS", "50"),
+            ("MPICAST_STATS", "on"),
+            ("MPICAST_VERBOSE", "2"),
+        ])
+        .unwrap();
+        assert_eq!(
+            c,
+            Config {
+                disable: true,
+                iface: Some(IfaceSpec::Name("ib0".into())),
+                ttl: 4,
+                group: (Ipv4Addr::new(239, 7, 0, 0), 24),
+                ports: (30000, 30099),
+                sync: SyncAlgo::Linear,
+                min_bytes: 0,
+                frag_bytes: Some(8000),
+                rcvbuf: 16 << 20,
+                timeout_ms: 100,
+                probe_ms: 50,
+                stats: true,
+                verbose: 2,
+            }
+        );
+    }
+
+    #[test]
+    fn from_vars_rejects_typos_and_ignores_others() {
+        let ok =
+            Config::from_vars([("PATH", "/bin"), ("MPICAST_TTL", "3"), ("OMPI_X", "y")]).unwrap();
+        assert_eq!(ok.ttl, 3);
+
+        let e = Config::from_vars([("MPICAST_IFAEC", "eth0")]).unwrap_err();
+        assert_eq!(e.var, "MPICAST_IFAEC");
+        assert_eq!(e.value, "eth0");
+        assert!(
+            e.expected.contains("did you mean MPICAST_IFACE?"),
+            "{}",
+            e.expected
+        );
+
+        // Environment names are case-sensitive, so a lower-case name would otherwise be lost.
+        let e = Config::from_vars([("mpicast_ttl", "3")]).unwrap_err();
+        assert!(
+            e.expected.contains("did you mean MPICAST_TTL?"),
+            "{}",
+            e.expected
+        );
+
+        // Far from everything: list what exists.
+        let e = Config::from_vars([("MPICAST_SOMETHING_ELSE_ENTIRELY", "1")]).unwrap_err();
+        assert!(e.expected.contains("MPICAST_RCVBUF"), "{}", e.expected);
+
+        // An unknown name with an empty value is unset, like every other empty value.
+        assert_eq!(
+            Config::from_vars([("MPICAST_IFAEC", "")]).unwrap(),
+            Config::default()
+        );
+
+        // Bad values are still caught after the name check, and the last duplicate wins.
+        let e = Config::from_vars([("MPICAST_TTL", "1"), ("MPICAST_TTL", "x")]).unwrap_err();
+        assert_eq!((e.var.as_str(), e.value.as_str()), ("MPICAST_TTL", "x"));
+        let c = Config::from_vars([("MPICAST_TTL", "x"), ("MPICAST_TTL", "9")]).unwrap();
+        assert_eq!(c.ttl, 9);
+    }
+
+    #[test]
+    fn from_env_reads_the_process_environment() {
+        // Only checks it does not fail on this process's environment (which the test harness may
+        // give MPICAST_* values); parsing itself is covered through from_vars.
+        let vars: Vec<(String, String)> = std::env::vars().filter(|(k, _)| has_prefix(k)).collect();
+        assert_eq!(Config::from_env(), Config::from_vars(vars));
+    }
+
+    #[test]
+    fn subnet_math() {
+        let a = Ipv4Addr::new(10, 1, 2, 3);
+        assert!(in_subnet(a, Ipv4Addr::new(10, 1, 0, 0), 16));
+        assert!(!in_subnet(a, Ipv4Addr::new(10, 2, 0, 0), 16));
+        assert!(in_subnet(a, Ipv4Addr::UNSPECIFIED, 0));
+        assert!(in_subnet(a, a, 32));
+        assert!(!in_subnet(a, Ipv4Addr::new(10, 1, 2, 4), 32));
+        assert!(in_subnet(a, Ipv4Addr::new(10, 1, 2, 2), 31));
+    }
+
+    #[test]
+    fn hints() {
+        let mut h = Hints::default();
+        assert_eq!(h.set("mpicast", "off"), Ok(true));
+        assert_eq!(h.set("mpicast_sync", "linear"), Ok(true));
+        assert_eq!(h.set("mpicast_min_bytes", "64k"), Ok(true));
+        assert_eq!(h.set("cb_nodes", "4"), Ok(false));
+        assert_eq!(
+            h,
+            Hints {
+                enabled: Some(false),
+                sync: Some(SyncAlgo::Linear),
+                min_bytes: Some(65536)
+            }
+        );
+        let c = Config::default().with_hints(&h);
+        assert!(c.disable);
+        assert_eq!(c.sync, SyncAlgo::Linear);
+        assert_eq!(c.min_bytes, 65536);
+
+        // Empty clears; "on" cannot undo the process-wide kill switch.
+        assert_eq!(h.set("mpicast_sync", ""), Ok(true));
+        assert_eq!(h.sync, None);
+        assert_eq!(h.set("mpicast", "on"), Ok(true));
+        let off = Config {
+            disable: true,
+            ..Config::default()
+        };
+        assert!(off.with_hints(&h).disable);
+        assert!(!Config::default().with_hints(&h).disable);
+        assert_eq!(
+            Config::default().with_hints(&Hints::default()),
+            Config::default()
+        );
+
+        let e = h.set("mpicast_sync", "ring").unwrap_err();
+        assert_eq!(e.var, "MPI_Info key mpicast_sync");
+        assert!(h.set("mpicast", "maybe").is_err());
+        assert!(h.set("mpicast_min_bytes", "1.5k").is_err());
+        assert!(h.set("mpicast_min_byte", "1").is_err());
+        // A failed set leaves the previous value.
+        assert_eq!(h.enabled, Some(true));
+    }
+}

@@ -1,0 +1,137 @@
+//! The application's (buffer, count, datatype) as bytes. Contiguous layouts are used in
+//! place; anything else is packed before sending and unpacked after receiving, with the
+//! host's own MPI_Pack/MPI_Unpack so every derived datatype (and MPI_BOTTOM) works.
+
+use super::{check, MpiError, MpiResult, MPI_Comm, MPI_Datatype};
+use std::os::raw::{c_int, c_void};
+
+pub struct UserBuf {
+    ptr: *mut c_void,
+    count: c_int,
+    dtype: MPI_Datatype,
+    comm: MPI_Comm,
+    bytes: usize,
+    /// Start of the data when it is one contiguous run of `bytes` bytes.
+    contiguous: Option<*mut u8>,
+}
+
+impl UserBuf {
+    /// Describes the buffer; fails (with the host's error) if the datatype is invalid.
+    pub fn describe(ptr: *mut c_void, count: c_int, dtype: MPI_Datatype, comm: MPI_Comm) -> MpiResult<UserBuf> {
+        let mut size: mpi_sys::MPI_Count = 0;
+        let (mut lb, mut extent): (mpi_sys::MPI_Aint, mpi_sys::MPI_Aint) = (0, 0);
+        let (mut tlb, mut textent): (mpi_sys::MPI_Aint, mpi_sys::MPI_Aint) = (0, 0);
+        // SAFETY: each call writes plain integers.
+        unsafe {
+            check(mpi_sys::PMPI_Type_size_x(dtype, &mut size))?;
+            check(mpi_sys::PMPI_Type_get_extent(dtype, &mut lb, &mut extent))?;
+            check(mpi_sys::PMPI_Type_get_true_extent(dtype, &mut tlb, &mut textent))?;
+        }
+        if size < 0 || count < 0 {
+            return Err(MpiError(mpi_sys::MPI_ERR_COUNT as c_int));
+        }
+        let bytes = size as usize * count as usize;
+        let dense = textent as i128 == size as i128 && (count <= 1 || extent as i128 == size as i128);
+        let contiguous = if dense || bytes == 0 {
+            // wrapping: with MPI_BOTTOM the true lower bound is an absolute address.
+            Some((ptr as *mut u8).wrapping_offset(tlb as isize))
+        } else {
+            None
+        };
+        Ok(UserBuf {
+            ptr,
+            count,
+            dtype,
+            comm,
+            bytes,
+            contiguous,
+        })
+    }
+
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    pub fn is_contiguous(&self) -> bool {
+        self.contiguous.is_some()
+    }
+
+    /// Runs `f` over the bytes to send (the root's side of a broadcast).
+    pub fn with_send_bytes<R>(&self, f: impl FnOnce(&[u8]) -> R) -> MpiResult<R> {
+        if self.bytes == 0 {
+            return Ok(f(&[]));
+        }
+        if let Some(p) = self.contiguous {
+            // SAFETY: the datatype says these `bytes` bytes from p are the application's
+            // data, readable for the duration of the call that lent them to us.
+            let s = unsafe { std::slice::from_raw_parts(p as *const u8, self.bytes) };
+            return Ok(f(s));
+        }
+        let packed = self.pack()?;
+        Ok(f(&packed))
+    }
+
+    /// Runs `f` over a byte buffer to fill, then stores it into the application's buffer.
+    pub fn with_recv_bytes<R>(&mut self, f: impl FnOnce(&mut [u8]) -> R) -> MpiResult<R> {
+        if self.bytes == 0 {
+            return Ok(f(&mut []));
+        }
+        if let Some(p) = self.contiguous {
+            // SAFETY: as in with_send_bytes, and the application lent the buffer for writing.
+            let s = unsafe { std::slice::from_raw_parts_mut(p, self.bytes) };
+            return Ok(f(s));
+        }
+        let mut tmp = vec![0u8; self.bytes];
+        let r = f(&mut tmp);
+        self.unpack(&tmp)?;
+        Ok(r)
+    }
+
+    fn pack(&self) -> MpiResult<Vec<u8>> {
+        let limit = c_int::MAX as usize;
+        if self.bytes > limit {
+            return Err(MpiError(mpi_sys::MPI_ERR_COUNT as c_int));
+        }
+        let mut out = vec![0u8; self.bytes];
+        let mut pos: c_int = 0;
+        // SAFETY: out has `bytes` bytes, the exact packed size of (count, dtype) in the
+        // native representation; MPI checks that it fits.
+        check(unsafe {
+            mpi_sys::PMPI_Pack(
+                self.ptr as *const c_void,
+                self.count,
+                self.dtype,
+                out.as_mut_ptr() as *mut c_void,
+                self.bytes as c_int,
+                &mut pos,
+                self.comm,
+            )
+        })?;
+        if pos as usize != self.bytes {
+            return Err(MpiError(mpi_sys::MPI_ERR_TYPE as c_int));
+        }
+        Ok(out)
+    }
+
+    fn unpack(&mut self, data: &[u8]) -> MpiResult<()> {
+        let mut pos: c_int = 0;
+        // SAFETY: data holds the packed form of (count, dtype); MPI writes into the
+        // application's buffer as the datatype describes.
+        check(unsafe {
+            mpi_sys::PMPI_Unpack(
+                data.as_ptr() as *const c_void,
+                data.len() as c_int,
+                &mut pos,
+                self.ptr,
+                self.count,
+                self.dtype,
+                self.comm,
+            )
+        })
+    }
+}
+
+/// Whether (buf, count, dtype) can be packed by us at all (the packed size fits an int).
+pub fn packable(bytes: usize) -> bool {
+    bytes <= c_int::MAX as usize
+}

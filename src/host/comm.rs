@@ -1,0 +1,192 @@
+//! Communicator queries and the few collectives the shim itself needs (setup agreement),
+//! all through PMPI on communicators the caller owns.
+
+use super::{check, MpiResult, MPI_Comm};
+use std::os::raw::{c_char, c_int, c_void};
+
+pub fn size(comm: MPI_Comm) -> MpiResult<u32> {
+    let mut n: c_int = 0;
+    // SAFETY: writes one int.
+    check(unsafe { mpi_sys::PMPI_Comm_size(comm, &mut n) })?;
+    Ok(n as u32)
+}
+
+pub fn rank(comm: MPI_Comm) -> MpiResult<u32> {
+    let mut r: c_int = 0;
+    // SAFETY: writes one int.
+    check(unsafe { mpi_sys::PMPI_Comm_rank(comm, &mut r) })?;
+    Ok(r as u32)
+}
+
+pub fn is_inter(comm: MPI_Comm) -> MpiResult<bool> {
+    let mut flag: c_int = 0;
+    // SAFETY: writes one int.
+    check(unsafe { mpi_sys::PMPI_Comm_test_inter(comm, &mut flag) })?;
+    Ok(flag != 0)
+}
+
+/// A private duplicate: scouts and control messages live in its context, so they can never
+/// match an application's receive (even a wildcard one).
+pub fn dup(comm: MPI_Comm) -> MpiResult<MPI_Comm> {
+    let mut out = super::comm_null();
+    // SAFETY: writes one handle.
+    check(unsafe { mpi_sys::PMPI_Comm_dup(comm, &mut out) })?;
+    Ok(out)
+}
+
+pub fn free(mut comm: MPI_Comm) -> MpiResult<()> {
+    // SAFETY: the caller owns `comm` (a duplicate we made) and never uses it again.
+    check(unsafe { mpi_sys::PMPI_Comm_free(&mut comm) })
+}
+
+/// Broadcasts `buf` (same length everywhere) from `root` with the host's own broadcast.
+pub fn bcast_bytes(comm: MPI_Comm, buf: &mut [u8], root: u32) -> MpiResult<()> {
+    // SAFETY: buf is valid for buf.len() bytes; every rank passes the same length.
+    check(unsafe {
+        mpi_sys::PMPI_Bcast(
+            buf.as_mut_ptr() as *mut c_void,
+            buf.len() as c_int,
+            super::byte(),
+            root as c_int,
+            comm,
+        )
+    })
+}
+
+/// Gathers `mine` (same length everywhere) from every rank, in rank order.
+pub fn allgather_bytes(comm: MPI_Comm, mine: &[u8]) -> MpiResult<Vec<u8>> {
+    let n = size(comm)? as usize;
+    let mut out = vec![0u8; mine.len() * n];
+    // SAFETY: out holds n * mine.len() bytes.
+    check(unsafe {
+        mpi_sys::PMPI_Allgather(
+            mine.as_ptr() as *const c_void,
+            mine.len() as c_int,
+            super::byte(),
+            out.as_mut_ptr() as *mut c_void,
+            mine.len() as c_int,
+            super::byte(),
+            comm,
+        )
+    })?;
+    Ok(out)
+}
+
+/// Non-blocking allgather, so that rank 0 can keep sending probe datagrams while it waits.
+pub struct Iallgather {
+    req: mpi_sys::MPI_Request,
+    // Boxed so the addresses handed to MPI stay put while the request is live.
+    _mine: Box<[u8]>,
+    out: Box<[u8]>,
+    done: bool,
+}
+
+impl Iallgather {
+    pub fn start(comm: MPI_Comm, mine: &[u8]) -> MpiResult<Iallgather> {
+        let n = size(comm)? as usize;
+        let mine: Box<[u8]> = mine.into();
+        let mut out = vec![0u8; mine.len() * n].into_boxed_slice();
+        // SAFETY: the request handle is plain data; it is written by PMPI_Iallgather.
+        let mut req: mpi_sys::MPI_Request = unsafe { std::mem::zeroed() };
+        // SAFETY: both buffers are heap allocations owned by the returned value, which
+        // waits for the request before dropping them.
+        check(unsafe {
+            mpi_sys::PMPI_Iallgather(
+                mine.as_ptr() as *const c_void,
+                mine.len() as c_int,
+                super::byte(),
+                out.as_mut_ptr() as *mut c_void,
+                mine.len() as c_int,
+                super::byte(),
+                comm,
+                &mut req,
+            )
+        })?;
+        Ok(Iallgather {
+            req,
+            _mine: mine,
+            out,
+            done: false,
+        })
+    }
+
+    pub fn test(&mut self) -> MpiResult<bool> {
+        if !self.done {
+            let mut flag: c_int = 0;
+            // SAFETY: req is live until done.
+            check(unsafe {
+                mpi_sys::PMPI_Test(&mut self.req, &mut flag, super::status_ignore())
+            })?;
+            self.done = flag != 0;
+        }
+        Ok(self.done)
+    }
+
+    pub fn wait(mut self) -> MpiResult<Vec<u8>> {
+        if !self.done {
+            // SAFETY: req is live.
+            check(unsafe { mpi_sys::PMPI_Wait(&mut self.req, super::status_ignore()) })?;
+            self.done = true;
+        }
+        Ok(std::mem::take(&mut self.out).into_vec())
+    }
+}
+
+impl Drop for Iallgather {
+    fn drop(&mut self) {
+        if !self.done {
+            // SAFETY: the buffers must outlive the request, so complete it before freeing.
+            unsafe { mpi_sys::PMPI_Wait(&mut self.req, super::status_ignore()) };
+        }
+    }
+}
+
+/// Sums u64 counters over the communicator onto `root`.
+pub fn reduce_sum_u64(comm: MPI_Comm, vals: &[u64], root: u32) -> MpiResult<Vec<u64>> {
+    let mut out = vec![0u64; vals.len()];
+    // SAFETY: both buffers hold vals.len() u64s.
+    check(unsafe {
+        mpi_sys::PMPI_Reduce(
+            vals.as_ptr() as *const c_void,
+            out.as_mut_ptr() as *mut c_void,
+            vals.len() as c_int,
+            super::c::MPICAST_C_UINT64,
+            super::c::MPICAST_C_SUM,
+            root as c_int,
+            comm,
+        )
+    })?;
+    Ok(out)
+}
+
+/// The MPI_Info hints set on `comm` that belong to mpicast: (key, value) pairs.
+pub fn info_hints(comm: MPI_Comm, keys: &[&str]) -> MpiResult<Vec<(String, String)>> {
+    let mut info = super::info_null();
+    // SAFETY: writes one handle, which we free below.
+    check(unsafe { mpi_sys::PMPI_Comm_get_info(comm, &mut info) })?;
+    let mut found = Vec::new();
+    // SAFETY: constant read.
+    let vlen = unsafe { super::c::MPICAST_C_MAX_INFO_VAL }.max(1);
+    let mut val = vec![0u8; vlen as usize + 1];
+    for key in keys {
+        let ckey = std::ffi::CString::new(*key).expect("hint keys have no NUL");
+        let mut flag: c_int = 0;
+        // SAFETY: val holds vlen + 1 bytes as the call requires; ckey is NUL-terminated.
+        let rc = unsafe {
+            mpi_sys::PMPI_Info_get(
+                info,
+                ckey.as_ptr(),
+                vlen,
+                val.as_mut_ptr() as *mut c_char,
+                &mut flag,
+            )
+        };
+        if rc == super::SUCCESS && flag != 0 {
+            let end = val.iter().position(|&b| b == 0).unwrap_or(val.len());
+            found.push((key.to_string(), String::from_utf8_lossy(&val[..end]).into_owned()));
+        }
+    }
+    // SAFETY: the handle came from PMPI_Comm_get_info and is ours to free.
+    unsafe { mpi_sys::PMPI_Info_free(&mut info) };
+    Ok(found)
+}

@@ -1,0 +1,178 @@
+//! Safe Rust over the host MPI, reached only through `PMPI_*` (calling `MPI_*` from inside
+//! the shim would call ourselves). Owns every `unsafe` MPI call; nothing above this module
+//! sees a raw pointer or a raw handle operation.
+//!
+//! Handles are the host's own types from mpi-sys (pointers under Open MPI, ints under
+//! MPICH), so one build of the library fits one MPI flavour; `flavour` checks at run time
+//! that the MPI we are loaded under is the one we were built for.
+
+pub mod attr;
+pub mod buffer;
+pub mod comm;
+pub mod flavour;
+pub mod p2p;
+
+pub use mpi_sys::{MPI_Comm, MPI_Datatype, MPI_Info, MPI_Request};
+
+use std::os::raw::{c_int, c_void};
+
+/// Constants the bindings cannot express (macros in mpi.h), from `shim.c`.
+mod c {
+    use super::*;
+    extern "C" {
+        pub static MPICAST_C_BYTE: MPI_Datatype;
+        pub static MPICAST_C_IN_PLACE: *mut c_void;
+        pub static MPICAST_C_COMM_WORLD: MPI_Comm;
+        pub static MPICAST_C_COMM_SELF: MPI_Comm;
+        pub static MPICAST_C_COMM_NULL: MPI_Comm;
+        pub static MPICAST_C_INFO_NULL: MPI_Info;
+        pub static MPICAST_C_SUM: mpi_sys::MPI_Op;
+        pub static MPICAST_C_UINT64: MPI_Datatype;
+        pub static MPICAST_C_KEYVAL_INVALID: c_int;
+        pub static MPICAST_C_ANY_SOURCE: c_int;
+        pub static MPICAST_C_MAX_INFO_VAL: c_int;
+        pub static MPICAST_C_STATUS_IGNORE: *mut mpi_sys::MPI_Status;
+        pub static MPICAST_C_FLAVOUR: c_int;
+        pub fn mpicast_c_status_source(s: *const mpi_sys::MPI_Status) -> c_int;
+    }
+}
+
+pub const SUCCESS: c_int = 0;
+
+/// Error code returned by a PMPI call that failed (the host's own code).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MpiError(pub c_int);
+
+impl std::fmt::Display for MpiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "MPI error {}", self.0)
+    }
+}
+
+pub type MpiResult<T> = Result<T, MpiError>;
+
+pub(crate) fn check(rc: c_int) -> MpiResult<()> {
+    if rc == SUCCESS {
+        Ok(())
+    } else {
+        Err(MpiError(rc))
+    }
+}
+
+pub fn comm_world() -> MPI_Comm {
+    // SAFETY: an initialised constant of the C shim.
+    unsafe { c::MPICAST_C_COMM_WORLD }
+}
+pub fn comm_self() -> MPI_Comm {
+    // SAFETY: as above.
+    unsafe { c::MPICAST_C_COMM_SELF }
+}
+pub fn comm_null() -> MPI_Comm {
+    // SAFETY: as above.
+    unsafe { c::MPICAST_C_COMM_NULL }
+}
+pub fn byte() -> MPI_Datatype {
+    // SAFETY: as above.
+    unsafe { c::MPICAST_C_BYTE }
+}
+pub(crate) fn info_null() -> MPI_Info {
+    // SAFETY: as above.
+    unsafe { c::MPICAST_C_INFO_NULL }
+}
+pub(crate) fn keyval_invalid() -> c_int {
+    // SAFETY: as above.
+    unsafe { c::MPICAST_C_KEYVAL_INVALID }
+}
+pub(crate) fn any_source() -> c_int {
+    // SAFETY: as above.
+    unsafe { c::MPICAST_C_ANY_SOURCE }
+}
+pub(crate) fn status_ignore() -> *mut mpi_sys::MPI_Status {
+    // SAFETY: as above.
+    unsafe { c::MPICAST_C_STATUS_IGNORE }
+}
+
+/// True when `p` is the host's MPI_IN_PLACE sentinel.
+pub fn is_in_place(p: *const c_void) -> bool {
+    // SAFETY: reading a constant pointer value; it is never dereferenced.
+    std::ptr::eq(p, unsafe { c::MPICAST_C_IN_PLACE })
+}
+
+/// MPI_Initialized && !MPI_Finalized.
+pub fn is_active() -> bool {
+    let mut init: c_int = 0;
+    let mut fini: c_int = 0;
+    // SAFETY: both calls are valid at any time and write one int.
+    unsafe {
+        mpi_sys::PMPI_Initialized(&mut init);
+        mpi_sys::PMPI_Finalized(&mut fini);
+    }
+    init != 0 && fini == 0
+}
+
+/// The thread level the host granted.
+pub fn query_thread() -> c_int {
+    let mut level: c_int = 0;
+    // SAFETY: writes one int; valid after init.
+    unsafe { mpi_sys::PMPI_Query_thread(&mut level) };
+    level
+}
+
+pub fn thread_multiple() -> c_int {
+    // SAFETY: an initialised constant of mpi-sys' C shim.
+    unsafe { mpi_sys::RSMPI_THREAD_MULTIPLE }
+}
+
+/// Ends the whole job, as MPI_Abort on `comm`.
+pub fn abort(comm: MPI_Comm, code: c_int) -> ! {
+    // SAFETY: PMPI_Abort is valid with any communicator handle the caller had.
+    unsafe { mpi_sys::PMPI_Abort(comm, code) };
+    std::process::abort()
+}
+
+/// Hands `code` to the communicator's error handler (fatal by default) and returns it.
+pub fn call_errhandler(comm: MPI_Comm, code: c_int) -> c_int {
+    // SAFETY: valid for any live communicator.
+    unsafe { mpi_sys::PMPI_Comm_call_errhandler(comm, code) };
+    code
+}
+
+pub fn err_other() -> c_int {
+    mpi_sys::MPI_ERR_OTHER as c_int
+}
+
+/// The fallback paths: the host's own collectives, arguments passed through untouched so
+/// that the host reports its own errors for arguments we do not handle.
+pub fn pmpi_bcast(
+    buf: *mut c_void,
+    count: c_int,
+    dtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    // SAFETY: forwards the application's own arguments unchanged.
+    unsafe { mpi_sys::PMPI_Bcast(buf, count, dtype, root, comm) }
+}
+
+pub fn pmpi_barrier(comm: MPI_Comm) -> c_int {
+    // SAFETY: forwards the application's own argument unchanged.
+    unsafe { mpi_sys::PMPI_Barrier(comm) }
+}
+
+/// Ends the process at once, without atexit handlers (which could call into an MPI we
+/// cannot talk to). Only for a library loaded under the wrong MPI flavour.
+pub fn exit_now(code: c_int) -> ! {
+    // SAFETY: _exit never returns and touches no Rust state.
+    unsafe { libc::_exit(code) }
+}
+
+/// A communicator handle that may move between threads. MPI handles are process-wide
+/// values; the state that holds one is locked by the caller, and MPI_THREAD_MULTIPLE (or
+/// the application's own serialisation below it) makes using it from another thread legal.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SendComm(pub MPI_Comm);
+// SAFETY: see above; the handle is an opaque value (a pointer under Open MPI that MPI
+// itself owns, an int under MPICH), never dereferenced by us.
+unsafe impl Send for SendComm {}
+// SAFETY: as above.
+unsafe impl Sync for SendComm {}

@@ -1,0 +1,158 @@
+//! Point-to-point on the private duplicate: zero-byte scouts (non-blocking, tracked by the
+//! action that posted them) and the small control messages receivers send to a root.
+
+use super::{check, MpiResult, MPI_Comm, MPI_Request};
+use std::os::raw::{c_int, c_void};
+
+/// Scouts carry no data, but MPI wants a valid address anyway.
+static SCOUT_BYTE: u8 = 0;
+
+/// Outstanding non-blocking requests, each tagged with the schedule action it belongs to.
+#[derive(Default)]
+pub struct Requests {
+    reqs: Vec<MPI_Request>,
+    ids: Vec<u32>,
+    indices: Vec<c_int>,
+}
+
+impl Requests {
+    pub fn isend_empty(&mut self, comm: MPI_Comm, peer: u32, tag: c_int, id: u32) -> MpiResult<()> {
+        // SAFETY: request handles are plain data written by MPI.
+        let mut req: MPI_Request = unsafe { std::mem::zeroed() };
+        // SAFETY: zero bytes are read from a static address.
+        check(unsafe {
+            mpi_sys::PMPI_Isend(
+                &SCOUT_BYTE as *const u8 as *const c_void,
+                0,
+                super::byte(),
+                peer as c_int,
+                tag,
+                comm,
+                &mut req,
+            )
+        })?;
+        self.reqs.push(req);
+        self.ids.push(id);
+        Ok(())
+    }
+
+    pub fn irecv_empty(&mut self, comm: MPI_Comm, peer: u32, tag: c_int, id: u32) -> MpiResult<()> {
+        // SAFETY: as above.
+        let mut req: MPI_Request = unsafe { std::mem::zeroed() };
+        // SAFETY: a zero-byte receive never writes to the buffer.
+        check(unsafe {
+            mpi_sys::PMPI_Irecv(
+                &SCOUT_BYTE as *const u8 as *mut c_void,
+                0,
+                super::byte(),
+                peer as c_int,
+                tag,
+                comm,
+                &mut req,
+            )
+        })?;
+        self.reqs.push(req);
+        self.ids.push(id);
+        Ok(())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.reqs.is_empty()
+    }
+
+    /// Pushes the ids of completed requests onto `done` and forgets them.
+    pub fn testsome(&mut self, done: &mut Vec<u32>) -> MpiResult<()> {
+        if self.reqs.is_empty() {
+            return Ok(());
+        }
+        self.indices.resize(self.reqs.len(), 0);
+        let mut outcount: c_int = 0;
+        // SAFETY: arrays sized to incount; statuses ignored.
+        check(unsafe {
+            mpi_sys::PMPI_Testsome(
+                self.reqs.len() as c_int,
+                self.reqs.as_mut_ptr(),
+                &mut outcount,
+                self.indices.as_mut_ptr(),
+                mpi_sys::RSMPI_STATUSES_IGNORE,
+            )
+        })?;
+        if outcount <= 0 {
+            // MPI_UNDEFINED (no active requests) or nothing finished.
+            return Ok(());
+        }
+        let mut finished: Vec<usize> = self.indices[..outcount as usize]
+            .iter()
+            .map(|&i| i as usize)
+            .collect();
+        finished.sort_unstable_by(|a, b| b.cmp(a));
+        for i in finished {
+            done.push(self.ids[i]);
+            self.reqs.swap_remove(i);
+            self.ids.swap_remove(i);
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Requests {
+    fn drop(&mut self) {
+        // Only reached on an error path: complete what is outstanding so MPI holds no
+        // request to memory we free. Zero-byte scouts always complete once peers act.
+        for r in self.reqs.iter_mut() {
+            // SAFETY: live request handles owned by us.
+            unsafe {
+                mpi_sys::PMPI_Cancel(r);
+                mpi_sys::PMPI_Wait(r, super::status_ignore());
+            }
+        }
+    }
+}
+
+/// Blocking send of a small control message (eager on every MPI we target).
+pub fn send_bytes(comm: MPI_Comm, peer: u32, tag: c_int, bytes: &[u8]) -> MpiResult<()> {
+    // SAFETY: bytes valid for its length.
+    check(unsafe {
+        mpi_sys::PMPI_Send(
+            bytes.as_ptr() as *const c_void,
+            bytes.len() as c_int,
+            super::byte(),
+            peer as c_int,
+            tag,
+            comm,
+        )
+    })
+}
+
+/// Receives one pending message with `tag` from any source, if there is one:
+/// Some((source, length)). Never blocks.
+pub fn try_recv_any(comm: MPI_Comm, tag: c_int, buf: &mut [u8]) -> MpiResult<Option<(u32, usize)>> {
+    let mut flag: c_int = 0;
+    // SAFETY: MPI_Status is plain data.
+    let mut status: mpi_sys::MPI_Status = unsafe { std::mem::zeroed() };
+    // SAFETY: writes flag and status.
+    check(unsafe { mpi_sys::PMPI_Iprobe(super::any_source(), tag, comm, &mut flag, &mut status) })?;
+    if flag == 0 {
+        return Ok(None);
+    }
+    // SAFETY: status was filled by Iprobe.
+    let src = unsafe { super::c::mpicast_c_status_source(&status) };
+    let mut count: c_int = 0;
+    // SAFETY: reads the status, writes count.
+    check(unsafe { mpi_sys::PMPI_Get_count(&status, super::byte(), &mut count) })?;
+    let len = (count.max(0) as usize).min(buf.len());
+    // SAFETY: receives at most buf.len() bytes from the probed source; a longer message
+    // would be an MPI truncation error, reported as such.
+    check(unsafe {
+        mpi_sys::PMPI_Recv(
+            buf.as_mut_ptr() as *mut c_void,
+            buf.len() as c_int,
+            super::byte(),
+            src,
+            tag,
+            comm,
+            super::status_ignore(),
+        )
+    })?;
+    Ok(Some((src as u32, len)))
+}

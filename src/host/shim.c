@@ -1,0 +1,28 @@
+/* Link-time values of MPI constants that mpi.h defines as macros the Rust
+ * bindings cannot see (they differ between Open MPI and MPICH). */
+#include <mpi.h>
+
+const MPI_Datatype MPICAST_C_BYTE = MPI_BYTE;
+void *const MPICAST_C_IN_PLACE = MPI_IN_PLACE;
+const MPI_Comm MPICAST_C_COMM_WORLD = MPI_COMM_WORLD;
+const MPI_Comm MPICAST_C_COMM_SELF = MPI_COMM_SELF;
+const MPI_Comm MPICAST_C_COMM_NULL = MPI_COMM_NULL;
+const MPI_Info MPICAST_C_INFO_NULL = MPI_INFO_NULL;
+const MPI_Op MPICAST_C_SUM = MPI_SUM;
+const MPI_Datatype MPICAST_C_UINT64 = MPI_UINT64_T;
+const int MPICAST_C_KEYVAL_INVALID = MPI_KEYVAL_INVALID;
+const int MPICAST_C_ANY_SOURCE = MPI_ANY_SOURCE;
+const int MPICAST_C_MAX_INFO_VAL = MPI_MAX_INFO_VAL;
+const int MPICAST_C_UNDEFINED = MPI_UNDEFINED;
+MPI_Status *const MPICAST_C_STATUS_IGNORE = MPI_STATUS_IGNORE;
+
+/* Which MPI this object was compiled against: 1 = Open MPI, 2 = MPICH. */
+#if defined(OPEN_MPI)
+const int MPICAST_C_FLAVOUR = 1;
+#elif defined(MPICH_VERSION) || defined(MPICH)
+const int MPICAST_C_FLAVOUR = 2;
+#else
+const int MPICAST_C_FLAVOUR = 0;
+#endif
+
+int mpicast_c_status_source(const MPI_Status *s) { return s->MPI_SOURCE; }

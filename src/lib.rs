@@ -1,0 +1,16 @@
+//! mpicast: MPI_Bcast and MPI_Barrier over reliable UDP IP multicast, loaded with
+//! LD_PRELOAD under an unmodified MPI program or linked. See docs/architecture.md.
+
+pub mod algo;
+pub mod config;
+pub mod sched;
+pub mod wire;
+
+pub mod host;
+pub mod net;
+
+pub mod coll;
+pub mod ffi;
+pub mod session;
+pub mod stats;
+pub mod transport;

@@ -1,0 +1,520 @@
+//! Builder validation and executor behaviour against a fake backend running in virtual time.
+
+use super::testutil::{Preds, Rng};
+use super::*;
+use std::convert::Infallible;
+
+fn nop(i: u32) -> Op {
+    Op::Exec {
+        func: (i % 7) as u16,
+        src: BufRef::EMPTY,
+        dst: BufRef {
+            slot: 1,
+            offset: i as usize,
+            len: 1,
+        },
+    }
+}
+
+fn builder_with(n: u32) -> (Builder, Vec<ActionId>) {
+    let mut b = Builder::new();
+    let ids = (0..n).map(|i| b.add(nop(i))).collect();
+    (b, ids)
+}
+
+fn chain(n: u32) -> Schedule {
+    let (mut b, ids) = builder_with(n);
+    for w in ids.windows(2) {
+        b.requ(w[0], w[1]);
+    }
+    b.build().unwrap()
+}
+
+/// Random DAG whose topological order is a random permutation of the ids, so that id order
+/// says nothing about dependency order.
+fn random_dag(rng: &mut Rng, n: u32, edge_pct: u32) -> Schedule {
+    let (mut b, ids) = builder_with(n);
+    let mut perm = ids.clone();
+    for i in (1..perm.len()).rev() {
+        perm.swap(i, rng.below(i + 1));
+    }
+    for i in 0..perm.len() {
+        for j in i + 1..perm.len() {
+            if rng.chance(edge_pct) {
+                b.requ(perm[i], perm[j]);
+                if rng.chance(10) {
+                    b.requ(perm[i], perm[j]); // duplicate edge, must be merged
+                }
+            }
+        }
+    }
+    b.build().unwrap()
+}
+
+// ---------------------------------------------------------------- builder
+
+#[test]
+fn builder_rejects_unknown_ids() {
+    let (mut b, ids) = builder_with(3);
+    b.requ(ids[0], 3);
+    assert_eq!(b.build(), Err(BuildError::UnknownAction { id: 3, len: 3 }));
+    let (mut b, _) = builder_with(3);
+    b.requ(u32::MAX, 1);
+    assert_eq!(
+        b.build(),
+        Err(BuildError::UnknownAction {
+            id: u32::MAX,
+            len: 3
+        })
+    );
+    let mut b = Builder::new();
+    b.requ(0, 1);
+    assert!(matches!(b.build(), Err(BuildError::UnknownAction { .. })));
+}
+
+#[test]
+fn builder_rejects_self_dependency() {
+    let (mut b, ids) = builder_with(2);
+    b.requ(ids[0], ids[1]);
+    b.requ(ids[1], ids[1]);
+    assert_eq!(b.build(), Err(BuildError::SelfDependency { id: 1 }));
+}
+
+#[test]
+fn builder_rejects_short_and_long_cycles() {
+    for len in [2u32, 3, 17, 100_000] {
+        // A cycle of `len` actions hanging off an acyclic prefix and with an acyclic tail, so the
+        // reported action must be found on the cycle itself, not just among the unresolved ones.
+        let (mut b, ids) = builder_with(len + 20);
+        let cyc = &ids[10..10 + len as usize];
+        for w in cyc.windows(2) {
+            b.requ(w[0], w[1]);
+        }
+        b.requ(cyc[cyc.len() - 1], cyc[0]);
+        for &lead in &ids[..10] {
+            b.requ(lead, cyc[0]);
+        }
+        for &t in &ids[10 + len as usize..] {
+            b.requ(cyc[len as usize / 2], t);
+        }
+        match b.build() {
+            Err(BuildError::Cycle { id }) => {
+                assert!(cyc.contains(&id), "len {len}: {id} is not on the cycle")
+            }
+            other => panic!("len {len}: expected a cycle, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn builder_rejects_cycles_in_random_graphs() {
+    let mut rng = Rng::new(0xC1C1E);
+    for round in 0..200 {
+        let n = 2 + rng.below(60) as u32;
+        let (mut b, ids) = builder_with(n);
+        let mut edges = Vec::new();
+        for i in 0..n {
+            for j in i + 1..n {
+                if rng.chance(8) {
+                    edges.push((ids[i as usize], ids[j as usize]));
+                }
+            }
+        }
+        // One back edge along an existing forward path closes a cycle.
+        let a = rng.below(n as usize - 1) as u32;
+        let z = a + 1 + rng.below((n - a - 1) as usize) as u32;
+        for k in a..z {
+            edges.push((k, k + 1));
+        }
+        edges.push((z, a));
+        for &(x, y) in &edges {
+            b.requ(x, y);
+        }
+        let err = b.build().expect_err("cycle accepted");
+        let BuildError::Cycle { id } = err else {
+            panic!("round {round}: wrong error {err:?}");
+        };
+        // The reported action must reach itself.
+        let mut seen = vec![false; n as usize];
+        let mut stack: Vec<u32> = edges.iter().filter(|e| e.0 == id).map(|e| e.1).collect();
+        let mut back = false;
+        while let Some(x) = stack.pop() {
+            if x == id {
+                back = true;
+                break;
+            }
+            if !std::mem::replace(&mut seen[x as usize], true) {
+                stack.extend(edges.iter().filter(|e| e.0 == x).map(|e| e.1));
+            }
+        }
+        assert!(back, "round {round}: action {id} is not on a cycle");
+    }
+}
+
+#[test]
+fn builder_tables_are_consistent() {
+    let mut rng = Rng::new(7);
+    for _ in 0..100 {
+        let n = rng.below(80) as u32;
+        let (mut b, ids) = builder_with(n);
+        let mut expect = std::collections::BTreeSet::new();
+        for _ in 0..rng.below(300) {
+            if n < 2 {
+                break;
+            }
+            let x = ids[rng.below(n as usize)];
+            let y = ids[rng.below(n as usize)];
+            let (x, y) = (x.min(y), x.max(y));
+            if x != y {
+                b.requ(x, y);
+                expect.insert((x, y));
+            }
+        }
+        let s = b.build().unwrap();
+        assert_eq!(s.len(), n as usize);
+        assert_eq!(s.is_empty(), n == 0);
+        assert_eq!(s.edge_count(), expect.len());
+        let mut got = std::collections::BTreeSet::new();
+        for (id, op) in s.actions() {
+            assert_eq!(*op, nop(id));
+            let deps = s.dependents(id);
+            assert!(deps.windows(2).all(|w| w[0] < w[1]), "sorted and merged");
+            got.extend(deps.iter().map(|&d| (id, d)));
+            let preq = expect.iter().filter(|e| e.1 == id).count();
+            assert_eq!(s.prerequisites(id), preq);
+        }
+        assert_eq!(got, expect);
+        let ready: Vec<_> = s.initially_ready().collect();
+        let want: Vec<_> = (0..n).filter(|&i| s.prerequisites(i) == 0).collect();
+        assert_eq!(ready, want);
+    }
+}
+
+#[test]
+fn duplicate_edges_merge() {
+    let (mut b, ids) = builder_with(3);
+    for _ in 0..5 {
+        b.requ(ids[0], ids[2]);
+    }
+    b.requ(ids[1], ids[2]);
+    let s = b.build().unwrap();
+    assert_eq!(s.prerequisites(2), 2);
+    assert_eq!(s.dependents(0), &[2]);
+    assert_eq!(s.initially_ready().collect::<Vec<_>>(), vec![0, 1]);
+}
+
+#[test]
+fn empty_schedule() {
+    let s = Builder::new().build().unwrap();
+    assert!(s.is_empty());
+    assert_eq!(s.initially_ready().count(), 0);
+    let mut fake = Fake::new(&s, 1, 50);
+    let mut ex = Execution::new(&s);
+    assert!(ex.is_done());
+    assert_eq!(ex.test(&mut fake), Ok(true));
+    assert_eq!(fake.progress_calls, 0);
+}
+
+// ---------------------------------------------------------------- fake backend
+
+/// A backend in virtual time: an action completes either inside `start` or at a random later
+/// `progress` call. It checks that each action starts exactly once and only after all its
+/// prerequisites completed, and it injects bogus completion reports that the executor must
+/// ignore.
+struct Fake<'a> {
+    sched: &'a Schedule,
+    preds: Preds,
+    rng: Rng,
+    immediate_pct: u32,
+    noise: bool,
+    starts: Vec<u32>,
+    finished: Vec<bool>,
+    pending: Vec<ActionId>,
+    injected: u64,
+    progress_calls: u64,
+}
+
+impl<'a> Fake<'a> {
+    fn new(sched: &'a Schedule, seed: u64, immediate_pct: u32) -> Self {
+        Fake {
+            sched,
+            preds: Preds::of(sched),
+            rng: Rng::new(seed),
+            immediate_pct,
+            noise: false,
+            starts: vec![0; sched.len()],
+            finished: vec![false; sched.len()],
+            pending: Vec::new(),
+            injected: 0,
+            progress_calls: 0,
+        }
+    }
+
+    fn check_all_ran_once(&self) {
+        assert!(
+            self.starts.iter().all(|&c| c == 1),
+            "every action started once"
+        );
+        assert!(self.finished.iter().all(|&f| f));
+        assert!(self.pending.is_empty());
+    }
+}
+
+impl Backend for Fake<'_> {
+    type Error = Infallible;
+
+    fn start(&mut self, id: ActionId, op: &Op, done: &mut Vec<ActionId>) -> Result<(), Infallible> {
+        let i = id as usize;
+        assert_eq!(op, self.sched.op(id), "backend got the wrong op for {id}");
+        self.starts[i] += 1;
+        assert_eq!(self.starts[i], 1, "action {id} started twice");
+        for &p in self.preds.get(id) {
+            assert!(
+                self.finished[p as usize],
+                "{id} started before prerequisite {p}"
+            );
+        }
+        if self.rng.chance(self.immediate_pct) {
+            self.finished[i] = true;
+            done.push(id);
+        } else {
+            self.pending.push(id);
+        }
+        Ok(())
+    }
+
+    fn progress(&mut self, done: &mut Vec<ActionId>) -> Result<(), Infallible> {
+        self.progress_calls += 1;
+        assert!(
+            !self.pending.is_empty(),
+            "progress called while nothing is running: the executor lost track"
+        );
+        let n = self.sched.len();
+        if self.noise && self.rng.chance(20) {
+            // A report for an action that was never started is only safe to inject on its own:
+            // mixed with real completions it could become a real one once those start it.
+            for _ in 0..1 + self.rng.below(3) {
+                let id = self.rng.below(n) as ActionId;
+                if self.starts[id as usize] == 0 {
+                    done.push(id);
+                    self.injected += 1;
+                }
+            }
+            done.push(u32::MAX - self.rng.below(3) as u32);
+            self.injected += 1;
+            return Ok(());
+        }
+        for _ in 0..1 + self.rng.below(3) {
+            if self.pending.is_empty() {
+                break;
+            }
+            let k = self.rng.below(self.pending.len());
+            let id = self.pending.swap_remove(k);
+            self.finished[id as usize] = true;
+            done.push(id);
+            if self.noise && self.rng.chance(30) {
+                done.push(id);
+                self.injected += 1;
+            }
+        }
+        if self.noise && self.rng.chance(30) {
+            let id = self.rng.below(n) as ActionId;
+            if self.finished[id as usize] {
+                done.push(id);
+                self.injected += 1;
+            }
+        }
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------- executor
+
+#[test]
+fn random_dags_run_every_action_once_in_dependency_order() {
+    let mut rng = Rng::new(0x5EED);
+    for round in 0..400u64 {
+        let n = rng.below(150) as u32;
+        let pct = 1 + rng.below(20) as u32;
+        let s = random_dag(&mut rng, n, pct);
+        for immediate in [0, 40, 100] {
+            let seed = round * 1000 + immediate as u64;
+            let mut fake = Fake::new(&s, seed, immediate);
+            let mut ex = Execution::new(&s);
+            ex.wait(&mut fake).unwrap();
+            assert!(ex.is_done(), "seed {seed}");
+            assert_eq!(ex.completed(), s.len());
+            assert_eq!(ex.running(), 0);
+            assert_eq!(ex.ignored_completions(), 0);
+            fake.check_all_ran_once();
+            if immediate == 100 {
+                assert_eq!(fake.progress_calls, 0, "all done inside start");
+            }
+        }
+    }
+}
+
+#[test]
+fn bogus_and_duplicate_completions_are_ignored() {
+    let mut rng = Rng::new(0xD0D0);
+    let mut total_injected = 0;
+    for round in 0..300u64 {
+        let n = 1 + rng.below(120) as u32;
+        let pct = 1 + rng.below(15) as u32;
+        let s = random_dag(&mut rng, n, pct);
+        let mut fake = Fake::new(&s, round, 30);
+        fake.noise = true;
+        let mut ex = Execution::new(&s);
+        ex.wait(&mut fake).unwrap();
+        fake.check_all_ran_once();
+        assert_eq!(ex.ignored_completions(), fake.injected, "round {round}");
+        total_injected += fake.injected;
+        // A finished run ignores late reports and never calls the backend again.
+        let calls = fake.progress_calls;
+        assert_eq!(ex.test(&mut fake), Ok(true));
+        assert_eq!(fake.progress_calls, calls);
+    }
+    assert!(
+        total_injected > 1000,
+        "the noise must actually be exercised"
+    );
+}
+
+#[test]
+fn duplicate_report_does_not_release_dependent_early() {
+    // c needs a and b. Reporting a twice must not count as b.
+    let (mut b, ids) = builder_with(3);
+    b.requ(ids[0], ids[2]);
+    b.requ(ids[1], ids[2]);
+    let s = b.build().unwrap();
+
+    struct Scripted(Vec<Vec<ActionId>>, Vec<ActionId>);
+    impl Backend for Scripted {
+        type Error = Infallible;
+        fn start(&mut self, id: ActionId, _: &Op, _: &mut Vec<ActionId>) -> Result<(), Infallible> {
+            self.1.push(id);
+            Ok(())
+        }
+        fn progress(&mut self, done: &mut Vec<ActionId>) -> Result<(), Infallible> {
+            done.extend(self.0.remove(0));
+            Ok(())
+        }
+    }
+    let mut be = Scripted(vec![vec![0, 0], vec![0, 2], vec![1], vec![2, 2]], vec![]);
+    let mut ex = Execution::new(&s);
+    ex.start(&mut be).unwrap();
+    assert_eq!(be.1, vec![0, 1]);
+    assert_eq!(ex.test(&mut be), Ok(false));
+    assert_eq!(be.1, vec![0, 1], "duplicate of 0 must not start 2");
+    assert_eq!(ex.test(&mut be), Ok(false));
+    assert_eq!(be.1, vec![0, 1], "report for unstarted 2 ignored");
+    assert_eq!(ex.test(&mut be), Ok(false));
+    assert_eq!(be.1, vec![0, 1, 2]);
+    assert_eq!(ex.test(&mut be), Ok(true));
+    assert_eq!(ex.ignored_completions(), 4);
+}
+
+#[test]
+fn million_action_chain_runs_without_recursion() {
+    let s = chain(1_000_000);
+    assert_eq!(s.initially_ready().collect::<Vec<_>>(), vec![0]);
+    for immediate in [100, 50] {
+        let mut fake = Fake::new(&s, 99, immediate);
+        let mut ex = Execution::new(&s);
+        ex.wait(&mut fake).unwrap();
+        fake.check_all_ran_once();
+    }
+}
+
+#[test]
+fn wide_schedules_run() {
+    const W: u32 = 100_000;
+    // Fan-out: one action releases W; fan-in: W independent actions feed one join.
+    let (mut b, ids) = builder_with(W + 1);
+    for &d in &ids[1..] {
+        b.requ(ids[0], d);
+    }
+    let fan_out = b.build().unwrap();
+    assert_eq!(fan_out.dependents(0).len(), W as usize);
+
+    let (mut b, ids) = builder_with(W + 1);
+    for &d in &ids[..W as usize] {
+        b.requ(d, ids[W as usize]);
+    }
+    let fan_in = b.build().unwrap();
+    assert_eq!(fan_in.initially_ready().count(), W as usize);
+    assert_eq!(fan_in.prerequisites(W), W as usize);
+
+    let (b, _) = builder_with(W);
+    let flat = b.build().unwrap();
+
+    for s in [&fan_out, &fan_in, &flat] {
+        for immediate in [0, 70] {
+            let mut fake = Fake::new(s, 3, immediate);
+            let mut ex = Execution::new(s);
+            ex.wait(&mut fake).unwrap();
+            fake.check_all_ran_once();
+        }
+    }
+}
+
+#[test]
+fn many_executions_share_one_schedule() {
+    let mut rng = Rng::new(42);
+    let s = random_dag(&mut rng, 200, 5);
+    let mut fakes: Vec<Fake> = (0..8).map(|i| Fake::new(&s, i, 30)).collect();
+    let mut exs: Vec<Execution> = (0..8).map(|_| Execution::new(&s)).collect();
+    // Interleave the runs step by step.
+    let mut live = 8;
+    while live > 0 {
+        live = 0;
+        for (ex, fake) in exs.iter_mut().zip(fakes.iter_mut()) {
+            if !ex.test(fake).unwrap() {
+                live += 1;
+            }
+        }
+    }
+    for f in &fakes {
+        f.check_all_ran_once();
+    }
+    // A reset run starts from scratch and completes again.
+    let mut ex = exs.pop().unwrap();
+    ex.reset();
+    assert_eq!(ex.completed(), 0);
+    assert!(!ex.is_done());
+    let mut fake = Fake::new(&s, 77, 50);
+    ex.wait(&mut fake).unwrap();
+    fake.check_all_ran_once();
+}
+
+#[test]
+fn start_is_idempotent_and_errors_propagate() {
+    let s = chain(3);
+    struct Failing(u32);
+    impl Backend for Failing {
+        type Error = &'static str;
+        fn start(
+            &mut self,
+            id: ActionId,
+            _: &Op,
+            done: &mut Vec<ActionId>,
+        ) -> Result<(), Self::Error> {
+            self.0 += 1;
+            if id == 2 {
+                return Err("boom");
+            }
+            done.push(id);
+            Ok(())
+        }
+        fn progress(&mut self, _: &mut Vec<ActionId>) -> Result<(), Self::Error> {
+            Err("no progress expected")
+        }
+    }
+    let mut be = Failing(0);
+    let mut ex = Execution::new(&s);
+    assert_eq!(ex.start(&mut be), Err("boom"));
+    assert_eq!(be.0, 3);
+    assert_eq!(ex.completed(), 2);
+    assert_eq!(ex.start(&mut be), Ok(()), "second start is a no-op");
+    assert_eq!(be.0, 3);
+}

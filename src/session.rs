@@ -1,0 +1,211 @@
+//! Process state and per-communicator state.
+//!
+//! Nothing here relies on intercepting MPI_Init or MPI_Finalize (Open MPI's Fortran
+//! bindings bypass the C entry points). The session starts on the first intercepted call;
+//! a communicator's state is made on its first collective and cached on it with an
+//! attribute, freed by the attribute's delete callback when the application frees the
+//! communicator; an attribute on MPI_COMM_SELF, deleted first thing in MPI_Finalize, tears
+//! down whatever is left (communicators never freed are found in the registry) and stops
+//! the responder thread before the host MPI shuts down.
+
+use crate::config::{Config, ConfigError};
+use crate::host::{self, MPI_Comm};
+use crate::transport::{self, responder::ResponderThread, Channel};
+use std::collections::HashMap;
+use std::os::raw::c_int;
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// Why a call cannot go through mpicast at all.
+#[derive(Debug)]
+pub enum SessionError {
+    Config(ConfigError),
+    Flavour(String),
+    Mpi(host::MpiError),
+}
+
+impl std::fmt::Display for SessionError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SessionError::Config(e) => write!(f, "{e}"),
+            SessionError::Flavour(m) => write!(f, "{m}"),
+            SessionError::Mpi(e) => write!(f, "mpicast: setup failed: {e}"),
+        }
+    }
+}
+
+/// How collectives on one communicator are carried.
+pub enum Path {
+    /// One rank: nothing to move.
+    Alone,
+    /// The host MPI, for the reason given (printed once at setup).
+    Host(String),
+    /// IP multicast.
+    Mcast(Box<Channel>),
+}
+
+pub struct CommState {
+    /// Private duplicate for scouts and control messages.
+    pub private: host::SendComm,
+    pub size: u32,
+    pub rank: u32,
+    /// Sequence number of the last multicast operation (all ranks count alike).
+    pub seq: u64,
+    pub cfg: Config,
+    pub path: Path,
+}
+
+pub struct Session {
+    pub cfg: Config,
+    keyval: c_int,
+    registry: Mutex<HashMap<usize, Arc<Mutex<CommState>>>>,
+    next_token: Mutex<usize>,
+    pub responder: Mutex<Option<ResponderThread>>,
+    world_rank: u32,
+}
+
+static SESSION: OnceLock<Result<Arc<Session>, String>> = OnceLock::new();
+static STARTING: Mutex<()> = Mutex::new(());
+
+/// The session, started on first use. Errors (bad configuration, wrong MPI flavour) are
+/// sticky: every later call sees the same message.
+pub fn get() -> Result<Arc<Session>, String> {
+    if let Some(s) = SESSION.get() {
+        return s.clone();
+    }
+    let _guard = STARTING.lock().unwrap_or_else(|p| p.into_inner());
+    SESSION.get_or_init(|| start().map_err(|e| e.to_string())).clone()
+}
+
+fn start() -> Result<Arc<Session>, SessionError> {
+    host::flavour::check().map_err(SessionError::Flavour)?;
+    let cfg = Config::from_env().map_err(SessionError::Config)?;
+    let keyval = host::attr::create_keyval(on_comm_delete).map_err(SessionError::Mpi)?;
+    let self_keyval = host::attr::create_keyval(on_finalize).map_err(SessionError::Mpi)?;
+    host::attr::set(host::comm_self(), self_keyval, 0).map_err(SessionError::Mpi)?;
+    let world_rank = host::comm::rank(host::comm_world()).map_err(SessionError::Mpi)?;
+    Ok(Arc::new(Session {
+        cfg,
+        keyval,
+        registry: Mutex::new(HashMap::new()),
+        next_token: Mutex::new(1),
+        responder: Mutex::new(None),
+        world_rank,
+    }))
+}
+
+impl Session {
+    /// The state of `comm`, made on first use. Collective over `comm` when it is made, which
+    /// is fine: the first collective call on a communicator is made by all its ranks.
+    pub fn comm_state(&self, comm: MPI_Comm) -> Result<Arc<Mutex<CommState>>, host::MpiError> {
+        if let Some(token) = host::attr::get(comm, self.keyval)? {
+            if let Some(st) = self.registry.lock().unwrap().get(&token) {
+                return Ok(st.clone());
+            }
+        }
+        let state = Arc::new(Mutex::new(self.make_state(comm)?));
+        let token = {
+            let mut t = self.next_token.lock().unwrap();
+            *t += 1;
+            *t
+        };
+        self.registry.lock().unwrap().insert(token, state.clone());
+        host::attr::set(comm, self.keyval, token)?;
+        Ok(state)
+    }
+
+    fn make_state(&self, comm: MPI_Comm) -> Result<CommState, host::MpiError> {
+        let size = host::comm::size(comm)?;
+        let rank = host::comm::rank(comm)?;
+        let mut cfg = self.cfg.clone();
+        let mut hint_error = None;
+        let hints = host::comm::info_hints(comm, &["mpicast", "mpicast_sync", "mpicast_min_bytes"])?;
+        let mut h = crate::config::Hints::default();
+        for (k, v) in &hints {
+            if let Err(e) = h.set(k, v) {
+                hint_error = Some(e.to_string());
+            }
+        }
+        cfg = cfg.with_hints(&h);
+        let private = host::comm::dup(comm)?;
+        let path = if size == 1 {
+            Path::Alone
+        } else if cfg.disable || h.enabled == Some(false) {
+            Path::Host("disabled".into())
+        } else if let Some(e) = hint_error {
+            if rank == 0 {
+                eprintln!("{e}; using the host MPI for this communicator");
+            }
+            Path::Host(e)
+        } else {
+            match transport::setup(self, private, size, rank, &cfg)? {
+                Ok(ch) => Path::Mcast(Box::new(ch)),
+                Err(reason) => {
+                    crate::stats::add(&crate::stats::COUNTERS.fallbacks, 1);
+                    if rank == 0 {
+                        eprintln!(
+                            "mpicast: warning: multicast unavailable for a communicator of {size} ranks: {reason}; using the host MPI for it"
+                        );
+                    }
+                    Path::Host(reason)
+                }
+            }
+        };
+        Ok(CommState {
+            private: host::SendComm(private),
+            size,
+            rank,
+            seq: 0,
+            cfg,
+            path,
+        })
+    }
+
+    fn drop_state(&self, token: usize) {
+        let st = self.registry.lock().unwrap().remove(&token);
+        if let Some(st) = st {
+            let mut st = st.lock().unwrap_or_else(|p| p.into_inner());
+            st.teardown(self);
+        }
+    }
+
+    fn finalize(&self) {
+        if self.cfg.stats && self.world_rank == 0 {
+            eprintln!(
+                "{}",
+                crate::stats::report_line(self.world_rank, &crate::stats::snapshot())
+            );
+        }
+        let tokens: Vec<usize> = self.registry.lock().unwrap().keys().copied().collect();
+        for t in tokens {
+            self.drop_state(t);
+        }
+        if let Some(r) = self.responder.lock().unwrap().take() {
+            r.stop();
+        }
+    }
+}
+
+impl CommState {
+    fn teardown(&mut self, session: &Session) {
+        if let Path::Mcast(ch) = std::mem::replace(&mut self.path, Path::Host("freed".into())) {
+            ch.close(session);
+        }
+        if self.private.0 != host::comm_null() {
+            // Errors here cannot be reported to anyone; the communicator is going away.
+            let _ = host::comm::free(self.private.0);
+            self.private = host::SendComm(host::comm_null());
+        }
+    }
+}
+
+fn on_comm_delete(token: usize) {
+    if let Some(Ok(s)) = SESSION.get() {
+        s.drop_state(token);
+    }
+}
+
+fn on_finalize(_token: usize) {
+    if let Some(Ok(s)) = SESSION.get() {
+        s.finalize();
+    }
+}

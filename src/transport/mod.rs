@@ -1,0 +1,446 @@
+//! What an action does on the wire. `p2p`: the host MPI's point-to-point on the
+//! communicator's private duplicate (scouts, control messages). `mcast`: one reliable
+//! multicast channel per communicator (the `wire` protocol over a `net` socket).
+//!
+//! `setup` is the collective that decides, once per communicator, whether multicast works:
+//! rank 0 draws the group, port, key and ids and broadcasts them with the host MPI; every
+//! rank opens and joins; rank 0 multicasts probe datagrams until everyone has reported
+//! through a non-blocking allgather; the result is the same on every rank.
+
+pub mod op;
+pub mod responder;
+
+use crate::config::Config;
+use crate::host::{self, MPI_Comm};
+use crate::net::{self, Iface, McastSocket, UnicastSocket};
+use crate::session::Session;
+use crate::wire::{self, Ctx, Key, Params};
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// The multicast side of one communicator.
+pub struct Channel {
+    pub sock: McastSocket,
+    pub ctx: Ctx,
+    pub params: Params,
+    /// Rank 0's responder, which answers barrier release queries.
+    pub root_responder: SocketAddrV4,
+    /// Lazily opened socket for release queries (non-root ranks only).
+    pub query_sock: Option<UnicastSocket>,
+    pub iface_addr: Ipv4Addr,
+    pub epoch: Instant,
+    /// Rank 0 only: where barrier releases are recorded for the responder thread.
+    pub responder: Option<responder::ResponderHandle>,
+}
+
+impl Channel {
+    pub fn now(&self) -> wire::Nanos {
+        self.epoch.elapsed().as_nanos() as wire::Nanos
+    }
+
+    pub fn close(self, session: &Session) {
+        if let Some(r) = session.responder.lock().unwrap().as_ref() {
+            r.unregister(self.ctx.comm);
+        }
+    }
+}
+
+const SETUP_VERSION: u32 = 1;
+const SETUP_LEN: usize = 96;
+
+/// What rank 0 decides for everyone.
+struct SetupMsg {
+    ok: bool,
+    group: Ipv4Addr,
+    port: u16,
+    key: [u8; 32],
+    job: u64,
+    comm: u32,
+    responder: SocketAddrV4,
+    frag_bytes: u32,
+}
+
+impl SetupMsg {
+    fn encode(&self) -> [u8; SETUP_LEN] {
+        let mut b = [0u8; SETUP_LEN];
+        b[0..4].copy_from_slice(&SETUP_VERSION.to_le_bytes());
+        b[4] = self.ok as u8;
+        b[8..12].copy_from_slice(&self.group.octets());
+        b[12..14].copy_from_slice(&self.port.to_le_bytes());
+        b[16..48].copy_from_slice(&self.key);
+        b[48..56].copy_from_slice(&self.job.to_le_bytes());
+        b[56..60].copy_from_slice(&self.comm.to_le_bytes());
+        b[60..64].copy_from_slice(&self.responder.ip().octets());
+        b[64..66].copy_from_slice(&self.responder.port().to_le_bytes());
+        b[68..72].copy_from_slice(&self.frag_bytes.to_le_bytes());
+        b
+    }
+
+    fn decode(b: &[u8; SETUP_LEN]) -> Option<SetupMsg> {
+        let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap());
+        if u32_at(0) != SETUP_VERSION {
+            return None;
+        }
+        let ip = |i: usize| Ipv4Addr::new(b[i], b[i + 1], b[i + 2], b[i + 3]);
+        Some(SetupMsg {
+            ok: b[4] != 0,
+            group: ip(8),
+            port: u16::from_le_bytes([b[12], b[13]]),
+            key: b[16..48].try_into().unwrap(),
+            job: u64::from_le_bytes(b[48..56].try_into().unwrap()),
+            comm: u32_at(56),
+            responder: SocketAddrV4::new(ip(60), u16::from_le_bytes([b[64], b[65]])),
+            frag_bytes: u32_at(68),
+        })
+    }
+}
+
+/// Random bytes from the kernel; a failure here only weakens group/port spreading and the
+/// key, so it is reported as a setup failure rather than silently using zeros.
+fn random_bytes(out: &mut [u8]) -> std::io::Result<()> {
+    use std::io::Read;
+    std::fs::File::open("/dev/urandom")?.read_exact(out)
+}
+
+/// The interface is resolved once per process: the configuration is per process too.
+fn iface(cfg: &Config) -> Result<Iface, String> {
+    static IFACE: OnceLock<Result<Iface, String>> = OnceLock::new();
+    IFACE
+        .get_or_init(|| net::resolve_iface(cfg.iface.as_ref()).map_err(|e| e.to_string()))
+        .clone()
+}
+
+/// Rank 0's choice of group address and port inside the configured ranges.
+fn draw_group(cfg: &Config, rnd: u64) -> (Ipv4Addr, u16) {
+    let (base, prefix) = cfg.group;
+    let host_bits = 32 - prefix as u32;
+    let base = u32::from(base) & if prefix == 0 { 0 } else { u32::MAX << host_bits };
+    let span: u64 = 1u64 << host_bits;
+    // Avoid the all-zeros and all-ones host parts where the range allows it.
+    let off = if span > 2 { 1 + (rnd % (span - 2)) } else { rnd % span };
+    let group = Ipv4Addr::from(base.wrapping_add(off as u32));
+    let (lo, hi) = cfg.ports;
+    let port = lo + ((rnd >> 32) % (hi as u64 - lo as u64 + 1)) as u16;
+    (group, port)
+}
+
+/// Per-rank facts gathered by the probe allgather.
+const INFO_LEN: usize = 16;
+#[derive(Clone, Copy)]
+struct RankInfo {
+    /// 0 = could not open/join, 1 = opened but saw no probe, 2 = ready.
+    status: u32,
+    errno: u32,
+    rcvbuf_kib: u32,
+    max_payload: u32,
+}
+
+impl RankInfo {
+    fn encode(&self) -> [u8; INFO_LEN] {
+        let mut b = [0u8; INFO_LEN];
+        for (i, v) in [self.status, self.errno, self.rcvbuf_kib, self.max_payload]
+            .iter()
+            .enumerate()
+        {
+            b[i * 4..i * 4 + 4].copy_from_slice(&v.to_le_bytes());
+        }
+        b
+    }
+    fn decode(b: &[u8]) -> RankInfo {
+        let f = |i: usize| u32::from_le_bytes(b[i * 4..i * 4 + 4].try_into().unwrap());
+        RankInfo {
+            status: f(0),
+            errno: f(1),
+            rcvbuf_kib: f(2),
+            max_payload: f(3),
+        }
+    }
+}
+
+/// Collective over `private`. Ok(Ok(channel)) when multicast works for every rank,
+/// Ok(Err(reason)) when the communicator must use the host MPI (same answer everywhere),
+/// Err(e) when the host MPI itself failed.
+pub fn setup(
+    session: &Session,
+    private: MPI_Comm,
+    size: u32,
+    rank: u32,
+    cfg: &Config,
+) -> Result<Result<Channel, String>, host::MpiError> {
+    let iface = iface(cfg);
+    // Rank 0 decides.
+    let mut msg_bytes = [0u8; SETUP_LEN];
+    let mut local_error: Option<String> = None;
+    if rank == 0 {
+        let msg = match rank0_draw(session, cfg, &iface) {
+            Ok(m) => m,
+            Err(e) => {
+                local_error = Some(e);
+                SetupMsg {
+                    ok: false,
+                    group: Ipv4Addr::UNSPECIFIED,
+                    port: 0,
+                    key: [0; 32],
+                    job: 0,
+                    comm: 0,
+                    responder: SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0),
+                    frag_bytes: 0,
+                }
+            }
+        };
+        msg_bytes = msg.encode();
+    }
+    host::comm::bcast_bytes(private, &mut msg_bytes, 0)?;
+    let msg = SetupMsg::decode(&msg_bytes).expect("all ranks run the same library version");
+    if !msg.ok {
+        // Every rank sees the same flag: nobody opens anything.
+        return Ok(Err(local_error.unwrap_or_else(|| "rank 0 could not set up multicast".into())));
+    }
+    let ctx = Ctx {
+        key: Key(msg.key),
+        job: msg.job,
+        comm: msg.comm,
+    };
+
+    // Every rank opens and joins.
+    let mut info = RankInfo {
+        status: 0,
+        errno: 0,
+        rcvbuf_kib: 0,
+        max_payload: 0,
+    };
+    let opened = iface.as_ref().map_err(|e| e.clone()).and_then(|ifc| {
+        McastSocket::open(ifc, msg.group, msg.port, cfg.ttl, cfg.rcvbuf)
+            .map(|s| (s, ifc.clone()))
+            .map_err(|e| {
+                info.errno = e.raw_os_error().unwrap_or(0) as u32;
+                format!(
+                    "cannot join {}:{} on {} ({}): {e}",
+                    msg.group, msg.port, ifc.name, ifc.addr
+                )
+            })
+    });
+    let mut probe_out = Vec::new();
+    wire::packet::encode(
+        &ctx,
+        &wire::packet::Header {
+            kind: wire::packet::Kind::Probe,
+            job: ctx.job,
+            comm: ctx.comm,
+            seq: 0,
+            root: 0,
+            frag: 0,
+            nfrags: 0,
+            total_len: 0,
+        },
+        &[],
+        &mut probe_out,
+    );
+    if let Ok((sock, ifc)) = &opened {
+        info.status = 1;
+        info.rcvbuf_kib = (sock.rcvbuf() / 1024) as u32;
+        info.max_payload = net::max_udp_payload(ifc) as u32;
+    }
+    // Probe: rank 0 keeps multicasting while the others wait (bounded) for one.
+    let gathered = if rank == 0 {
+        if opened.is_ok() {
+            info.status = 2;
+        }
+        let mut ag = host::comm::Iallgather::start(private, &info.encode())?;
+        let deadline = Instant::now() + Duration::from_millis(cfg.probe_ms.saturating_mul(4) + 1000);
+        loop {
+            if let Ok((sock, _)) = &opened {
+                let _ = sock.send(&probe_out);
+            }
+            if ag.test()? || Instant::now() > deadline {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        ag.wait()?
+    } else {
+        if let Ok((sock, _)) = &opened {
+            if wait_probe(sock, &ctx, Duration::from_millis(cfg.probe_ms)) {
+                info.status = 2;
+            }
+        }
+        host::comm::Iallgather::start(private, &info.encode())?.wait()?
+    };
+    let infos: Vec<RankInfo> = gathered.chunks(INFO_LEN).map(RankInfo::decode).collect();
+    let failed: Vec<u32> = (0..size).filter(|&r| infos[r as usize].status != 2).collect();
+    if !failed.is_empty() {
+        let cant_open: Vec<String> = failed
+            .iter()
+            .filter(|&&r| infos[r as usize].status == 0)
+            .map(|&r| {
+                let e = infos[r as usize].errno;
+                if e == 0 {
+                    format!("rank {r}")
+                } else {
+                    format!("rank {r} ({})", std::io::Error::from_raw_os_error(e as i32))
+                }
+            })
+            .collect();
+        let no_probe: Vec<String> = failed
+            .iter()
+            .filter(|&&r| infos[r as usize].status == 1)
+            .map(|r| r.to_string())
+            .collect();
+        let mut why = Vec::new();
+        if let Err(e) = &opened {
+            why.push(e.clone());
+        }
+        if !cant_open.is_empty() {
+            why.push(format!("could not join the group on {}", cant_open.join(", ")));
+        }
+        if !no_probe.is_empty() {
+            why.push(format!(
+                "the probe from rank 0 to {}:{} did not reach rank(s) {} within {} ms",
+                msg.group,
+                msg.port,
+                no_probe.join(", "),
+                cfg.probe_ms
+            ));
+        }
+        return Ok(Err(why.join("; ")));
+    }
+    let (sock, ifc) = opened.expect("status 2 means opened");
+    // Everybody derives the same fragment size and window from the same gathered facts.
+    let min_payload = infos.iter().map(|i| i.max_payload as usize).min().unwrap_or(1472);
+    let mut frag = min_payload.saturating_sub(wire::packet::OVERHEAD);
+    if msg.frag_bytes > 0 {
+        frag = frag.min(msg.frag_bytes as usize);
+    }
+    let frag = frag.max(64);
+    let min_rcvbuf = infos.iter().map(|i| i.rcvbuf_kib as usize * 1024).min().unwrap_or(0);
+    let params = Params::new(frag, window_frags(min_rcvbuf, frag), cfg.timeout_ms * 1_000_000);
+    let responder = if rank == 0 {
+        session.responder.lock().unwrap().as_ref().map(|r| {
+            r.register(&ctx, 0);
+            r.handle()
+        })
+    } else {
+        None
+    };
+    if cfg.verbose >= 1 && rank == 0 {
+        eprintln!(
+            "mpicast: communicator of {size} ranks on {}:{} via {} ({}): {} B per datagram, window {} datagrams",
+            msg.group, msg.port, ifc.name, ifc.addr, frag, params.window_frags
+        );
+    }
+    Ok(Ok(Channel {
+        sock,
+        ctx,
+        params,
+        root_responder: msg.responder,
+        query_sock: None,
+        iface_addr: ifc.addr,
+        epoch: Instant::now(),
+        responder,
+    }))
+}
+
+/// Fragments in flight beyond the slowest receiver: half of the smallest receive buffer,
+/// counting each datagram at its kernel cost (payload plus sk_buff overhead, page-rounded),
+/// so that retransmissions and stale datagrams still fit.
+fn window_frags(rcvbuf: usize, frag: usize) -> u32 {
+    let per = (frag + wire::packet::OVERHEAD + 1024).div_ceil(4096) * 4096;
+    ((rcvbuf / 2) / per).clamp(4, 1 << 16) as u32
+}
+
+fn rank0_draw(
+    session: &Session,
+    cfg: &Config,
+    iface: &Result<Iface, String>,
+) -> Result<SetupMsg, String> {
+    let ifc = iface.as_ref().map_err(|e| e.clone())?;
+    let mut rnd = [0u8; 56];
+    random_bytes(&mut rnd).map_err(|e| format!("cannot read /dev/urandom: {e}"))?;
+    let (group, port) = draw_group(cfg, u64::from_le_bytes(rnd[0..8].try_into().unwrap()));
+    let responder = {
+        let mut r = session.responder.lock().unwrap();
+        if r.is_none() {
+            *r = Some(
+                responder::ResponderThread::start(ifc.addr)
+                    .map_err(|e| format!("cannot start the release responder on {}: {e}", ifc.addr))?,
+            );
+        }
+        r.as_ref().unwrap().addr()
+    };
+    Ok(SetupMsg {
+        ok: true,
+        group,
+        port,
+        key: rnd[8..40].try_into().unwrap(),
+        job: u64::from_le_bytes(rnd[40..48].try_into().unwrap()),
+        comm: u32::from_le_bytes(rnd[48..52].try_into().unwrap()),
+        responder,
+        frag_bytes: cfg.frag_bytes.unwrap_or(0) as u32,
+    })
+}
+
+fn wait_probe(sock: &McastSocket, ctx: &Ctx, bound: Duration) -> bool {
+    let deadline = Instant::now() + bound;
+    let mut buf = vec![0u8; 65536];
+    loop {
+        while let Ok(Some(len)) = sock.recv(&mut buf) {
+            if let Ok((h, _)) = wire::packet::decode(ctx, &buf[..len]) {
+                if h.kind == wire::packet::Kind::Probe {
+                    return true;
+                }
+            }
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return false;
+        }
+        let _ = net::wait_readable(&[sock.fd()], (deadline - now).min(Duration::from_millis(20)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn groups_stay_in_range() {
+        let mut cfg = Config::default();
+        cfg.group = (Ipv4Addr::new(239, 255, 0, 0), 16);
+        cfg.ports = (23000, 23999);
+        for r in [0u64, 1, u64::MAX, 0x1234_5678_9abc_def0] {
+            let (g, p) = draw_group(&cfg, r);
+            assert_eq!(g.octets()[0..2], [239, 255]);
+            assert_ne!(g.octets()[2..4], [0, 0]);
+            assert_ne!(g.octets()[2..4], [255, 255]);
+            assert!((23000..=23999).contains(&p));
+        }
+        cfg.group = (Ipv4Addr::new(239, 255, 77, 7), 32);
+        cfg.ports = (23777, 23777);
+        assert_eq!(draw_group(&cfg, 99), (Ipv4Addr::new(239, 255, 77, 7), 23777));
+    }
+
+    #[test]
+    fn window_fits_half_the_buffer() {
+        assert_eq!(window_frags(8 << 20, 1400), 2048);
+        assert_eq!(window_frags(16 << 20, 65000), 116);
+        assert_eq!(window_frags(0, 1400), 4);
+    }
+
+    #[test]
+    fn setup_message_round_trips() {
+        let m = SetupMsg {
+            ok: true,
+            group: Ipv4Addr::new(239, 255, 1, 2),
+            port: 23456,
+            key: [7; 32],
+            job: 42,
+            comm: 9,
+            responder: SocketAddrV4::new(Ipv4Addr::LOCALHOST, 4000),
+            frag_bytes: 1000,
+        };
+        let d = SetupMsg::decode(&m.encode()).unwrap();
+        assert_eq!((d.group, d.port, d.key, d.job, d.comm), (m.group, m.port, m.key, m.job, m.comm));
+        assert_eq!((d.responder, d.frag_bytes, d.ok), (m.responder, 1000, true));
+    }
+}

@@ -1,0 +1,361 @@
+//! One collective operation's actions on the wire: the `sched::Backend` that the executor
+//! drives. Scouts are zero-byte non-blocking MPI messages on the private duplicate; the
+//! multicast actions run the `wire` state machines over the channel's socket, with
+//! receivers' control messages going back to the root over MPI (reliable, ordered).
+
+use super::Channel;
+use crate::host::{self, p2p, MPI_Comm};
+use crate::net::{self, UnicastSocket};
+use crate::sched::{ActionId, Backend, Op};
+use crate::stats::{self, COUNTERS};
+use crate::wire::{self, McastReceiver, McastSender, Outcome, ReleaseWaiter};
+use std::os::raw::c_int;
+use std::time::Duration;
+
+/// MPI tags on the private duplicate. Scouts use the schedule's own tag.
+pub const TAG_CONTROL: c_int = 2;
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Kind {
+    Bcast,
+    Barrier,
+}
+
+/// The data an operation moves: the root reads, the others write.
+pub enum Data<'a> {
+    Send(&'a [u8]),
+    Recv(&'a mut [u8]),
+    None,
+}
+
+/// Why an operation could not complete.
+#[derive(Debug)]
+pub enum OpError {
+    Mpi(host::MpiError),
+    Io(std::io::Error),
+    /// No progress within the configured timeout; the message names who is missing.
+    Stalled(String),
+    Unsupported(&'static str),
+}
+
+impl From<host::MpiError> for OpError {
+    fn from(e: host::MpiError) -> Self {
+        OpError::Mpi(e)
+    }
+}
+impl From<std::io::Error> for OpError {
+    fn from(e: std::io::Error) -> Self {
+        OpError::Io(e)
+    }
+}
+
+enum Mcast {
+    Idle,
+    Sender(McastSender, ActionId),
+    Receiver(McastReceiver, ActionId),
+    Waiter(ReleaseWaiter, ActionId),
+}
+
+pub struct OpBackend<'a> {
+    chan: &'a mut Channel,
+    private: MPI_Comm,
+    rank: u32,
+    size: u32,
+    seq: u64,
+    kind: Kind,
+    data: Data<'a>,
+    reqs: p2p::Requests,
+    /// Peers of scout receives not yet complete, for the timeout message.
+    waiting_for: Vec<(ActionId, u32)>,
+    mcast: Mcast,
+    /// The root of the operation (for control messages).
+    root: u32,
+    dgram: Vec<u8>,
+    rbuf: Vec<u8>,
+    cbuf: Vec<u8>,
+    last_progress: wire::Nanos,
+    timeout: wire::Nanos,
+}
+
+impl<'a> OpBackend<'a> {
+        pub fn new(
+        chan: &'a mut Channel,
+        private: MPI_Comm,
+        rank: u32,
+        size: u32,
+        seq: u64,
+        kind: Kind,
+        data: Data<'a>,
+    ) -> Self {
+        let now = chan.now();
+        let timeout = chan.params.stall_timeout;
+        OpBackend {
+            chan,
+            private,
+            rank,
+            size,
+            seq,
+            kind,
+            data,
+            reqs: p2p::Requests::default(),
+            waiting_for: Vec::new(),
+            mcast: Mcast::Idle,
+            root: 0,
+            dgram: Vec::with_capacity(65536),
+            rbuf: vec![0u8; 65536],
+            cbuf: vec![0u8; wire::control::MAX_CONTROL_LEN],
+            last_progress: now,
+            timeout,
+        }
+    }
+
+    /// Drives the multicast state machine; true if anything moved.
+    fn drive_mcast(&mut self, done: &mut Vec<ActionId>) -> Result<bool, OpError> {
+        let now = self.chan.now();
+        let mut moved = false;
+        match &mut self.mcast {
+            Mcast::Idle => {}
+            Mcast::Sender(tx, id) => {
+                let data = match &self.data {
+                    Data::Send(d) => *d,
+                    _ => return Err(OpError::Unsupported("multicast send without data")),
+                };
+                let before = tx.stats();
+                while tx.poll_transmit(now, data, &mut self.dgram) {
+                    self.chan.sock.send(&self.dgram)?;
+                    moved = true;
+                }
+                // Our own looped-back copies and stale datagrams: drain so they never fill
+                // the buffer that the next operation's data needs.
+                while let Ok(Some(_)) = self.chan.sock.recv(&mut self.rbuf) {}
+                while let Some((src, len)) = p2p::try_recv_any(self.private, TAG_CONTROL, &mut self.cbuf)? {
+                    // A malformed control message cannot come from our own library over a
+                    // private communicator; ignoring it keeps the root alive for the others.
+                    let _ = tx.handle_control(now, src, &self.cbuf[..len]);
+                    moved = true;
+                }
+                if tx.poll_timeout().is_some_and(|t| t <= now) {
+                    tx.handle_timeout(now);
+                }
+                let after = tx.stats();
+                stats::add(&COUNTERS.dgrams_sent, after.datagrams - before.datagrams);
+                stats::add(&COUNTERS.repairs, after.retransmits - before.retransmits);
+                if tx.is_done() {
+                    done.push(*id);
+                    self.mcast = Mcast::Idle;
+                    return Ok(true);
+                }
+                if tx.stalled(now) {
+                    let missing: Vec<String> = tx.pending_ranks().iter().map(|r| r.to_string()).collect();
+                    return Err(OpError::Stalled(format!(
+                        "{}: the root has had no acknowledgement for {} ms; ranks still missing data: {}",
+                        describe(self.kind, self.seq, self.size, self.rank),
+                        self.timeout / 1_000_000,
+                        missing.join(", ")
+                    )));
+                }
+            }
+            Mcast::Receiver(rx, id) => {
+                let buf: &mut [u8] = match &mut self.data {
+                    Data::Recv(d) => d,
+                    _ => return Err(OpError::Unsupported("multicast receive without a buffer")),
+                };
+                while let Some(len) = self.chan.sock.recv(&mut self.rbuf)? {
+                    moved |= count_outcome(rx.handle_datagram(now, &self.rbuf[..len], buf));
+                }
+                let root = self.root;
+                {
+                    while let Some(msg) = rx.poll_control(now) {
+                        p2p::send_bytes(self.private, root, TAG_CONTROL, &msg)?;
+                    }
+                    if rx.poll_timeout().is_some_and(|t| t <= now) {
+                        rx.handle_timeout(now);
+                        while let Some(msg) = rx.poll_control(now) {
+                            p2p::send_bytes(self.private, root, TAG_CONTROL, &msg)?;
+                        }
+                    }
+                    if rx.is_done() {
+                        done.push(*id);
+                        self.mcast = Mcast::Idle;
+                        return Ok(true);
+                    }
+                    if rx.stalled(now) {
+                        return Err(OpError::Stalled(format!(
+                            "{}: no data from root rank {root} for {} ms",
+                            describe(self.kind, self.seq, self.size, self.rank),
+                            self.timeout / 1_000_000
+                        )));
+                    }
+                }
+            }
+            Mcast::Waiter(w, id) => {
+                while let Some(len) = self.chan.sock.recv(&mut self.rbuf)? {
+                    moved |= count_outcome(w.handle_datagram(now, &self.rbuf[..len]));
+                }
+                if w.poll_timeout().is_some_and(|t| t <= now) {
+                    w.handle_timeout(now);
+                }
+                if !w.is_done() && w.poll_query(now, &mut self.dgram) {
+                    if self.chan.query_sock.is_none() {
+                        self.chan.query_sock = Some(UnicastSocket::open(self.chan.iface_addr)?);
+                    }
+                    let qs = self.chan.query_sock.as_ref().unwrap();
+                    qs.send_to(&self.dgram, self.chan.root_responder)?;
+                    stats::add(&COUNTERS.repairs, 1);
+                }
+                if let Some(qs) = &self.chan.query_sock {
+                    while let Ok(Some((len, _))) = qs.recv_from(&mut self.rbuf) {
+                        moved |= count_outcome(w.handle_datagram(now, &self.rbuf[..len]));
+                    }
+                }
+                if w.is_done() {
+                    done.push(*id);
+                    self.mcast = Mcast::Idle;
+                    return Ok(true);
+                }
+                if w.stalled(now) {
+                    return Err(OpError::Stalled(format!(
+                        "{}: no release from rank 0 for {} ms",
+                        describe(self.kind, self.seq, self.size, self.rank),
+                        self.timeout / 1_000_000
+                    )));
+                }
+            }
+        }
+        Ok(moved)
+    }
+
+    /// Sleeps until something can happen: on the socket when only the socket matters,
+    /// otherwise a yield so MPI progress (which needs our calls) keeps going.
+    fn idle(&mut self) {
+        let socket_only = self.reqs.is_empty()
+            && matches!(self.mcast, Mcast::Receiver(..) | Mcast::Waiter(..));
+        if socket_only {
+            let now = self.chan.now();
+            let next = match &self.mcast {
+                Mcast::Receiver(rx, _) => rx.poll_timeout(),
+                Mcast::Waiter(w, _) => w.poll_timeout(),
+                _ => None,
+            };
+            let wait = next
+                .map(|t| t.saturating_sub(now))
+                .unwrap_or(1_000_000)
+                .clamp(10_000, 5_000_000);
+            let mut fds = vec![self.chan.sock.fd()];
+            if let Some(q) = &self.chan.query_sock {
+                fds.push(q.fd());
+            }
+            let _ = net::wait_readable(&fds, Duration::from_nanos(wait));
+        } else {
+            std::thread::yield_now();
+        }
+    }
+}
+
+fn describe(kind: Kind, seq: u64, size: u32, rank: u32) -> String {
+    let what = match kind {
+        Kind::Bcast => "MPI_Bcast",
+        Kind::Barrier => "MPI_Barrier",
+    };
+    format!("{what} (operation {seq} on a communicator of {size} ranks, this is rank {rank})")
+}
+
+fn count_outcome(o: Outcome) -> bool {
+    match o {
+        Outcome::Accepted => {
+            stats::add(&COUNTERS.dgrams_recv, 1);
+            true
+        }
+        Outcome::Rejected(_) => {
+            stats::add(&COUNTERS.rejected, 1);
+            false
+        }
+        Outcome::Duplicate | Outcome::Stale | Outcome::Foreign => false,
+    }
+}
+
+impl Backend for OpBackend<'_> {
+    type Error = OpError;
+
+    fn start(&mut self, id: ActionId, op: &Op, done: &mut Vec<ActionId>) -> Result<(), OpError> {
+        let now = self.chan.now();
+        match op {
+            Op::Send { peer, tag, .. } => self.reqs.isend_empty(self.private, *peer, *tag as c_int, id)?,
+            Op::Recv { peer, tag, .. } => {
+                self.reqs.irecv_empty(self.private, *peer, *tag as c_int, id)?;
+                self.waiting_for.push((id, *peer));
+            }
+            Op::McastSend { buf } => match self.kind {
+                Kind::Barrier => {
+                    if let Some(r) = &self.chan.responder {
+                        r.released(self.chan.ctx.comm, self.seq);
+                    }
+                    wire::release::encode_release(&self.chan.ctx, self.seq, self.rank, &mut self.dgram);
+                    self.chan.sock.send(&self.dgram)?;
+                    stats::add(&COUNTERS.dgrams_sent, 1);
+                    done.push(id);
+                }
+                Kind::Bcast => {
+                    let receivers: Vec<u32> = (0..self.size).filter(|&r| r != self.rank).collect();
+                    let tx = McastSender::new(
+                        &self.chan.ctx,
+                        self.seq,
+                        self.rank,
+                        &receivers,
+                        buf.len,
+                        &self.chan.params,
+                        now,
+                    );
+                    self.mcast = Mcast::Sender(tx, id);
+                }
+            },
+            Op::McastRecv { root, buf } => match self.kind {
+                Kind::Barrier => {
+                    let w = ReleaseWaiter::new(&self.chan.ctx, self.seq, *root, self.rank, &self.chan.params, now);
+                    self.mcast = Mcast::Waiter(w, id);
+                }
+                Kind::Bcast => {
+                    let rx = McastReceiver::new(
+                        &self.chan.ctx,
+                        self.seq,
+                        *root,
+                        self.rank,
+                        buf.len,
+                        &self.chan.params,
+                        now,
+                    );
+                    self.root = *root;
+                    self.mcast = Mcast::Receiver(rx, id);
+                }
+            },
+            Op::Exec { .. } => return Err(OpError::Unsupported("exec actions in a built-in collective")),
+        }
+        Ok(())
+    }
+
+    fn progress(&mut self, done: &mut Vec<ActionId>) -> Result<(), OpError> {
+        let before = done.len();
+        self.reqs.testsome(done)?;
+        if done.len() > before {
+            let finished = &done[before..];
+            self.waiting_for.retain(|(id, _)| !finished.contains(id));
+        }
+        let moved = self.drive_mcast(done)?;
+        let now = self.chan.now();
+        if moved || done.len() > before {
+            self.last_progress = now;
+            return Ok(());
+        }
+        if !self.waiting_for.is_empty() && now.saturating_sub(self.last_progress) > self.timeout {
+            let peers: Vec<String> = self.waiting_for.iter().map(|(_, p)| p.to_string()).collect();
+            return Err(OpError::Stalled(format!(
+                "{}: no scout from rank(s) {} for {} ms (did they call it?)",
+                describe(self.kind, self.seq, self.size, self.rank),
+                peers.join(", "),
+                self.timeout / 1_000_000
+            )));
+        }
+        self.idle();
+        Ok(())
+    }
+}

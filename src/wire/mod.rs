@@ -1,0 +1,132 @@
+//! wire: the sans-IO reliable multicast protocol of one communicator.
+//!
+//! Owns the datagram format (`packet`), the receiver->root control messages (`control`), the
+//! root's and the receivers' state machines of one broadcast (`sender`, `receiver`) and the
+//! barrier's release datagram with its repair (`release`). Time comes in as virtual nanoseconds
+//! and bytes come in as slices: nothing here reads a clock, touches a socket or calls MPI, so
+//! every behaviour is tested deterministically in `tests.rs`.
+
+use std::fmt;
+
+pub mod control;
+pub mod packet;
+pub mod receiver;
+pub mod release;
+pub mod sender;
+
+#[cfg(test)]
+mod tests;
+
+pub use control::{Control, MAX_CONTROL_LEN, MAX_NACK_MISSING};
+pub use packet::{Header, Kind, Reject, HEADER_LEN, MAC_LEN, OVERHEAD};
+pub use receiver::{McastReceiver, Outcome, ReceiverStats};
+pub use release::{encode_release, ReleaseWaiter, Responder};
+pub use sender::{McastSender, SenderStats};
+
+/// Virtual time in nanoseconds, supplied by the caller.
+pub type Nanos = u64;
+
+/// The per-communicator MAC key.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Key(pub [u8; 32]);
+
+impl fmt::Debug for Key {
+    // A key never ends up in a log.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Key(..)")
+    }
+}
+
+/// What every datagram of one communicator is bound to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ctx {
+    pub key: Key,
+    pub job: u64,
+    pub comm: u32,
+}
+
+/// Protocol tuning shared by the root and the receivers of a communicator.
+#[derive(Clone, Debug)]
+pub struct Params {
+    /// Payload bytes per datagram (the transport derives it from the MTU minus headers).
+    pub frag_payload: usize,
+    /// Max fragments beyond the slowest receiver's cumulative ack (flow control).
+    pub window_frags: u32,
+    /// First NACK after this much time without progress.
+    pub nack_initial: Nanos,
+    /// Cap of the exponential NACK/probe backoff.
+    pub nack_max: Nanos,
+    /// No progress for this long means `stalled()`; the transport aborts.
+    pub stall_timeout: Nanos,
+}
+
+impl Params {
+    pub const DEFAULT_NACK_INITIAL: Nanos = 2_000_000;
+    pub const DEFAULT_NACK_MAX: Nanos = 200_000_000;
+
+    pub fn new(frag_payload: usize, window_frags: u32, stall_timeout: Nanos) -> Params {
+        Params {
+            frag_payload,
+            window_frags,
+            nack_initial: Self::DEFAULT_NACK_INITIAL,
+            nack_max: Self::DEFAULT_NACK_MAX,
+            stall_timeout,
+        }
+    }
+
+    // Zero would divide by zero or deadlock the window; the state machines use these instead of
+    // the raw fields so a misconfigured transport degrades instead of panicking.
+    pub(crate) fn frag(&self) -> usize {
+        self.frag_payload.max(1)
+    }
+
+    pub(crate) fn window(&self) -> u32 {
+        self.window_frags.max(1)
+    }
+
+    pub(crate) fn nack_initial(&self) -> Nanos {
+        self.nack_initial.max(1)
+    }
+
+    pub(crate) fn nack_max(&self) -> Nanos {
+        self.nack_max.max(self.nack_initial())
+    }
+
+    /// Number of fragments of a `total_len`-byte message.
+    pub fn nfrags(&self, total_len: usize) -> u32 {
+        let n = total_len.div_ceil(self.frag());
+        u32::try_from(n).expect("message has more than u32::MAX fragments")
+    }
+}
+
+/// Exponential backoff: double, but never beyond `max`.
+pub(crate) fn backoff(cur: Nanos, max: Nanos) -> Nanos {
+    cur.saturating_mul(2).min(max)
+}
+
+/// Growable bit set over fragment numbers.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Bits(Vec<u64>);
+
+impl Bits {
+    pub(crate) fn new(n: u32) -> Bits {
+        Bits(vec![0; (n as usize).div_ceil(64)])
+    }
+
+    pub(crate) fn get(&self, i: u32) -> bool {
+        self.0[i as usize / 64] & (1 << (i % 64)) != 0
+    }
+
+    /// Sets bit `i`; returns whether it was clear.
+    pub(crate) fn set(&mut self, i: u32) -> bool {
+        let w = &mut self.0[i as usize / 64];
+        let m = 1 << (i % 64);
+        let was_clear = *w & m == 0;
+        *w |= m;
+        was_clear
+    }
+
+    pub(crate) fn clear(&mut self, i: u32) {
+        self.0[i as usize / 64] &= !(1 << (i % 64));
+    }
+}

@@ -1,0 +1,262 @@
+//! receiver: a non-root rank's side of one reliable multicast broadcast.
+//!
+//! Owns reassembly into the caller's buffer, the cumulative Ack (every quarter window and at the
+//! end), and loss detection: an immediate Nack for each new gap, and a timer Nack (with
+//! exponential backoff while nothing advances) listing everything still expected up to the
+//! window edge, which is what repairs tail loss and total loss.
+
+use super::control::{Control, MAX_NACK_MISSING};
+use super::packet::{self, Kind, Reject};
+use super::{backoff, Bits, Ctx, Nanos, Params};
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReceiverStats {
+    /// New fragments copied into the buffer.
+    pub accepted: u64,
+    /// Valid fragments already received.
+    pub duplicates: u64,
+    /// Valid datagrams of an earlier operation of this communicator.
+    pub stale: u64,
+    /// Datagrams that failed verification or were inconsistent.
+    pub rejected: u64,
+    /// Nack messages handed out.
+    pub nacks: u64,
+    /// Valid datagrams of a later operation or another kind.
+    pub foreign: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Accepted,
+    Duplicate,
+    Stale,
+    Foreign,
+    Rejected(Reject),
+}
+
+#[derive(Debug)]
+pub struct McastReceiver {
+    ctx: Ctx,
+    seq: u64,
+    root: u32,
+    me: u32,
+    total_len: usize,
+    nfrags: u32,
+    frag: usize,
+    window: u32,
+    /// Ack every this many fragments of cumulative progress: often enough that the root's
+    /// window never drains, rarely enough that n receivers do not flood it.
+    ack_step: u32,
+    nack_initial: Nanos,
+    nack_max: Nanos,
+    stall_timeout: Nanos,
+    have: Bits,
+    cum: u32,
+    /// One past the highest fragment received.
+    seen_end: u32,
+    /// The cum last reported to the root.
+    reported: u32,
+    final_sent: bool,
+    /// Fragments to list in the next Nack, ascending.
+    pending: Vec<u32>,
+    nack_rto: Nanos,
+    nack_at: Nanos,
+    last_progress: Nanos,
+    stats: ReceiverStats,
+}
+
+impl McastReceiver {
+    pub fn new(
+        ctx: &Ctx,
+        seq: u64,
+        root: u32,
+        me: u32,
+        total_len: usize,
+        params: &Params,
+        now: Nanos,
+    ) -> Self {
+        let nfrags = params.nfrags(total_len);
+        let window = params.window();
+        McastReceiver {
+            ctx: ctx.clone(),
+            seq,
+            root,
+            me,
+            total_len,
+            nfrags,
+            frag: params.frag(),
+            window,
+            ack_step: (window / 4).max(1),
+            nack_initial: params.nack_initial(),
+            nack_max: params.nack_max(),
+            stall_timeout: params.stall_timeout,
+            have: Bits::new(nfrags),
+            cum: 0,
+            seen_end: 0,
+            reported: 0,
+            final_sent: false,
+            pending: Vec::new(),
+            nack_rto: params.nack_initial(),
+            nack_at: now.saturating_add(params.nack_initial()),
+            last_progress: now,
+            stats: ReceiverStats::default(),
+        }
+    }
+
+    fn complete(&self) -> bool {
+        self.cum == self.nfrags
+    }
+
+    fn frag_len(&self, f: u32) -> usize {
+        self.frag.min(self.total_len - f as usize * self.frag)
+    }
+
+    /// Verifies, then copies the payload into `buf[frag * frag_payload..]`.
+    /// `buf.len()` must be the message length.
+    pub fn handle_datagram(&mut self, now: Nanos, dgram: &[u8], buf: &mut [u8]) -> Outcome {
+        debug_assert_eq!(buf.len(), self.total_len);
+        let (h, payload) = match packet::decode(&self.ctx, dgram) {
+            Ok(x) => x,
+            Err(r) => {
+                self.stats.rejected += 1;
+                return Outcome::Rejected(r);
+            }
+        };
+        if h.seq < self.seq {
+            self.stats.stale += 1;
+            return Outcome::Stale;
+        }
+        if h.kind != Kind::Data || h.seq != self.seq || h.root != self.root {
+            self.stats.foreign += 1;
+            return Outcome::Foreign;
+        }
+        let f = h.frag;
+        if h.total_len != self.total_len as u64
+            || h.nfrags != self.nfrags
+            || f >= self.nfrags
+            || payload.len() != self.frag_len(f)
+        {
+            self.stats.rejected += 1;
+            return Outcome::Rejected(Reject::Malformed);
+        }
+        if !self.have.set(f) {
+            self.stats.duplicates += 1;
+            return Outcome::Duplicate;
+        }
+        let start = f as usize * self.frag;
+        buf[start..start + payload.len()].copy_from_slice(payload);
+        self.stats.accepted += 1;
+        self.last_progress = now;
+        if f > self.seen_end {
+            // A new gap: report it now rather than at the next timer, so a loss costs about one
+            // round trip.
+            let room = MAX_NACK_MISSING.saturating_sub(self.pending.len());
+            let from = match self.pending.last() {
+                Some(&l) => self.seen_end.max(l + 1),
+                None => self.seen_end,
+            };
+            self.pending.extend((from..f).take(room));
+        }
+        self.seen_end = self.seen_end.max(f + 1);
+        if f == self.cum {
+            while self.cum < self.nfrags && self.have.get(self.cum) {
+                self.cum += 1;
+            }
+            self.nack_rto = self.nack_initial;
+            self.nack_at = now.saturating_add(self.nack_rto);
+        }
+        Outcome::Accepted
+    }
+
+    /// The next control message for the root, if one is due.
+    pub fn poll_control(&mut self, _now: Nanos) -> Option<Vec<u8>> {
+        if self.final_sent || self.nfrags == 0 {
+            return None;
+        }
+        let have = &self.have;
+        self.pending.retain(|&f| !have.get(f));
+        let msg = if !self.pending.is_empty() {
+            self.stats.nacks += 1;
+            Control::Nack {
+                seq: self.seq,
+                cum: self.cum,
+                missing: std::mem::take(&mut self.pending),
+            }
+        } else if self.cum > self.reported
+            && (self.cum - self.reported >= self.ack_step || self.complete())
+        {
+            self.final_sent = self.complete();
+            Control::Ack {
+                seq: self.seq,
+                cum: self.cum,
+            }
+        } else {
+            return None;
+        };
+        self.reported = self.cum;
+        let mut out = Vec::new();
+        msg.encode(&mut out);
+        Some(out)
+    }
+
+    pub fn handle_timeout(&mut self, now: Nanos) {
+        if self.complete() || now < self.nack_at {
+            return;
+        }
+        // Everything the root may have sent: it never goes beyond the slowest cum + window,
+        // and ours is at least the slowest.
+        let edge = self
+            .nfrags
+            .min(self.seen_end.max(self.cum.saturating_add(self.window)));
+        let have = &self.have;
+        self.pending.clear();
+        self.pending.extend(
+            (self.cum..edge)
+                .filter(|&f| !have.get(f))
+                .take(MAX_NACK_MISSING),
+        );
+        self.nack_rto = backoff(self.nack_rto, self.nack_max);
+        self.nack_at = now.saturating_add(self.nack_rto);
+    }
+
+    /// The next NACK timer, or the moment the operation counts as stalled.
+    pub fn poll_timeout(&self) -> Option<Nanos> {
+        if self.complete() {
+            return None;
+        }
+        let stall = self.last_progress.saturating_add(self.stall_timeout);
+        Some(self.nack_at.min(stall))
+    }
+
+    /// All data is in and the final Ack has been handed out by `poll_control`.
+    pub fn is_done(&self) -> bool {
+        self.nfrags == 0 || self.final_sent
+    }
+
+    /// No new fragment arrived for `stall_timeout` while some are missing.
+    pub fn stalled(&self, now: Nanos) -> bool {
+        !self.complete() && now.saturating_sub(self.last_progress) >= self.stall_timeout
+    }
+
+    pub fn stats(&self) -> ReceiverStats {
+        self.stats
+    }
+
+    /// Leading fragments received contiguously.
+    pub fn cum(&self) -> u32 {
+        self.cum
+    }
+
+    pub fn nfrags(&self) -> u32 {
+        self.nfrags
+    }
+
+    /// Whether fragment `f` is in the buffer.
+    pub fn has(&self, f: u32) -> bool {
+        f < self.nfrags && self.have.get(f)
+    }
+
+    pub fn rank(&self) -> u32 {
+        self.me
+    }
+}

@@ -1,0 +1,260 @@
+//! sender: the root's side of one reliable multicast broadcast.
+//!
+//! Owns fragmentation, the sliding window (never more than `window_frags` fragments beyond the
+//! slowest receiver's cumulative ack), NACK-driven retransmission with duplicate suppression, and
+//! the tail probe. It never copies or keeps the message: every call gets the caller's `data`,
+//! which the caller keeps until `is_done()`, so a fragment outside the window is never lost.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use super::control::Control;
+use super::packet::{self, Header, Kind, Reject};
+use super::{backoff, Bits, Ctx, Nanos, Params};
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SenderStats {
+    /// Datagrams handed out, retransmissions included.
+    pub datagrams: u64,
+    /// Datagrams that repeated an earlier fragment (NACK repairs and tail probes).
+    pub retransmits: u64,
+    /// Bytes of all datagrams handed out.
+    pub bytes: u64,
+}
+
+#[derive(Debug)]
+pub struct McastSender {
+    ctx: Ctx,
+    seq: u64,
+    root: u32,
+    total_len: usize,
+    nfrags: u32,
+    frag: usize,
+    window: u32,
+    /// Repeats of one fragment closer together than this are suppressed: the NACKs of many
+    /// receivers for one loss arrive well within it, while one receiver's repeated NACK comes at
+    /// least `nack_initial` later.
+    suppress: Nanos,
+    probe_initial: Nanos,
+    probe_max: Nanos,
+    stall_timeout: Nanos,
+    /// Receivers, ascending, and their cumulative acks.
+    ranks: Vec<u32>,
+    cums: Vec<u32>,
+    /// Multiset of `cums`: its first key is the window base.
+    cum_count: BTreeMap<u32, u32>,
+    /// First fragment never sent.
+    next_new: u32,
+    /// When each fragment below `next_new` was last sent.
+    last_sent: Vec<Nanos>,
+    queued: Bits,
+    retx: VecDeque<u32>,
+    probe_rto: Nanos,
+    probe_base: Nanos,
+    last_progress: Nanos,
+    stats: SenderStats,
+}
+
+impl McastSender {
+    pub fn new(
+        ctx: &Ctx,
+        seq: u64,
+        root: u32,
+        receivers: &[u32],
+        total_len: usize,
+        params: &Params,
+        now: Nanos,
+    ) -> Self {
+        let nfrags = params.nfrags(total_len);
+        let mut ranks: Vec<u32> = receivers.iter().copied().filter(|&r| r != root).collect();
+        ranks.sort_unstable();
+        ranks.dedup();
+        let mut cum_count = BTreeMap::new();
+        if !ranks.is_empty() && nfrags > 0 {
+            cum_count.insert(0, ranks.len() as u32);
+        }
+        let cums = vec![0; ranks.len()];
+        // The probe backs up the receivers' NACK timers, so it starts later than they do.
+        let probe_initial = params.nack_initial().saturating_mul(2);
+        McastSender {
+            ctx: ctx.clone(),
+            seq,
+            root,
+            total_len,
+            nfrags,
+            frag: params.frag(),
+            window: params.window(),
+            suppress: params.nack_initial() / 4,
+            probe_initial,
+            probe_max: params.nack_max().max(probe_initial),
+            stall_timeout: params.stall_timeout,
+            ranks,
+            cums,
+            cum_count,
+            next_new: 0,
+            last_sent: vec![0; nfrags as usize],
+            queued: Bits::new(nfrags),
+            retx: VecDeque::new(),
+            probe_rto: probe_initial,
+            probe_base: now,
+            last_progress: now,
+            stats: SenderStats::default(),
+        }
+    }
+
+    /// The slowest receiver's cumulative ack; `nfrags` when every receiver has everything.
+    fn base(&self) -> u32 {
+        self.cum_count.keys().next().copied().unwrap_or(self.nfrags)
+    }
+
+    fn outstanding(&self) -> bool {
+        self.base() < self.next_new
+    }
+
+    /// Next datagram to multicast now, if flow control allows (retransmissions first, then new
+    /// fragments below the slowest cumulative ack + window). `data` is the whole message.
+    pub fn poll_transmit(&mut self, now: Nanos, data: &[u8], out: &mut Vec<u8>) -> bool {
+        debug_assert_eq!(data.len(), self.total_len);
+        let base = self.base();
+        while let Some(f) = self.retx.pop_front() {
+            self.queued.clear(f);
+            // Everyone got it meanwhile.
+            if f >= base {
+                self.stats.retransmits += 1;
+                self.emit(now, f, data, out);
+                return true;
+            }
+        }
+        let limit = self.nfrags.min(base.saturating_add(self.window));
+        if self.next_new >= limit {
+            return false;
+        }
+        if !self.outstanding() {
+            // The probe measures silence from the moment something is waiting for an ack.
+            self.probe_base = now;
+        }
+        let f = self.next_new;
+        self.next_new += 1;
+        self.emit(now, f, data, out);
+        true
+    }
+
+    fn emit(&mut self, now: Nanos, f: u32, data: &[u8], out: &mut Vec<u8>) {
+        let start = f as usize * self.frag;
+        let end = (start + self.frag).min(self.total_len);
+        let h = Header {
+            kind: Kind::Data,
+            job: self.ctx.job,
+            comm: self.ctx.comm,
+            seq: self.seq,
+            root: self.root,
+            frag: f,
+            nfrags: self.nfrags,
+            total_len: self.total_len as u64,
+        };
+        packet::encode(&self.ctx, &h, &data[start..end], out);
+        self.last_sent[f as usize] = now;
+        self.stats.datagrams += 1;
+        self.stats.bytes += out.len() as u64;
+    }
+
+    fn queue(&mut self, f: u32) {
+        if self.queued.set(f) {
+            self.retx.push_back(f);
+        }
+    }
+
+    /// A control message from receiver `from`. An invalid one changes nothing.
+    pub fn handle_control(&mut self, now: Nanos, from: u32, msg: &[u8]) -> Result<(), Reject> {
+        let msg = Control::decode(msg)?;
+        if msg.seq() != self.seq {
+            return Err(Reject::WrongSeq);
+        }
+        let idx = self.ranks.binary_search(&from).map_err(|_| Reject::Malformed)?;
+        let cum = msg.cum();
+        let missing = match &msg {
+            Control::Ack { .. } => &[][..],
+            Control::Nack { missing, .. } => &missing[..],
+        };
+        // A receiver cannot have what was never sent.
+        if cum > self.next_new || missing.iter().any(|&f| f >= self.nfrags) {
+            return Err(Reject::Malformed);
+        }
+        let old = self.cums[idx];
+        if cum > old {
+            self.cums[idx] = cum;
+            match self.cum_count.get_mut(&old) {
+                Some(c) if *c > 1 => *c -= 1,
+                _ => {
+                    self.cum_count.remove(&old);
+                }
+            }
+            if cum < self.nfrags {
+                *self.cum_count.entry(cum).or_insert(0) += 1;
+            }
+            self.last_progress = now;
+            self.probe_base = now;
+            self.probe_rto = self.probe_initial;
+        }
+        for &f in missing {
+            // Not yet sent fragments come with the window; ones this receiver has are stale.
+            if f < cum || f >= self.next_new {
+                continue;
+            }
+            if now.saturating_sub(self.last_sent[f as usize]) >= self.suppress {
+                self.queue(f);
+            }
+        }
+        Ok(())
+    }
+
+    pub fn handle_timeout(&mut self, now: Nanos) {
+        if self.outstanding() && now >= self.probe_base.saturating_add(self.probe_rto) {
+            // The highest sent fragment exposes tail loss: a receiver that lacks anything
+            // below it NACKs at once.
+            self.queue(self.next_new - 1);
+            self.probe_rto = backoff(self.probe_rto, self.probe_max);
+            self.probe_base = now;
+        }
+    }
+
+    /// The next deadline: the tail probe, or the moment the operation counts as stalled.
+    pub fn poll_timeout(&self) -> Option<Nanos> {
+        if self.is_done() {
+            return None;
+        }
+        let stall = self.last_progress.saturating_add(self.stall_timeout);
+        if self.outstanding() {
+            Some(stall.min(self.probe_base.saturating_add(self.probe_rto)))
+        } else {
+            Some(stall)
+        }
+    }
+
+    /// Every receiver acked every fragment.
+    pub fn is_done(&self) -> bool {
+        self.cum_count.is_empty()
+    }
+
+    /// Receivers that have not acked everything.
+    pub fn pending_ranks(&self) -> Vec<u32> {
+        self.ranks
+            .iter()
+            .zip(&self.cums)
+            .filter(|&(_, &c)| c < self.nfrags)
+            .map(|(&r, _)| r)
+            .collect()
+    }
+
+    /// No receiver's cumulative ack advanced for `stall_timeout`.
+    pub fn stalled(&self, now: Nanos) -> bool {
+        !self.is_done() && now.saturating_sub(self.last_progress) >= self.stall_timeout
+    }
+
+    pub fn stats(&self) -> SenderStats {
+        self.stats
+    }
+
+    pub fn nfrags(&self) -> u32 {
+        self.nfrags
+    }
+}

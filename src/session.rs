@@ -73,7 +73,9 @@ pub fn get() -> Result<Arc<Session>, String> {
         return s.clone();
     }
     let _guard = STARTING.lock().unwrap_or_else(|p| p.into_inner());
-    SESSION.get_or_init(|| start().map_err(|e| e.to_string())).clone()
+    SESSION
+        .get_or_init(|| start().map_err(|e| e.to_string()))
+        .clone()
 }
 
 fn start() -> Result<Arc<Session>, SessionError> {
@@ -118,7 +120,8 @@ impl Session {
         let rank = host::comm::rank(comm)?;
         let mut cfg = self.cfg.clone();
         let mut hint_error = None;
-        let hints = host::comm::info_hints(comm, &["mpicast", "mpicast_sync", "mpicast_min_bytes"])?;
+        let hints =
+            host::comm::info_hints(comm, &["mpicast", "mpicast_sync", "mpicast_min_bytes"])?;
         let mut h = crate::config::Hints::default();
         for (k, v) in &hints {
             if let Err(e) = h.set(k, v) {

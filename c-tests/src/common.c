@@ -132,7 +132,7 @@ size_t tc_parse_sizes(const char *list, size_t *out, size_t max) {
 typedef int (*get_stats_fn)(MPICAST_Stats *);
 
 void tc_expect_check(int ran_bcasts, int ran_barriers) {
-  const char *expect = getenv("MPICAST_EXPECT");
+  const char *expect = getenv("TC_EXPECT");
   int rank = tc_world_rank();
   get_stats_fn get = NULL;
   /* Through a data pointer: ISO C has no function-pointer conversion from void *. */
@@ -171,19 +171,19 @@ void tc_expect_check(int ran_bcasts, int ran_barriers) {
   fflush(stdout);
   if (expect && *expect) {
     if (!all_have)
-      tc_fail("MPICAST_EXPECT=%s but MPICAST_Get_stats is not loaded on every rank", expect);
+      tc_fail("TC_EXPECT=%s but MPICAST_Get_stats is not loaded on every rank", expect);
     if (strcmp(expect, "mcast") == 0) {
-      if (ran_bcasts && sum[0] == 0) tc_fail("MPICAST_EXPECT=mcast but bcast_mcast is 0");
-      if (ran_barriers && sum[2] == 0) tc_fail("MPICAST_EXPECT=mcast but barrier_mcast is 0");
+      if (ran_bcasts && sum[0] == 0) tc_fail("TC_EXPECT=mcast but bcast_mcast is 0");
+      if (ran_barriers && sum[2] == 0) tc_fail("TC_EXPECT=mcast but barrier_mcast is 0");
     } else if (strcmp(expect, "pmpi") == 0) {
       if (sum[0] != 0 || sum[2] != 0 || sum[4] != 0)
-        tc_fail("MPICAST_EXPECT=pmpi but bcast_mcast=%" PRIu64 " barrier_mcast=%" PRIu64
+        tc_fail("TC_EXPECT=pmpi but bcast_mcast=%" PRIu64 " barrier_mcast=%" PRIu64
                 " bytes_mcast=%" PRIu64,
                 sum[0], sum[2], sum[4]);
-      if (ran_bcasts && sum[1] == 0) tc_fail("MPICAST_EXPECT=pmpi but bcast_pmpi is 0");
-      if (ran_barriers && sum[3] == 0) tc_fail("MPICAST_EXPECT=pmpi but barrier_pmpi is 0");
+      if (ran_bcasts && sum[1] == 0) tc_fail("TC_EXPECT=pmpi but bcast_pmpi is 0");
+      if (ran_barriers && sum[3] == 0) tc_fail("TC_EXPECT=pmpi but barrier_pmpi is 0");
     } else {
-      tc_fail("unknown MPICAST_EXPECT=%s (want mcast or pmpi)", expect);
+      tc_fail("unknown TC_EXPECT=%s (want mcast or pmpi)", expect);
     }
   }
   MPI_Allreduce(MPI_IN_PLACE, &have, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);

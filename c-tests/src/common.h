@@ -1,6 +1,6 @@
 /* Helpers shared by the c-tests programs: the data pattern every broadcast is
  * checked against, failure reporting that aborts the whole job, argument
- * parsing, and the MPICAST_EXPECT check of which path (multicast or PMPI) the
+ * parsing, and the TC_EXPECT check of which path (multicast or PMPI) the
  * library took. Nothing here calls MPI_Bcast or MPI_Barrier, so the checks do
  * not depend on the code under test. */
 #ifndef MPICAST_CTESTS_COMMON_H
@@ -47,7 +47,7 @@ size_t tc_parse_sizes(const char *list, size_t *out, size_t max);
 
 /* Collective over MPI_COMM_WORLD. Sums every rank's MPICAST_Get_stats
  * (found with dlsym, so it works preloaded and linked), prints the sums on
- * rank 0, and enforces env MPICAST_EXPECT: "mcast" requires bcast_mcast > 0
+ * rank 0, and enforces env TC_EXPECT: "mcast" requires bcast_mcast > 0
  * when ran_bcasts and barrier_mcast > 0 when ran_barriers; "pmpi" requires
  * no multicast at all and PMPI counts for what ran. Unset: report only. */
 void tc_expect_check(int ran_bcasts, int ran_barriers);

@@ -42,7 +42,16 @@ pub fn barrier(comm: MPI_Comm) -> c_int {
     stats::add(&COUNTERS.barrier_mcast, 1);
     st.seq += 1;
     let sched = algo::barrier(size, st.rank);
-    match run(chan, st.private.0, st.rank, size, st.seq, Kind::Barrier, Data::None, &sched) {
+    match run(
+        chan,
+        st.private.0,
+        st.rank,
+        size,
+        st.seq,
+        Kind::Barrier,
+        Data::None,
+        &sched,
+    ) {
         Ok(()) => host::SUCCESS,
         Err(e) => fail(comm, e),
     }

@@ -9,12 +9,24 @@ use crate::stats::{self, COUNTERS};
 use crate::transport::op::{Data, Kind};
 use std::os::raw::{c_int, c_void};
 
-fn to_host(buf: *mut c_void, count: c_int, dtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
+fn to_host(
+    buf: *mut c_void,
+    count: c_int,
+    dtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
     stats::add(&COUNTERS.bcast_pmpi, 1);
     host::pmpi_bcast(buf, count, dtype, root, comm)
 }
 
-pub fn bcast(buf: *mut c_void, count: c_int, dtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
+pub fn bcast(
+    buf: *mut c_void,
+    count: c_int,
+    dtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
     if !host::is_active() || comm == host::comm_null() || host::is_in_place(buf) || count < 0 {
         return to_host(buf, count, dtype, root, comm);
     }
@@ -66,9 +78,31 @@ pub fn bcast(buf: *mut c_void, count: c_int, dtype: MPI_Datatype, root: c_int, c
     let sched = algo::bcast(sync, st.size, root, st.rank, bytes);
     let (private, rank, seq) = (st.private.0, st.rank, st.seq);
     let result = if rank == root {
-        ub.with_send_bytes(|d| run(chan, private, rank, size, seq, Kind::Bcast, Data::Send(d), &sched))
+        ub.with_send_bytes(|d| {
+            run(
+                chan,
+                private,
+                rank,
+                size,
+                seq,
+                Kind::Bcast,
+                Data::Send(d),
+                &sched,
+            )
+        })
     } else {
-        ub.with_recv_bytes(|d| run(chan, private, rank, size, seq, Kind::Bcast, Data::Recv(d), &sched))
+        ub.with_recv_bytes(|d| {
+            run(
+                chan,
+                private,
+                rank,
+                size,
+                seq,
+                Kind::Bcast,
+                Data::Recv(d),
+                &sched,
+            )
+        })
     };
     match result {
         Ok(Ok(())) => {

@@ -44,9 +44,13 @@ pub struct MPICAST_Stats {
 }
 
 /// Copies this process's counters into `*stats_out`.
-/// Thread-safe; callable at any time, also before MPI_Init. `stats_out` must not be NULL.
+/// Thread-safe; callable at any time, also before MPI_Init. `stats_out` must not be NULL
+/// (MPICAST_ERR_NULL_ARG) and must point to a writable MPICAST_Stats.
+///
+/// # Safety
+/// `stats_out` is NULL or valid for writing one `MPICAST_Stats`.
 #[no_mangle]
-pub extern "C" fn MPICAST_Get_stats(stats_out: *mut MPICAST_Stats) -> c_int {
+pub unsafe extern "C" fn MPICAST_Get_stats(stats_out: *mut MPICAST_Stats) -> c_int {
     guard(
         "MPICAST_Get_stats",
         || MPICAST_Status::MPICAST_ERR_INTERNAL as c_int,

@@ -4,7 +4,7 @@
 //! The attribute value is an opaque token (a registry id); the delete callback hands it to
 //! a plain Rust function stored as the keyval's extra state.
 
-use super::{check, MpiResult, MPI_Comm};
+use super::{check, MPI_Comm, MpiResult};
 use std::os::raw::{c_int, c_void};
 
 /// Called with the token when MPI deletes the attribute.
@@ -64,7 +64,12 @@ pub fn get(comm: MPI_Comm, keyval: c_int) -> MpiResult<Option<usize>> {
     let mut flag: c_int = 0;
     // SAFETY: for C attributes MPI writes the stored pointer value into `val`.
     check(unsafe {
-        mpi_sys::PMPI_Comm_get_attr(comm, keyval, &mut val as *mut *mut c_void as *mut c_void, &mut flag)
+        mpi_sys::PMPI_Comm_get_attr(
+            comm,
+            keyval,
+            &mut val as *mut *mut c_void as *mut c_void,
+            &mut flag,
+        )
     })?;
     Ok(if flag != 0 { Some(val as usize) } else { None })
 }

@@ -2,7 +2,7 @@
 //! place; anything else is packed before sending and unpacked after receiving, with the
 //! host's own MPI_Pack/MPI_Unpack so every derived datatype (and MPI_BOTTOM) works.
 
-use super::{check, MpiError, MpiResult, MPI_Comm, MPI_Datatype};
+use super::{check, MPI_Comm, MPI_Datatype, MpiError, MpiResult};
 use std::os::raw::{c_int, c_void};
 
 pub struct UserBuf {
@@ -17,7 +17,12 @@ pub struct UserBuf {
 
 impl UserBuf {
     /// Describes the buffer; fails (with the host's error) if the datatype is invalid.
-    pub fn describe(ptr: *mut c_void, count: c_int, dtype: MPI_Datatype, comm: MPI_Comm) -> MpiResult<UserBuf> {
+    pub fn describe(
+        ptr: *mut c_void,
+        count: c_int,
+        dtype: MPI_Datatype,
+        comm: MPI_Comm,
+    ) -> MpiResult<UserBuf> {
         let mut size: mpi_sys::MPI_Count = 0;
         let (mut lb, mut extent): (mpi_sys::MPI_Aint, mpi_sys::MPI_Aint) = (0, 0);
         let (mut tlb, mut textent): (mpi_sys::MPI_Aint, mpi_sys::MPI_Aint) = (0, 0);
@@ -25,16 +30,21 @@ impl UserBuf {
         unsafe {
             check(mpi_sys::PMPI_Type_size_x(dtype, &mut size))?;
             check(mpi_sys::PMPI_Type_get_extent(dtype, &mut lb, &mut extent))?;
-            check(mpi_sys::PMPI_Type_get_true_extent(dtype, &mut tlb, &mut textent))?;
+            check(mpi_sys::PMPI_Type_get_true_extent(
+                dtype,
+                &mut tlb,
+                &mut textent,
+            ))?;
         }
         if size < 0 || count < 0 {
             return Err(MpiError(mpi_sys::MPI_ERR_COUNT as c_int));
         }
         let bytes = size as usize * count as usize;
-        let dense = textent as i128 == size as i128 && (count <= 1 || extent as i128 == size as i128);
+        let dense =
+            textent as i128 == size as i128 && (count <= 1 || extent as i128 == size as i128);
         let contiguous = if dense || bytes == 0 {
             // wrapping: with MPI_BOTTOM the true lower bound is an absolute address.
-            Some((ptr as *mut u8).wrapping_offset(tlb as isize))
+            Some((ptr as *mut u8).wrapping_offset(tlb))
         } else {
             None
         };

@@ -1,7 +1,7 @@
 //! Communicator queries and the few collectives the shim itself needs (setup agreement),
 //! all through PMPI on communicators the caller owns.
 
-use super::{check, MpiResult, MPI_Comm};
+use super::{check, MPI_Comm, MpiResult};
 use std::os::raw::{c_char, c_int, c_void};
 
 pub fn size(comm: MPI_Comm) -> MpiResult<u32> {
@@ -114,9 +114,7 @@ impl Iallgather {
         if !self.done {
             let mut flag: c_int = 0;
             // SAFETY: req is live until done.
-            check(unsafe {
-                mpi_sys::PMPI_Test(&mut self.req, &mut flag, super::status_ignore())
-            })?;
+            check(unsafe { mpi_sys::PMPI_Test(&mut self.req, &mut flag, super::status_ignore()) })?;
             self.done = flag != 0;
         }
         Ok(self.done)
@@ -183,7 +181,10 @@ pub fn info_hints(comm: MPI_Comm, keys: &[&str]) -> MpiResult<Vec<(String, Strin
         };
         if rc == super::SUCCESS && flag != 0 {
             let end = val.iter().position(|&b| b == 0).unwrap_or(val.len());
-            found.push((key.to_string(), String::from_utf8_lossy(&val[..end]).into_owned()));
+            found.push((
+                key.to_string(),
+                String::from_utf8_lossy(&val[..end]).into_owned(),
+            ));
         }
     }
     // SAFETY: the handle came from PMPI_Comm_get_info and is ours to free.

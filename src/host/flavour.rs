@@ -44,9 +44,8 @@ pub fn library_version() -> String {
     let mut buf = vec![0u8; 8192];
     let mut len: c_int = 0;
     // SAFETY: the buffer is larger than MPI_MAX_LIBRARY_VERSION_STRING of both flavours.
-    let rc = unsafe {
-        mpi_sys::PMPI_Get_library_version(buf.as_mut_ptr() as *mut c_char, &mut len)
-    };
+    let rc =
+        unsafe { mpi_sys::PMPI_Get_library_version(buf.as_mut_ptr() as *mut c_char, &mut len) };
     if rc != 0 {
         return String::new();
     }
@@ -90,7 +89,10 @@ mod tests {
     use super::*;
     #[test]
     fn classify_strings() {
-        assert_eq!(classify("Open MPI v4.1.4, package: Debian"), Flavour::OpenMpi);
+        assert_eq!(
+            classify("Open MPI v4.1.4, package: Debian"),
+            Flavour::OpenMpi
+        );
         assert_eq!(classify("MPICH Version:\t4.0.2"), Flavour::Mpich);
         assert_eq!(classify("Something"), Flavour::Unknown);
     }

@@ -1,7 +1,7 @@
 //! Point-to-point on the private duplicate: zero-byte scouts (non-blocking, tracked by the
 //! action that posted them) and the small control messages receivers send to a root.
 
-use super::{check, MpiResult, MPI_Comm, MPI_Request};
+use super::{check, MPI_Comm, MPI_Request, MpiResult};
 use std::os::raw::{c_int, c_void};
 
 /// Scouts carry no data, but MPI wants a valid address anyway.

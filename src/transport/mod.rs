@@ -32,6 +32,10 @@ pub struct Channel {
     pub epoch: Instant,
     /// Rank 0 only: where barrier releases are recorded for the responder thread.
     pub responder: Option<responder::ResponderHandle>,
+    /// Control messages for a later operation that reached this rank while it was still the
+    /// root of an earlier one (receivers may ask for data as soon as they enter): replayed
+    /// when that operation's sender starts.
+    pub early_control: Vec<(u32, Vec<u8>)>,
 }
 
 impl Channel {
@@ -115,10 +119,19 @@ fn iface(cfg: &Config) -> Result<Iface, String> {
 fn draw_group(cfg: &Config, rnd: u64) -> (Ipv4Addr, u16) {
     let (base, prefix) = cfg.group;
     let host_bits = 32 - prefix as u32;
-    let base = u32::from(base) & if prefix == 0 { 0 } else { u32::MAX << host_bits };
+    let base = u32::from(base)
+        & if prefix == 0 {
+            0
+        } else {
+            u32::MAX << host_bits
+        };
     let span: u64 = 1u64 << host_bits;
     // Avoid the all-zeros and all-ones host parts where the range allows it.
-    let off = if span > 2 { 1 + (rnd % (span - 2)) } else { rnd % span };
+    let off = if span > 2 {
+        1 + (rnd % (span - 2))
+    } else {
+        rnd % span
+    };
     let group = Ipv4Addr::from(base.wrapping_add(off as u32));
     let (lo, hi) = cfg.ports;
     let port = lo + ((rnd >> 32) % (hi as u64 - lo as u64 + 1)) as u16;
@@ -195,7 +208,9 @@ pub fn setup(
     let msg = SetupMsg::decode(&msg_bytes).expect("all ranks run the same library version");
     if !msg.ok {
         // Every rank sees the same flag: nobody opens anything.
-        return Ok(Err(local_error.unwrap_or_else(|| "rank 0 could not set up multicast".into())));
+        return Ok(Err(
+            local_error.unwrap_or_else(|| "rank 0 could not set up multicast".into())
+        ));
     }
     let ctx = Ctx {
         key: Key(msg.key),
@@ -248,7 +263,8 @@ pub fn setup(
             info.status = 2;
         }
         let mut ag = host::comm::Iallgather::start(private, &info.encode())?;
-        let deadline = Instant::now() + Duration::from_millis(cfg.probe_ms.saturating_mul(4) + 1000);
+        let deadline =
+            Instant::now() + Duration::from_millis(cfg.probe_ms.saturating_mul(4) + 1000);
         loop {
             if let Ok((sock, _)) = &opened {
                 let _ = sock.send(&probe_out);
@@ -268,7 +284,9 @@ pub fn setup(
         host::comm::Iallgather::start(private, &info.encode())?.wait()?
     };
     let infos: Vec<RankInfo> = gathered.chunks(INFO_LEN).map(RankInfo::decode).collect();
-    let failed: Vec<u32> = (0..size).filter(|&r| infos[r as usize].status != 2).collect();
+    let failed: Vec<u32> = (0..size)
+        .filter(|&r| infos[r as usize].status != 2)
+        .collect();
     if !failed.is_empty() {
         let cant_open: Vec<String> = failed
             .iter()
@@ -292,7 +310,10 @@ pub fn setup(
             why.push(e.clone());
         }
         if !cant_open.is_empty() {
-            why.push(format!("could not join the group on {}", cant_open.join(", ")));
+            why.push(format!(
+                "could not join the group on {}",
+                cant_open.join(", ")
+            ));
         }
         if !no_probe.is_empty() {
             why.push(format!(
@@ -307,14 +328,26 @@ pub fn setup(
     }
     let (sock, ifc) = opened.expect("status 2 means opened");
     // Everybody derives the same fragment size and window from the same gathered facts.
-    let min_payload = infos.iter().map(|i| i.max_payload as usize).min().unwrap_or(1472);
+    let min_payload = infos
+        .iter()
+        .map(|i| i.max_payload as usize)
+        .min()
+        .unwrap_or(1472);
     let mut frag = min_payload.saturating_sub(wire::packet::OVERHEAD);
     if msg.frag_bytes > 0 {
         frag = frag.min(msg.frag_bytes as usize);
     }
     let frag = frag.max(64);
-    let min_rcvbuf = infos.iter().map(|i| i.rcvbuf_kib as usize * 1024).min().unwrap_or(0);
-    let params = Params::new(frag, window_frags(min_rcvbuf, frag), cfg.timeout_ms * 1_000_000);
+    let min_rcvbuf = infos
+        .iter()
+        .map(|i| i.rcvbuf_kib as usize * 1024)
+        .min()
+        .unwrap_or(0);
+    let params = Params::new(
+        frag,
+        window_frags(min_rcvbuf, frag),
+        cfg.timeout_ms * 1_000_000,
+    );
     let responder = if rank == 0 {
         session.responder.lock().unwrap().as_ref().map(|r| {
             r.register(&ctx, 0);
@@ -338,6 +371,7 @@ pub fn setup(
         iface_addr: ifc.addr,
         epoch: Instant::now(),
         responder,
+        early_control: Vec::new(),
     }))
 }
 
@@ -361,10 +395,10 @@ fn rank0_draw(
     let responder = {
         let mut r = session.responder.lock().unwrap();
         if r.is_none() {
-            *r = Some(
-                responder::ResponderThread::start(ifc.addr)
-                    .map_err(|e| format!("cannot start the release responder on {}: {e}", ifc.addr))?,
-            );
+            *r =
+                Some(responder::ResponderThread::start(ifc.addr).map_err(|e| {
+                    format!("cannot start the release responder on {}: {e}", ifc.addr)
+                })?);
         }
         r.as_ref().unwrap().addr()
     };
@@ -395,7 +429,10 @@ fn wait_probe(sock: &McastSocket, ctx: &Ctx, bound: Duration) -> bool {
         if now >= deadline {
             return false;
         }
-        let _ = net::wait_readable(&[sock.fd()], (deadline - now).min(Duration::from_millis(20)));
+        let _ = net::wait_readable(
+            &[sock.fd()],
+            (deadline - now).min(Duration::from_millis(20)),
+        );
     }
 }
 
@@ -405,9 +442,11 @@ mod tests {
 
     #[test]
     fn groups_stay_in_range() {
-        let mut cfg = Config::default();
-        cfg.group = (Ipv4Addr::new(239, 255, 0, 0), 16);
-        cfg.ports = (23000, 23999);
+        let mut cfg = Config {
+            group: (Ipv4Addr::new(239, 255, 0, 0), 16),
+            ports: (23000, 23999),
+            ..Default::default()
+        };
         for r in [0u64, 1, u64::MAX, 0x1234_5678_9abc_def0] {
             let (g, p) = draw_group(&cfg, r);
             assert_eq!(g.octets()[0..2], [239, 255]);
@@ -417,13 +456,18 @@ mod tests {
         }
         cfg.group = (Ipv4Addr::new(239, 255, 77, 7), 32);
         cfg.ports = (23777, 23777);
-        assert_eq!(draw_group(&cfg, 99), (Ipv4Addr::new(239, 255, 77, 7), 23777));
+        assert_eq!(
+            draw_group(&cfg, 99),
+            (Ipv4Addr::new(239, 255, 77, 7), 23777)
+        );
     }
 
     #[test]
     fn window_fits_half_the_buffer() {
-        assert_eq!(window_frags(8 << 20, 1400), 2048);
-        assert_eq!(window_frags(16 << 20, 65000), 116);
+        // 1400 + 64 + 1024 bytes round up to one page: 4 MiB / 4 KiB.
+        assert_eq!(window_frags(8 << 20, 1400), 1024);
+        // 65000 + 64 + 1024 bytes round up to 17 pages: 8 MiB / 68 KiB.
+        assert_eq!(window_frags(16 << 20, 65000), 120);
         assert_eq!(window_frags(0, 1400), 4);
     }
 
@@ -440,7 +484,10 @@ mod tests {
             frag_bytes: 1000,
         };
         let d = SetupMsg::decode(&m.encode()).unwrap();
-        assert_eq!((d.group, d.port, d.key, d.job, d.comm), (m.group, m.port, m.key, m.job, m.comm));
+        assert_eq!(
+            (d.group, d.port, d.key, d.job, d.comm),
+            (m.group, m.port, m.key, m.job, m.comm)
+        );
         assert_eq!((d.responder, d.frag_bytes, d.ok), (m.responder, 1000, true));
     }
 }

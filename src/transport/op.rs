@@ -78,7 +78,7 @@ pub struct OpBackend<'a> {
 }
 
 impl<'a> OpBackend<'a> {
-        pub fn new(
+    pub fn new(
         chan: &'a mut Channel,
         private: MPI_Comm,
         rank: u32,
@@ -128,11 +128,19 @@ impl<'a> OpBackend<'a> {
                 // Our own looped-back copies and stale datagrams: drain so they never fill
                 // the buffer that the next operation's data needs.
                 while let Ok(Some(_)) = self.chan.sock.recv(&mut self.rbuf) {}
-                while let Some((src, len)) = p2p::try_recv_any(self.private, TAG_CONTROL, &mut self.cbuf)? {
-                    // A malformed control message cannot come from our own library over a
-                    // private communicator; ignoring it keeps the root alive for the others.
-                    let _ = tx.handle_control(now, src, &self.cbuf[..len]);
-                    moved = true;
+                while let Some((src, len)) =
+                    p2p::try_recv_any(self.private, TAG_CONTROL, &mut self.cbuf)?
+                {
+                    let msg = &self.cbuf[..len];
+                    match tx.handle_control(now, src, msg) {
+                        Err(wire::Reject::WrongSeq) if control_seq(msg) > Some(self.seq) => {
+                            self.chan.early_control.push((src, msg.to_vec()));
+                        }
+                        // Older operations' messages cannot arrive (a root leaves only after
+                        // every receiver's last word), and a malformed one cannot come from
+                        // our own library on a private communicator: drop either.
+                        _ => moved = true,
+                    }
                 }
                 if tx.poll_timeout().is_some_and(|t| t <= now) {
                     tx.handle_timeout(now);
@@ -146,7 +154,8 @@ impl<'a> OpBackend<'a> {
                     return Ok(true);
                 }
                 if tx.stalled(now) {
-                    let missing: Vec<String> = tx.pending_ranks().iter().map(|r| r.to_string()).collect();
+                    let missing: Vec<String> =
+                        tx.pending_ranks().iter().map(|r| r.to_string()).collect();
                     return Err(OpError::Stalled(format!(
                         "{}: the root has had no acknowledgement for {} ms; ranks still missing data: {}",
                         describe(self.kind, self.seq, self.size, self.rank),
@@ -228,8 +237,8 @@ impl<'a> OpBackend<'a> {
     /// Sleeps until something can happen: on the socket when only the socket matters,
     /// otherwise a yield so MPI progress (which needs our calls) keeps going.
     fn idle(&mut self) {
-        let socket_only = self.reqs.is_empty()
-            && matches!(self.mcast, Mcast::Receiver(..) | Mcast::Waiter(..));
+        let socket_only =
+            self.reqs.is_empty() && matches!(self.mcast, Mcast::Receiver(..) | Mcast::Waiter(..));
         if socket_only {
             let now = self.chan.now();
             let next = match &self.mcast {
@@ -260,6 +269,14 @@ fn describe(kind: Kind, seq: u64, size: u32, rank: u32) -> String {
     format!("{what} (operation {seq} on a communicator of {size} ranks, this is rank {rank})")
 }
 
+fn control_seq(msg: &[u8]) -> Option<u64> {
+    match wire::control::Control::decode(msg).ok()? {
+        wire::control::Control::Ack { seq, .. } | wire::control::Control::Nack { seq, .. } => {
+            Some(seq)
+        }
+    }
+}
+
 fn count_outcome(o: Outcome) -> bool {
     match o {
         Outcome::Accepted => {
@@ -280,9 +297,13 @@ impl Backend for OpBackend<'_> {
     fn start(&mut self, id: ActionId, op: &Op, done: &mut Vec<ActionId>) -> Result<(), OpError> {
         let now = self.chan.now();
         match op {
-            Op::Send { peer, tag, .. } => self.reqs.isend_empty(self.private, *peer, *tag as c_int, id)?,
+            Op::Send { peer, tag, .. } => {
+                self.reqs
+                    .isend_empty(self.private, *peer, *tag as c_int, id)?
+            }
             Op::Recv { peer, tag, .. } => {
-                self.reqs.irecv_empty(self.private, *peer, *tag as c_int, id)?;
+                self.reqs
+                    .irecv_empty(self.private, *peer, *tag as c_int, id)?;
                 self.waiting_for.push((id, *peer));
             }
             Op::McastSend { buf } => match self.kind {
@@ -290,7 +311,12 @@ impl Backend for OpBackend<'_> {
                     if let Some(r) = &self.chan.responder {
                         r.released(self.chan.ctx.comm, self.seq);
                     }
-                    wire::release::encode_release(&self.chan.ctx, self.seq, self.rank, &mut self.dgram);
+                    wire::release::encode_release(
+                        &self.chan.ctx,
+                        self.seq,
+                        self.rank,
+                        &mut self.dgram,
+                    );
                     self.chan.sock.send(&self.dgram)?;
                     stats::add(&COUNTERS.dgrams_sent, 1);
                     done.push(id);
@@ -306,12 +332,31 @@ impl Backend for OpBackend<'_> {
                         &self.chan.params,
                         now,
                     );
+                    let mut tx = tx;
+                    let seq = self.seq;
+                    self.chan
+                        .early_control
+                        .retain(|(src, msg)| match control_seq(msg) {
+                            Some(s) if s == seq => {
+                                let _ = tx.handle_control(now, *src, msg);
+                                false
+                            }
+                            Some(s) => s > seq,
+                            None => false,
+                        });
                     self.mcast = Mcast::Sender(tx, id);
                 }
             },
             Op::McastRecv { root, buf } => match self.kind {
                 Kind::Barrier => {
-                    let w = ReleaseWaiter::new(&self.chan.ctx, self.seq, *root, self.rank, &self.chan.params, now);
+                    let w = ReleaseWaiter::new(
+                        &self.chan.ctx,
+                        self.seq,
+                        *root,
+                        self.rank,
+                        &self.chan.params,
+                        now,
+                    );
                     self.mcast = Mcast::Waiter(w, id);
                 }
                 Kind::Bcast => {
@@ -328,7 +373,11 @@ impl Backend for OpBackend<'_> {
                     self.mcast = Mcast::Receiver(rx, id);
                 }
             },
-            Op::Exec { .. } => return Err(OpError::Unsupported("exec actions in a built-in collective")),
+            Op::Exec { .. } => {
+                return Err(OpError::Unsupported(
+                    "exec actions in a built-in collective",
+                ))
+            }
         }
         Ok(())
     }
@@ -347,7 +396,11 @@ impl Backend for OpBackend<'_> {
             return Ok(());
         }
         if !self.waiting_for.is_empty() && now.saturating_sub(self.last_progress) > self.timeout {
-            let peers: Vec<String> = self.waiting_for.iter().map(|(_, p)| p.to_string()).collect();
+            let peers: Vec<String> = self
+                .waiting_for
+                .iter()
+                .map(|(_, p)| p.to_string())
+                .collect();
             return Err(OpError::Stalled(format!(
                 "{}: no scout from rank(s) {} for {} ms (did they call it?)",
                 describe(self.kind, self.seq, self.size, self.rank),

@@ -20,7 +20,11 @@ pub enum Control {
     /// `cum` leading fragments of operation `seq` are in.
     Ack { seq: u64, cum: u32 },
     /// As Ack, and these fragments (ascending, at most `MAX_NACK_MISSING`) are missing.
-    Nack { seq: u64, cum: u32, missing: Vec<u32> },
+    Nack {
+        seq: u64,
+        cum: u32,
+        missing: Vec<u32>,
+    },
 }
 
 impl Control {
@@ -136,7 +140,9 @@ mod tests {
     fn arbitrary_bytes_never_panic() {
         let mut s: u64 = 12345;
         for _ in 0..20_000 {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             let len = (s >> 54) as usize;
             let b: Vec<u8> = (0..len)
                 .map(|i| (s.rotate_left(i as u32 % 64) >> 3) as u8)

@@ -95,7 +95,9 @@ impl fmt::Display for Reject {
 impl std::error::Error for Reject {}
 
 fn mac(ctx: &Ctx, authed: &[u8]) -> [u8; MAC_LEN] {
-    let hash = blake3::Hasher::new_keyed(&ctx.key.0).update(authed).finalize();
+    let hash = blake3::Hasher::new_keyed(&ctx.key.0)
+        .update(authed)
+        .finalize();
     let mut m = [0; MAC_LEN];
     m.copy_from_slice(&hash.as_bytes()[..MAC_LEN]);
     m
@@ -194,9 +196,7 @@ pub fn decode<'a>(ctx: &Ctx, dgram: &'a [u8]) -> Result<(Header, &'a [u8]), Reje
                     && u64::from(h.nfrags) <= h.total_len
                     && len.saturating_mul(u64::from(h.frag)) < h.total_len
             }
-            Kind::Release | Kind::ReleaseQuery => {
-                len == 0 && h.nfrags == 0 && h.total_len == 0
-            }
+            Kind::Release | Kind::ReleaseQuery => len == 0 && h.nfrags == 0 && h.total_len == 0,
             Kind::Probe => true,
         };
     if !consistent {
@@ -290,9 +290,15 @@ mod tests {
         let mut other = c.clone();
         other.key.0[31] ^= 1;
         assert_eq!(decode(&other, &out), Err(Reject::BadMac));
-        let other = Ctx { job: c.job + 1, ..c.clone() };
+        let other = Ctx {
+            job: c.job + 1,
+            ..c.clone()
+        };
         assert_eq!(decode(&other, &out), Err(Reject::WrongJob));
-        let other = Ctx { comm: 43, ..c.clone() };
+        let other = Ctx {
+            comm: 43,
+            ..c.clone()
+        };
         assert_eq!(decode(&other, &out), Err(Reject::WrongComm));
         for n in 0..out.len() {
             let r = decode(&c, &out[..n]);
@@ -309,12 +315,12 @@ mod tests {
         let c = ctx();
         let mut out = Vec::new();
         let bad = [
-            (data_header(3, 3, 30), 10),   // frag out of range
-            (data_header(0, 1, 10), 0),    // empty fragment
-            (data_header(0, 1, 10), 11),   // longer than the message
-            (data_header(0, 0, 0), 1),     // data of an empty message
-            (data_header(0, 20, 10), 1),   // more fragments than bytes
-            (data_header(2, 3, 20), 10),   // offset beyond the end
+            (data_header(3, 3, 30), 10), // frag out of range
+            (data_header(0, 1, 10), 0),  // empty fragment
+            (data_header(0, 1, 10), 11), // longer than the message
+            (data_header(0, 0, 0), 1),   // data of an empty message
+            (data_header(0, 20, 10), 1), // more fragments than bytes
+            (data_header(2, 3, 20), 10), // offset beyond the end
         ];
         for (h, len) in bad {
             encode(&c, &h, &vec![0; len], &mut out);

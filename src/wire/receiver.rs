@@ -158,12 +158,17 @@ impl McastReceiver {
             self.pending.extend((from..f).take(room));
         }
         self.seen_end = self.seen_end.max(f + 1);
+        // Any new fragment is progress: the backoff starts over, and the next NACK is due at
+        // most `nack_initial` from now. Only an advancing cum postpones it, so a hole that stays
+        // open is NACKed again even while later fragments keep arriving.
+        self.nack_rto = self.nack_initial;
         if f == self.cum {
             while self.cum < self.nfrags && self.have.get(self.cum) {
                 self.cum += 1;
             }
-            self.nack_rto = self.nack_initial;
             self.nack_at = now.saturating_add(self.nack_rto);
+        } else {
+            self.nack_at = self.nack_at.min(now.saturating_add(self.nack_rto));
         }
         Outcome::Accepted
     }

@@ -11,6 +11,8 @@ use super::control::Control;
 use super::packet::{self, Header, Kind, Reject};
 use super::{backoff, Bits, Ctx, Nanos, Params};
 
+const NEVER: Nanos = Nanos::MAX;
+
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SenderStats {
     /// Datagrams handed out, retransmissions included.
@@ -30,9 +32,9 @@ pub struct McastSender {
     nfrags: u32,
     frag: usize,
     window: u32,
-    /// Repeats of one fragment closer together than this are suppressed: the NACKs of many
-    /// receivers for one loss arrive well within it, while one receiver's repeated NACK comes at
-    /// least `nack_initial` later.
+    /// A NACK this soon after a retransmission of the same fragment is not served: the NACKs of
+    /// many receivers for one loss arrive well within it, while one receiver's repeated NACK
+    /// comes at least `nack_initial` later.
     suppress: Nanos,
     probe_initial: Nanos,
     probe_max: Nanos,
@@ -44,8 +46,9 @@ pub struct McastSender {
     cum_count: BTreeMap<u32, u32>,
     /// First fragment never sent.
     next_new: u32,
-    /// When each fragment below `next_new` was last sent.
-    last_sent: Vec<Nanos>,
+    /// When each fragment was last retransmitted (`NEVER` if not yet). The first transmission
+    /// does not count: the NACK that follows it is exactly what must be served.
+    last_retx: Vec<Nanos>,
     queued: Bits,
     retx: VecDeque<u32>,
     probe_rto: Nanos,
@@ -91,7 +94,7 @@ impl McastSender {
             cums,
             cum_count,
             next_new: 0,
-            last_sent: vec![0; nfrags as usize],
+            last_retx: vec![NEVER; nfrags as usize],
             queued: Bits::new(nfrags),
             retx: VecDeque::new(),
             probe_rto: probe_initial,
@@ -120,7 +123,8 @@ impl McastSender {
             // Everyone got it meanwhile.
             if f >= base {
                 self.stats.retransmits += 1;
-                self.emit(now, f, data, out);
+                self.last_retx[f as usize] = now;
+                self.emit(f, data, out);
                 return true;
             }
         }
@@ -134,11 +138,11 @@ impl McastSender {
         }
         let f = self.next_new;
         self.next_new += 1;
-        self.emit(now, f, data, out);
+        self.emit(f, data, out);
         true
     }
 
-    fn emit(&mut self, now: Nanos, f: u32, data: &[u8], out: &mut Vec<u8>) {
+    fn emit(&mut self, f: u32, data: &[u8], out: &mut Vec<u8>) {
         let start = f as usize * self.frag;
         let end = (start + self.frag).min(self.total_len);
         let h = Header {
@@ -152,7 +156,6 @@ impl McastSender {
             total_len: self.total_len as u64,
         };
         packet::encode(&self.ctx, &h, &data[start..end], out);
-        self.last_sent[f as usize] = now;
         self.stats.datagrams += 1;
         self.stats.bytes += out.len() as u64;
     }
@@ -169,7 +172,10 @@ impl McastSender {
         if msg.seq() != self.seq {
             return Err(Reject::WrongSeq);
         }
-        let idx = self.ranks.binary_search(&from).map_err(|_| Reject::Malformed)?;
+        let idx = self
+            .ranks
+            .binary_search(&from)
+            .map_err(|_| Reject::Malformed)?;
         let cum = msg.cum();
         let missing = match &msg {
             Control::Ack { .. } => &[][..],
@@ -200,7 +206,8 @@ impl McastSender {
             if f < cum || f >= self.next_new {
                 continue;
             }
-            if now.saturating_sub(self.last_sent[f as usize]) >= self.suppress {
+            let last = self.last_retx[f as usize];
+            if last == NEVER || now.saturating_sub(last) >= self.suppress {
                 self.queue(f);
             }
         }

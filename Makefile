@@ -1,0 +1,132 @@
+# mpicast build and test entry points. `make test` is what CI runs.
+#
+#   make deps      install the system packages and rustup components (idempotent)
+#   make lib       build libmpicast for every installed MPI flavour into build/<flavour>/
+#   make header    regenerate include/mpicast.h (cbindgen, via the header test)
+#   make check     cargo fmt --check and clippy -D warnings
+#   make unit      cargo test
+#   make ctest     the C tests of c-tests/ under mpirun, per flavour (CTEST_ARGS=... to filter)
+#   make test      deps lib check unit ctest
+#   make demo      bench/bcast_bench, host MPI against mpicast (Open MPI), side by side
+#                  (DEMO_NP, DEMO_SIZES, DEMO_REPS to change the run)
+#   make install   PREFIX=/usr/local FLAVOUR=openmpi|mpich
+#   make clean
+#
+# A flavour is an MPI ABI: openmpi (pkg-config ompi-c) or mpich (pkg-config
+# mpich). Each gets its own cargo target dir, target/<flavour>.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.NOTPARALLEL:
+.PHONY: deps lib header check unit ctest test demo install clean
+
+NPROC := $(shell nproc 2>/dev/null || echo 2)
+VERSION := $(shell sed -n 's/^version *= *"\([^"]*\)".*/\1/p' Cargo.toml | head -n 1)
+SOVERSION := $(firstword $(subst ., ,$(VERSION)))
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+# Deferred (=): evaluated when a recipe runs, i.e. after `deps` has installed them.
+FLAVOURS = $(strip $(if $(shell pkg-config --exists ompi-c && echo y),openmpi) \
+                   $(if $(shell pkg-config --exists mpich && echo y),mpich))
+# Per flavour: pkg-config name, MPI compiler, launcher.
+pc_openmpi := ompi-c
+pc_mpich := mpich
+mpicc_openmpi := mpicc.openmpi
+mpicc_mpich := mpicc.mpich
+mpiexec_openmpi := mpirun.openmpi
+mpiexec_mpich := mpiexec.mpich
+
+# Open MPI refuses root without these; harmless for MPICH.
+export OMPI_ALLOW_RUN_AS_ROOT := 1
+export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
+
+# Cargo target dirs are $(TARGET_BASE)/<flavour>.
+TARGET_BASE ?= target
+CARGO_OMPI = MPI_PKG_CONFIG=ompi-c CARGO_TARGET_DIR=$(TARGET_BASE)/openmpi cargo
+
+DEPS_PKGS := libopenmpi-dev openmpi-bin libmpich-dev mpich gfortran cmake libclang-dev \
+             nftables pkg-config g++ binutils
+
+deps:
+	@missing=""; \
+	for p in $(DEPS_PKGS); do \
+	  dpkg-query -W -f='$${Status}' "$$p" 2>/dev/null | grep -q 'install ok installed' \
+	    || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "deps: installing$$missing"; \
+	  $(SUDO) apt-get update; \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y $$missing; \
+	else \
+	  echo "deps: system packages present"; \
+	fi
+	@if command -v rustup >/dev/null; then \
+	  for c in rustfmt clippy; do \
+	    rustup component list --installed | grep -q "^$$c" || rustup component add $$c; \
+	  done; \
+	else \
+	  echo "deps: no rustup; relying on the installed cargo fmt and clippy"; \
+	fi
+
+lib:
+	@[ -n "$(FLAVOURS)" ] || { echo "lib: no MPI found by pkg-config (ompi-c, mpich): run make deps" >&2; exit 1; }
+	@for f in $(FLAVOURS); do \
+	  case $$f in openmpi) pc=$(pc_openmpi) ;; mpich) pc=$(pc_mpich) ;; esac; \
+	  echo "== lib: $$f (MPI_PKG_CONFIG=$$pc CARGO_TARGET_DIR=$(TARGET_BASE)/$$f cargo build --release)"; \
+	  MPI_PKG_CONFIG=$$pc CARGO_TARGET_DIR=$(TARGET_BASE)/$$f cargo build --release; \
+	  d=build/$$f; rm -rf $$d/lib $$d/include; mkdir -p $$d/lib $$d/include; \
+	  install -m 0755 $(TARGET_BASE)/$$f/release/libmpicast.so $$d/lib/libmpicast.so.$(VERSION); \
+	  ln -s libmpicast.so.$(VERSION) $$d/lib/libmpicast.so.$(SOVERSION); \
+	  ln -s libmpicast.so.$(SOVERSION) $$d/lib/libmpicast.so; \
+	  if [ -d include ]; then cp -R include/. $$d/include/; fi; \
+	  echo "   -> $$d/lib/libmpicast.so.$(VERSION)"; \
+	done
+
+header:
+	MPICAST_REGEN_HEADER=1 $(CARGO_OMPI) test --test header
+
+check:
+	$(CARGO_OMPI) fmt --all --check
+	$(CARGO_OMPI) clippy --all-targets -- -D warnings
+
+unit:
+	$(CARGO_OMPI) test
+
+# Both flavours run even when the first fails; the target fails if either did.
+ctest:
+	@[ -n "$(FLAVOURS)" ] || { echo "ctest: no MPI found: run make deps" >&2; exit 1; }
+	@failed=""; \
+	for f in $(FLAVOURS); do \
+	  case $$f in \
+	    openmpi) cc=$(mpicc_openmpi); run=$(mpiexec_openmpi) ;; \
+	    mpich) cc=$(mpicc_mpich); run=$(mpiexec_mpich) ;; \
+	  esac; \
+	  b=build/$$f/c-tests; \
+	  echo "== ctest: $$f"; \
+	  cmake -S c-tests -B $$b -DMPICAST_FLAVOUR=$$f -DMPICAST_BUILD=$(CURDIR)/build/$$f \
+	    -DMPICAST_REQUIRE_LIB=ON -DMPI_C_COMPILER=$$(command -v $$cc) \
+	    -DMPIEXEC_EXECUTABLE=$$(command -v $$run) >$$b.configure.log 2>&1 \
+	    || { cat $$b.configure.log; failed="$$failed $$f(configure)"; continue; }; \
+	  cmake --build $$b -j$(NPROC) || { failed="$$failed $$f(build)"; continue; }; \
+	  (cd $$b && ctest --output-on-failure $(CTEST_ARGS)) || failed="$$failed $$f"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "ctest failed for:$$failed" >&2; exit 1; fi
+
+test: deps lib check unit ctest
+
+DEMO_DIR := build/openmpi/bench
+demo: deps lib
+	@[ -e build/openmpi/lib/libmpicast.so.$(VERSION) ] || { echo "demo: needs the Open MPI build" >&2; exit 1; }
+	@mkdir -p $(DEMO_DIR)
+	$(mpicc_openmpi) -O2 -Wall -Wextra -Werror -o $(DEMO_DIR)/bcast_bench bench/bcast_bench.c
+	@scripts/demo.sh $(CURDIR)/build/openmpi/lib/libmpicast.so.$(VERSION) $(DEMO_DIR)/bcast_bench $(DEMO_DIR)
+
+PREFIX ?= /usr/local
+FLAVOUR ?= openmpi
+install: lib
+	cmake -S cmake -B build/$(FLAVOUR)/install -DMPICAST_BUILD=$(CURDIR)/build/$(FLAVOUR) \
+	  -DMPICAST_FLAVOUR=$(FLAVOUR) -DCMAKE_INSTALL_PREFIX=$(PREFIX)
+	cmake --install build/$(FLAVOUR)/install
+
+clean:
+	rm -rf build target

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The shared object as built for one flavour: SONAME and symlinks, linked
+# against that flavour's MPI (and not the other's), the replaced and
+# extension symbols exported, and linked test programs asking for
+# libmpicast before the MPI library (so its MPI_Bcast wins).
+source "$(dirname "$0")/test-lib.sh"
+
+lib=$TC_LIB
+dir=$(dirname "$lib")
+command -v readelf >/dev/null || fail "readelf missing (binutils)"
+
+soname=$(readelf -d "$lib" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+note "SONAME: ${soname:-none}"
+[ "$soname" = libmpicast.so.0 ] || fail "SONAME is '${soname:-none}', want libmpicast.so.0"
+[ "$(readlink "$dir/libmpicast.so.0")" = "$(basename "$lib")" ] || fail "$dir/libmpicast.so.0 must link to $(basename "$lib")"
+[ "$(readlink "$dir/libmpicast.so")" = libmpicast.so.0 ] || fail "$dir/libmpicast.so must link to libmpicast.so.0"
+
+needed=$(readelf -d "$lib" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
+note "NEEDED: $needed"
+case "$TC_FLAVOUR" in
+  openmpi) want='libmpi\.so'; other='libmpich' ;;
+  mpich) want='libmpich\.so|libmpi\.so\.12'; other='libmpi\.so\.40|libopen-' ;;
+esac
+grep -Eq "$want" <<<"$needed" || fail "the $TC_FLAVOUR build does not link $want"
+! grep -Eq "$other" <<<"$needed" || fail "the $TC_FLAVOUR build links another MPI: $needed"
+
+defined=$(nm -D --defined-only "$lib" | awk '{print $NF}')
+for sym in MPI_Bcast MPI_Barrier MPICAST_Get_stats MPICAST_Version MPICAST_Status_string; do
+  grep -qx "$sym" <<<"$defined" || fail "$sym is not exported"
+done
+note "exported MPI/PMPI/MPICAST symbols: $(grep -E '^(P?MPI|MPICAST)_' <<<"$defined" | tr '\n' ' ')"
+! grep -qx 'PMPI_Bcast\|PMPI_Barrier' <<<"$defined" || fail "the library must not define PMPI_* (the host's)"
+
+for prog in int_bcast_linked api_header_cxx; do
+  exe=$TC_BINDIR/$prog
+  order=$(readelf -d "$exe" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | grep -nE '^(libmpicast|libmpi|libmpich)' || true)
+  note "$prog NEEDED: $(tr '\n' ' ' <<<"$order")"
+  first=$(head -n 1 <<<"$order" | cut -d: -f2)
+  [ "$first" = libmpicast.so.0 ] || fail "$prog: libmpicast.so.0 must come before the MPI library"
+done
+echo "check_link: ok"

@@ -1,0 +1,54 @@
+# Sourced by the ctest-driven scripts of this directory. Everything comes
+# from the environment that c-tests/CMakeLists.txt sets:
+#   TC_FLAVOUR  openmpi | mpich
+#   TC_MPIEXEC  the launcher (mpirun.openmpi, mpiexec.mpich)
+#   TC_LIB      libmpicast.so.<version> of that flavour
+#   TC_BINDIR   where the test programs were built
+#   TC_BUILD    build/<flavour> (lib/, include/)
+#   TC_WORK     a scratch directory of this test (emptied here)
+# plus MPICAST_IFACE=lo MPICAST_TTL=0 ..., which the ranks inherit.
+set -euo pipefail
+
+: "${TC_FLAVOUR:?} ${TC_MPIEXEC:?} ${TC_LIB:?} ${TC_BINDIR:?}"
+: "${TC_BUILD:?} ${TC_WORK:?}"
+case "${MPICAST_IFACE:-}:${MPICAST_TTL:-}" in
+  lo:0) ;;
+  *) echo "refusing to run: MPICAST_IFACE=lo and MPICAST_TTL=0 are required" >&2; exit 1 ;;
+esac
+
+T_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+rm -rf "$TC_WORK"
+mkdir -p "$TC_WORK"
+
+skip() { echo "SKIP: $*"; exit 77; }
+fail() { echo "FAIL: $*" >&2; exit 1; }
+note() { echo "-- $*"; }
+
+# launch NP [preload|linked] -> the launcher words in the LAUNCH array.
+launch() {
+  local np=$1 mode=${2:-preload}
+  LAUNCH=("$TC_MPIEXEC")
+  if [ "$TC_FLAVOUR" = openmpi ]; then
+    LAUNCH+=(--oversubscribe --bind-to none -n "$np")
+    [ "$mode" = preload ] && LAUNCH+=(-x "LD_PRELOAD=$TC_LIB")
+  else
+    LAUNCH+=(-n "$np")
+    [ "$mode" = preload ] && LAUNCH+=(-genv LD_PRELOAD "$TC_LIB")
+  fi
+  return 0
+}
+
+# The "mpicast: stats: ..." line of a job's output file (the last one).
+stats_line() { grep -E '^mpicast: stats: ' "$1" | tail -n 1 || true; }
+
+# stat_field LINE KEY -> the number after KEY= (empty when absent).
+stat_field() { sed -n "s/.*[ :]$2=\([0-9][0-9]*\).*/\1/p" <<<"$1"; }
+
+# The stats line must name every counter, in this order, as numbers.
+STATS_RE='^mpicast: stats: ranks=[0-9]+ bcast_mcast=[0-9]+ bcast_pmpi=[0-9]+ barrier_mcast=[0-9]+ barrier_pmpi=[0-9]+ bytes_mcast=[0-9]+ dgrams_sent=[0-9]+ dgrams_recv=[0-9]+ repairs=[0-9]+ rejected=[0-9]+ fallbacks=[0-9]+$'
+
+# Udp InDatagrams of this network namespace (counts datagrams read by sockets).
+udp_in_datagrams() {
+  awk '$1 == "Udp:" { if (!hdr) { for (i = 2; i <= NF; i++) if ($i == "InDatagrams") col = i; hdr = 1 }
+                      else { print $col; exit } }' /proc/net/snmp
+}

@@ -1,0 +1,1136 @@
+//! Virtual-time simulation of one root and N-1 receivers running consecutive broadcasts over a
+//! hostile network (loss, duplication, reordering, corruption, forgeries, bounded socket
+//! buffers), plus the barrier release repair. Every run is seeded; a failure names its seed.
+
+use std::cmp::Ordering;
+use std::collections::{BinaryHeap, VecDeque};
+
+use super::control::Control;
+use super::packet::{self, Header, Kind};
+use super::*;
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        if n == 0 {
+            0
+        } else {
+            self.next() % n
+        }
+    }
+
+    fn chance(&mut self, p: f64) -> bool {
+        p > 0.0 && ((self.next() >> 11) as f64) < p * (1u64 << 53) as f64
+    }
+
+    fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n).map(|_| self.next() as u8).collect()
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Net {
+    /// Per delivery (datagram x receiver).
+    loss: f64,
+    /// Per multicast, lost for every receiver (a drop at the root or the switch).
+    common_loss: f64,
+    /// Receivers that get no multicast datagram at all.
+    dead: Vec<u32>,
+    dup: f64,
+    /// Duplicates arrive up to this much later: late copies cross into the next operation.
+    dup_delay: Nanos,
+    corrupt: f64,
+    /// Per multicast, a forged datagram (random key) to a random receiver.
+    forge: f64,
+    delay: Nanos,
+    /// Random extra delay per delivery: reordering.
+    jitter: Nanos,
+    /// Socket buffer capacity in datagrams.
+    buf_cap: usize,
+    /// Root's time to put one datagram on the wire.
+    tx_time: Nanos,
+    /// Receiver r needs `proc_time * (1 + r % 4)` per datagram, so some are slower than the root.
+    proc_time: Nanos,
+    ctrl_delay: Nanos,
+}
+
+impl Net {
+    fn clean() -> Net {
+        Net {
+            loss: 0.0,
+            common_loss: 0.0,
+            dead: vec![],
+            dup: 0.0,
+            dup_delay: 0,
+            corrupt: 0.0,
+            forge: 0.0,
+            delay: 20_000,
+            jitter: 0,
+            buf_cap: 64,
+            tx_time: 1_000,
+            proc_time: 1_000,
+            ctrl_delay: 30_000,
+        }
+    }
+
+    fn lossy(loss: f64) -> Net {
+        Net {
+            loss,
+            ..Net::clean()
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Cfg {
+    n: u32,
+    sizes: Vec<usize>,
+    params: Params,
+    net: Net,
+    seed: u64,
+    time_limit: Nanos,
+}
+
+fn params() -> Params {
+    Params::new(64, 32, 1_000_000_000)
+}
+
+impl Cfg {
+    fn new(n: u32, sizes: &[usize], net: Net, seed: u64) -> Cfg {
+        Cfg {
+            n,
+            sizes: sizes.to_vec(),
+            params: params(),
+            net,
+            seed,
+            time_limit: 30_000_000_000,
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Report {
+    now: Nanos,
+    /// Multicasts that at least one receiver did not get intact.
+    lost_sends: u64,
+    overflows: u64,
+    sender: SenderStats,
+    rx: ReceiverStats,
+    /// Set when the root stalled: its pending ranks then, and the receivers that stalled.
+    root_stalled: Option<Vec<u32>>,
+    rx_stalled: Vec<u32>,
+    /// Per op, the time it completed at the root.
+    op_end: Vec<Nanos>,
+}
+
+enum Ev {
+    Arrive {
+        to: usize,
+        dgram: Vec<u8>,
+        bad: bool,
+    },
+    Ctrl {
+        msg: Vec<u8>,
+        from: u32,
+    },
+    Proc {
+        r: usize,
+    },
+}
+
+struct Item {
+    t: Nanos,
+    id: u64,
+    ev: Ev,
+}
+
+impl PartialEq for Item {
+    fn eq(&self, o: &Self) -> bool {
+        (self.t, self.id) == (o.t, o.id)
+    }
+}
+impl Eq for Item {}
+impl PartialOrd for Item {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Item {
+    // Min-heap on (time, insertion order).
+    fn cmp(&self, o: &Self) -> Ordering {
+        (o.t, o.id).cmp(&(self.t, self.id))
+    }
+}
+
+struct Rx {
+    rank: u32,
+    op: usize,
+    cur: Option<McastReceiver>,
+    buf: Vec<u8>,
+    sock: VecDeque<(Vec<u8>, bool)>,
+    busy: bool,
+    ctrl_last: Nanos,
+    gone: bool,
+}
+
+const FILL: u8 = 0xEE;
+const SEQ0: u64 = 1000;
+
+struct Sim {
+    cfg: Cfg,
+    ctx: Ctx,
+    rng: Rng,
+    now: Nanos,
+    heap: BinaryHeap<Item>,
+    ids: u64,
+    data: Vec<Vec<u8>>,
+    root: u32,
+    rxs: Vec<Rx>,
+    rep: Report,
+}
+
+impl Sim {
+    fn push(&mut self, t: Nanos, ev: Ev) {
+        self.ids += 1;
+        self.heap.push(Item {
+            t,
+            id: self.ids,
+            ev,
+        });
+    }
+
+    fn tag(&self) -> String {
+        format!("seed {:#x} cfg {:?}", self.cfg.seed, self.cfg)
+    }
+
+    fn start_rx(&mut self, i: usize) {
+        let rx = &mut self.rxs[i];
+        if rx.op == self.cfg.sizes.len() {
+            rx.cur = None;
+            rx.gone = true;
+            return;
+        }
+        let len = self.cfg.sizes[rx.op];
+        rx.buf = vec![FILL; len];
+        rx.cur = Some(McastReceiver::new(
+            &self.ctx,
+            SEQ0 + rx.op as u64,
+            self.root,
+            rx.rank,
+            len,
+            &self.cfg.params,
+            self.now,
+        ));
+    }
+
+    fn check_rx_data(&self, i: usize) {
+        let rx = &self.rxs[i];
+        let Some(r) = &rx.cur else { return };
+        let fp = self.cfg.params.frag_payload;
+        let data = &self.data[rx.op];
+        for f in 0..r.nfrags() {
+            let s = f as usize * fp;
+            let e = (s + fp).min(data.len());
+            let want: &[u8] = if r.has(f) {
+                &data[s..e]
+            } else {
+                &[FILL; 4096][..e - s]
+            };
+            assert_eq!(
+                &rx.buf[s..e],
+                want,
+                "rank {} op {} frag {f} (has {}): {}",
+                rx.rank,
+                rx.op,
+                r.has(f),
+                self.tag()
+            );
+        }
+    }
+
+    fn multicast(&mut self, dgram: &[u8]) {
+        let net = self.cfg.net.clone();
+        let common = self.rng.chance(net.common_loss);
+        let mut lost = false;
+        for i in 0..self.rxs.len() {
+            let rank = self.rxs[i].rank;
+            if common || net.dead.contains(&rank) || self.rng.chance(net.loss) {
+                lost = true;
+                continue;
+            }
+            let t = self.now + net.delay + self.rng.below(net.jitter + 1);
+            let mut d = dgram.to_vec();
+            let bad = self.rng.chance(net.corrupt);
+            if bad {
+                lost = true;
+                if self.rng.chance(0.2) {
+                    d.truncate(self.rng.below(d.len() as u64) as usize);
+                } else {
+                    let bit = self.rng.below(d.len() as u64 * 8) as usize;
+                    d[bit / 8] ^= 1 << (bit % 8);
+                }
+            }
+            if self.rng.chance(net.dup) {
+                let t2 = t + self.rng.below(net.dup_delay + 1);
+                self.push(
+                    t2,
+                    Ev::Arrive {
+                        to: i,
+                        dgram: d.clone(),
+                        bad,
+                    },
+                );
+            }
+            self.push(
+                t,
+                Ev::Arrive {
+                    to: i,
+                    dgram: d,
+                    bad,
+                },
+            );
+        }
+        if lost {
+            self.rep.lost_sends += 1;
+        }
+        if !self.rxs.is_empty() && self.rng.chance(net.forge) {
+            let to = self.rng.below(self.rxs.len() as u64) as usize;
+            let fake = Ctx {
+                key: Key(self.rng.next().to_le_bytes().repeat(4).try_into().unwrap()),
+                ..self.ctx.clone()
+            };
+            let h = Header {
+                kind: Kind::Data,
+                job: fake.job,
+                comm: fake.comm,
+                seq: SEQ0 + self.rng.below(self.cfg.sizes.len() as u64),
+                root: self.root,
+                frag: 0,
+                nfrags: 1,
+                total_len: 1,
+            };
+            let mut d = Vec::new();
+            packet::encode(&fake, &h, &[0x66], &mut d);
+            self.push(
+                self.now + net.delay,
+                Ev::Arrive {
+                    to,
+                    dgram: d,
+                    bad: true,
+                },
+            );
+        }
+    }
+
+    fn proc_time(&self, i: usize) -> Nanos {
+        self.cfg.net.proc_time * (1 + self.rxs[i].rank as u64 % 4)
+    }
+
+    fn event(
+        &mut self,
+        ev: Ev,
+        sender: &mut Option<McastSender>,
+        op: usize,
+        backlog: &mut Vec<(u32, Vec<u8>)>,
+    ) {
+        match ev {
+            Ev::Arrive { to, dgram, bad } => {
+                let rx = &mut self.rxs[to];
+                if rx.gone {
+                    return;
+                }
+                if rx.sock.len() >= self.cfg.net.buf_cap {
+                    self.rep.overflows += 1;
+                    return;
+                }
+                rx.sock.push_back((dgram, bad));
+                if !rx.busy {
+                    rx.busy = true;
+                    let t = self.now + self.proc_time(to);
+                    self.push(t, Ev::Proc { r: to });
+                }
+            }
+            Ev::Proc { r } => {
+                let now = self.now;
+                let rx = &mut self.rxs[r];
+                let Some((d, bad)) = rx.sock.pop_front() else {
+                    rx.busy = false;
+                    return;
+                };
+                if let Some(cur) = rx.cur.as_mut() {
+                    let o = cur.handle_datagram(now, &d, &mut rx.buf);
+                    match o {
+                        Outcome::Rejected(_) => {
+                            assert!(bad, "good datagram rejected: {o:?} {}", self.tag())
+                        }
+                        Outcome::Foreign => panic!("foreign datagram: {}", self.tag()),
+                        _ if bad => panic!("bad datagram not rejected: {o:?} {}", self.tag()),
+                        _ => {}
+                    }
+                }
+                let rx = &mut self.rxs[r];
+                if rx.sock.is_empty() {
+                    rx.busy = false;
+                } else {
+                    let t = self.now + self.proc_time(r);
+                    self.push(t, Ev::Proc { r });
+                }
+            }
+            Ev::Ctrl { msg, from } => {
+                let seq = Control::decode(&msg).expect("receiver sent garbage").seq();
+                let cur = SEQ0 + op as u64;
+                match sender.as_mut() {
+                    Some(s) if seq == cur => {
+                        s.handle_control(self.now, from, &msg)
+                            .unwrap_or_else(|e| panic!("control refused: {e} {}", self.tag()));
+                    }
+                    _ if seq >= cur => backlog.push((from, msg)),
+                    _ => panic!("control for finished op {seq}: {}", self.tag()),
+                }
+            }
+        }
+    }
+
+    fn run(cfg: Cfg) -> Report {
+        let mut rng = Rng(cfg.seed);
+        let ctx = Ctx {
+            key: Key(rng.bytes(32).try_into().unwrap()),
+            job: rng.next(),
+            comm: rng.next() as u32,
+        };
+        let root = rng.below(cfg.n as u64) as u32;
+        let data: Vec<Vec<u8>> = cfg.sizes.iter().map(|&s| rng.bytes(s)).collect();
+        let rxs = (0..cfg.n)
+            .filter(|&r| r != root)
+            .map(|rank| Rx {
+                rank,
+                op: 0,
+                cur: None,
+                buf: vec![],
+                sock: VecDeque::new(),
+                busy: false,
+                ctrl_last: 0,
+                gone: false,
+            })
+            .collect();
+        let mut sim = Sim {
+            cfg,
+            ctx,
+            rng,
+            now: 0,
+            heap: BinaryHeap::new(),
+            ids: 0,
+            data,
+            root,
+            rxs,
+            rep: Report::default(),
+        };
+        sim.drive();
+        // Receivers cut off mid-operation: whatever they hold must still be right.
+        for i in 0..sim.rxs.len() {
+            sim.check_rx_data(i);
+            if let Some(c) = &sim.rxs[i].cur {
+                sim.rep.rx.accepted += c.stats().accepted;
+            }
+        }
+        sim.rep.now = sim.now;
+        sim.rep
+    }
+
+    fn drive(&mut self) {
+        let receivers: Vec<u32> = self.rxs.iter().map(|r| r.rank).collect();
+        let mut op = 0;
+        let mut sender: Option<McastSender> = None;
+        let mut backlog: Vec<(u32, Vec<u8>)> = Vec::new();
+        let mut tx_free = 0;
+        let mut tx_wake = None;
+        let mut out = Vec::new();
+        for i in 0..self.rxs.len() {
+            self.start_rx(i);
+        }
+        loop {
+            // Root: finish and start operations, replay control that arrived early.
+            loop {
+                if sender.as_ref().is_some_and(|s| s.is_done()) {
+                    self.rep.op_end.push(self.now);
+                    self.rep.sender.datagrams += sender.as_ref().unwrap().stats().datagrams;
+                    self.rep.sender.retransmits += sender.as_ref().unwrap().stats().retransmits;
+                    sender = None;
+                    op += 1;
+                }
+                if sender.is_none() && op < self.cfg.sizes.len() {
+                    let mut s = McastSender::new(
+                        &self.ctx,
+                        SEQ0 + op as u64,
+                        self.root,
+                        &receivers,
+                        self.cfg.sizes[op],
+                        &self.cfg.params,
+                        self.now,
+                    );
+                    for (from, msg) in std::mem::take(&mut backlog) {
+                        let seq = Control::decode(&msg).unwrap().seq();
+                        if seq == SEQ0 + op as u64 {
+                            s.handle_control(self.now, from, &msg).unwrap();
+                        } else {
+                            backlog.push((from, msg));
+                        }
+                    }
+                    sender = Some(s);
+                    continue;
+                }
+                break;
+            }
+            if let Some(s) = sender.as_mut() {
+                if s.poll_timeout().is_some_and(|t| t <= self.now) {
+                    s.handle_timeout(self.now);
+                }
+                if tx_free <= self.now && s.poll_transmit(self.now, &self.data[op], &mut out) {
+                    self.rep.sender.bytes += out.len() as u64;
+                    let d = std::mem::take(&mut out);
+                    self.multicast(&d);
+                    out = d;
+                    tx_free = self.now + self.cfg.net.tx_time;
+                    tx_wake = Some(tx_free);
+                } else if tx_free <= self.now {
+                    tx_wake = None;
+                }
+            }
+            // Receivers: timers, control out, finishing ops.
+            for i in 0..self.rxs.len() {
+                loop {
+                    let now = self.now;
+                    let rx = &mut self.rxs[i];
+                    let Some(cur) = rx.cur.as_mut() else { break };
+                    if cur.poll_timeout().is_some_and(|t| t <= now) {
+                        cur.handle_timeout(now);
+                    }
+                    if cur.stalled(now) {
+                        self.rep.rx_stalled.push(rx.rank);
+                        self.check_rx_data(i);
+                        let rx = &mut self.rxs[i];
+                        rx.cur = None;
+                        rx.gone = true;
+                        break;
+                    }
+                    let from = rx.rank;
+                    let mut msgs = vec![];
+                    while let Some(m) = cur.poll_control(now) {
+                        assert!(m.len() <= MAX_CONTROL_LEN);
+                        msgs.push(m);
+                    }
+                    let done = cur.is_done();
+                    for msg in msgs {
+                        let rx = &mut self.rxs[i];
+                        rx.ctrl_last = rx.ctrl_last.max(now + self.cfg.net.ctrl_delay);
+                        let t = rx.ctrl_last;
+                        self.push(t, Ev::Ctrl { msg, from });
+                    }
+                    if !done {
+                        break;
+                    }
+                    self.check_rx_data(i);
+                    let rx = &mut self.rxs[i];
+                    let s = rx.cur.as_ref().unwrap().stats();
+                    self.rep.rx.accepted += s.accepted;
+                    self.rep.rx.duplicates += s.duplicates;
+                    self.rep.rx.stale += s.stale;
+                    self.rep.rx.rejected += s.rejected;
+                    self.rep.rx.nacks += s.nacks;
+                    rx.op += 1;
+                    self.start_rx(i);
+                }
+            }
+            if let Some(s) = sender.as_ref().filter(|s| s.stalled(self.now)) {
+                self.rep.root_stalled = Some(s.pending_ranks());
+                self.rep.sender.datagrams += s.stats().datagrams;
+                self.rep.sender.retransmits += s.stats().retransmits;
+                return;
+            }
+            if sender.is_none() && self.rxs.iter().all(|r| r.gone) {
+                return;
+            }
+            // Jump to the next thing that happens.
+            let mut next = self.heap.peek().map(|it| it.t);
+            let mut consider = |t: Option<Nanos>| {
+                if let Some(t) = t {
+                    next = Some(next.map_or(t, |n| n.min(t)));
+                }
+            };
+            consider(tx_wake);
+            consider(sender.as_ref().and_then(|s| s.poll_timeout()));
+            for rx in &self.rxs {
+                consider(rx.cur.as_ref().and_then(|c| c.poll_timeout()));
+            }
+            let next = next.unwrap_or_else(|| panic!("deadlock at {}: {}", self.now, self.tag()));
+            assert!(next >= self.now, "time went back: {}", self.tag());
+            assert!(
+                next <= self.cfg.time_limit,
+                "not done by {} ns (op {op}): {}",
+                self.cfg.time_limit,
+                self.tag()
+            );
+            self.now = next;
+            while self.heap.peek().is_some_and(|it| it.t <= self.now) {
+                let it = self.heap.pop().unwrap();
+                self.event(it.ev, &mut sender, op, &mut backlog);
+            }
+        }
+    }
+}
+
+fn run(cfg: Cfg) -> Report {
+    let tag = format!("seed {:#x}", cfg.seed);
+    let rep = Sim::run(cfg.clone());
+    let bytes: usize = cfg.sizes.iter().map(|&s| s * (cfg.n as usize - 1)).sum();
+    let frags: u64 = cfg
+        .sizes
+        .iter()
+        .map(|&s| u64::from(cfg.params.nfrags(s)) * (cfg.n as u64 - 1))
+        .sum();
+    assert!(rep.root_stalled.is_none(), "root stalled: {tag} {rep:?}");
+    assert!(
+        rep.rx_stalled.is_empty(),
+        "receivers stalled: {tag} {rep:?}"
+    );
+    assert_eq!(rep.op_end.len(), cfg.sizes.len(), "{tag}");
+    assert_eq!(
+        rep.rx.accepted, frags,
+        "{tag}: accepted {} of {frags} fragments ({bytes} B)",
+        rep.rx.accepted
+    );
+    rep
+}
+
+fn frag_sizes() -> Vec<usize> {
+    let fp = params().frag_payload;
+    vec![0, 1, fp - 1, fp, fp + 1, 2000 * fp]
+}
+
+const SEEDS_PER_CASE: usize = 3;
+
+/// Every size, group size and loss rate; data checked byte for byte inside the simulation.
+#[test]
+fn matrix_sizes_ranks_loss() {
+    let mut seed = 0x5EED_0000;
+    for loss in [0.0, 0.01, 0.05, 0.30] {
+        for n in [2, 3, 9, 33] {
+            for size in frag_sizes().into_iter().flat_map(|s| [s; SEEDS_PER_CASE]) {
+                seed += 1;
+                let rep = run(Cfg::new(n, &[size], Net::lossy(loss), seed));
+                let nf = u64::from(params().nfrags(size));
+                // Loss-free: one datagram per fragment, nothing repeated.
+                if loss == 0.0 {
+                    assert_eq!(rep.sender.datagrams, nf, "seed {seed:#x} {rep:?}");
+                    assert_eq!(rep.overflows, 0, "seed {seed:#x}");
+                }
+                if loss > 0.0 && loss <= 0.05 {
+                    assert!(
+                        rep.sender.retransmits <= 3 * rep.lost_sends + 2,
+                        "seed {seed:#x} n {n} size {size}: {} retransmits for {} lost sends",
+                        rep.sender.retransmits,
+                        rep.lost_sends
+                    );
+                }
+                // Clean transfer takes ~4 us per fragment (slowest receiver); each lost repair
+                // costs a NACK timer round of 2 ms or more.
+                let bound =
+                    50_000_000 + (loss * 1.5e9) as u64 + nf * (10_000 + (loss * 1e6) as u64);
+                let end = rep.op_end.last().copied().unwrap_or(0);
+                assert!(
+                    end <= bound,
+                    "seed {seed:#x} n {n} size {size} loss {loss}: took {end} ns > {bound}"
+                );
+            }
+        }
+    }
+}
+
+/// Flow control: with receivers slower than the root and a socket buffer of one window, a
+/// loss-free run never overflows; with a quarter window it does (so the check can fail), and
+/// the protocol still repairs it.
+#[test]
+fn window_keeps_socket_buffers_from_overflowing() {
+    let fp = params().frag_payload;
+    let w = params().window_frags as usize;
+    for (seed, n) in [(1u64, 2u32), (2, 9), (3, 33)] {
+        let mut net = Net::clean();
+        net.buf_cap = w;
+        net.proc_time = 3_000; // 3-12 us per datagram against 1 us to send one
+        let rep = run(Cfg::new(n, &[3000 * fp], net.clone(), seed));
+        assert_eq!(rep.overflows, 0, "seed {seed}");
+        assert_eq!(rep.sender.retransmits, 0, "seed {seed}");
+        net.buf_cap = w / 4;
+        let rep = run(Cfg::new(n, &[3000 * fp], net, seed));
+        assert!(
+            rep.overflows > 0,
+            "seed {seed}: a quarter window never overflowed"
+        );
+    }
+}
+
+/// Consecutive operations with late duplicates, corruption, forgeries and reordering.
+#[test]
+fn consecutive_ops_hostile_network() {
+    let fp = params().frag_payload;
+    let sizes = [200 * fp + 7, 1, 0, 500 * fp, 3 * fp, fp];
+    let mut stale = 0;
+    for seed in 0..6u64 {
+        let net = Net {
+            loss: 0.03,
+            dup: 0.1,
+            dup_delay: 3_000_000,
+            corrupt: 0.02,
+            forge: 0.02,
+            jitter: 15_000,
+            buf_cap: 1024,
+            ..Net::clean()
+        };
+        let rep = run(Cfg::new(2 + seed as u32 * 3, &sizes, net, 0xC0FFEE + seed));
+        assert!(rep.rx.rejected > 0, "seed {seed}: nothing was rejected");
+        stale += rep.rx.stale;
+    }
+    assert!(
+        stale > 0,
+        "no late duplicate ever crossed into the next operation"
+    );
+}
+
+/// Total loss towards some receivers: they and the root stall, the root names exactly them,
+/// nobody holds wrong bytes (checked by the simulation), the others finish.
+#[test]
+fn total_loss_stalls_and_names_the_lost() {
+    let fp = params().frag_payload;
+    for (seed, n, dead, size) in [
+        (11u64, 5u32, vec![], 10 * fp),
+        (12, 9, vec![3, 7], 20 * fp + 1),
+        (13, 33, vec![1], 31 * fp),
+    ] {
+        let mut cfg = Cfg::new(n, &[size], Net::clean(), seed);
+        cfg.params.stall_timeout = 500_000_000;
+        // Root choice is seeded: the dead must be receivers.
+        let mut rng = Rng(seed);
+        let _ = rng.bytes(32);
+        let _ = rng.next();
+        let _ = rng.next();
+        let root = rng.below(n as u64) as u32;
+        let mut dead: Vec<u32> = dead.into_iter().filter(|&d| d != root).collect();
+        if dead.is_empty() {
+            dead = (0..n).filter(|&r| r != root).collect();
+        }
+        cfg.net.dead = dead.clone();
+        let rep = Sim::run(cfg);
+        let mut stalled = rep.rx_stalled.clone();
+        stalled.sort_unstable();
+        assert_eq!(stalled, dead, "seed {seed}");
+        assert_eq!(rep.root_stalled.as_deref(), Some(&dead[..]), "seed {seed}");
+        assert_eq!(
+            rep.sender.datagrams - rep.sender.retransmits,
+            u64::from(params().nfrags(size))
+        );
+        assert!(
+            rep.now >= 500_000_000 && rep.now < 2_000_000_000,
+            "seed {seed}: {}",
+            rep.now
+        );
+    }
+}
+
+/// Losses that hit every receiver (a drop at the root or the switch) are NACKed by all 32 of
+/// them, yet cause about one retransmission each (without suppression: well over two).
+#[test]
+fn nack_suppression_bounds_repairs() {
+    let fp = params().frag_payload;
+    for seed in 0..3 {
+        let net = Net {
+            common_loss: 0.05,
+            loss: 0.002,
+            ..Net::clean()
+        };
+        let rep = run(Cfg::new(33, &[2000 * fp], net, 0xAB + seed));
+        let lost = rep.lost_sends;
+        assert!(lost > 50, "seed {seed}: only {lost} lost");
+        assert!(
+            rep.sender.retransmits * 2 < 3 * lost,
+            "seed {seed}: {} retransmits for {lost} lost",
+            rep.sender.retransmits
+        );
+    }
+}
+
+#[test]
+fn zero_length_is_trivially_done() {
+    let c = Ctx {
+        key: Key([1; 32]),
+        job: 1,
+        comm: 1,
+    };
+    let p = params();
+    let mut s = McastSender::new(&c, 1, 0, &[1, 2], 0, &p, 0);
+    assert!(s.is_done());
+    assert!(!s.poll_transmit(0, &[], &mut Vec::new()));
+    assert!(s.pending_ranks().is_empty());
+    let mut r = McastReceiver::new(&c, 1, 0, 1, 0, &p, 0);
+    assert!(r.is_done());
+    assert_eq!(r.poll_control(0), None);
+    assert_eq!(r.poll_timeout(), None);
+}
+
+#[test]
+fn sender_refuses_bad_control() {
+    let c = Ctx {
+        key: Key([1; 32]),
+        job: 1,
+        comm: 1,
+    };
+    let p = params();
+    let data = vec![0u8; 10 * p.frag_payload];
+    let mut s = McastSender::new(&c, 7, 0, &[1, 2], data.len(), &p, 0);
+    let mut out = Vec::new();
+    while s.poll_transmit(0, &data, &mut out) {}
+    let mut m = Vec::new();
+    Control::Ack { seq: 6, cum: 1 }.encode(&mut m);
+    assert_eq!(s.handle_control(0, 1, &m), Err(Reject::WrongSeq));
+    Control::Ack { seq: 7, cum: 1 }.encode(&mut m);
+    assert_eq!(s.handle_control(0, 9, &m), Err(Reject::Malformed));
+    Control::Ack { seq: 7, cum: 11 }.encode(&mut m);
+    assert_eq!(s.handle_control(0, 1, &m), Err(Reject::Malformed));
+    Control::Nack {
+        seq: 7,
+        cum: 0,
+        missing: vec![10],
+    }
+    .encode(&mut m);
+    assert_eq!(s.handle_control(0, 1, &m), Err(Reject::Malformed));
+    assert_eq!(s.pending_ranks(), vec![1, 2]);
+    Control::Ack { seq: 7, cum: 10 }.encode(&mut m);
+    s.handle_control(0, 2, &m).unwrap();
+    assert_eq!(s.pending_ranks(), vec![1]);
+    assert!(!s.is_done());
+    s.handle_control(0, 1, &m).unwrap();
+    assert!(s.is_done());
+    assert_eq!(s.poll_timeout(), None);
+}
+
+/// Two receivers NACK the same loss: one retransmission; the same NACK after the suppression
+/// interval: a second one.
+#[test]
+fn duplicate_nacks_cause_one_retransmission() {
+    let c = Ctx {
+        key: Key([1; 32]),
+        job: 1,
+        comm: 1,
+    };
+    let p = params();
+    let data = vec![3u8; 8 * p.frag_payload];
+    let mut s = McastSender::new(&c, 7, 0, &[1, 2, 3], data.len(), &p, 0);
+    let mut out = Vec::new();
+    while s.poll_transmit(0, &data, &mut out) {}
+    let mut m = Vec::new();
+    Control::Nack {
+        seq: 7,
+        cum: 2,
+        missing: vec![2, 5],
+    }
+    .encode(&mut m);
+    let t = p.nack_initial;
+    s.handle_control(t, 1, &m).unwrap();
+    assert!(s.poll_transmit(t, &data, &mut out));
+    assert!(s.poll_transmit(t, &data, &mut out));
+    s.handle_control(t + 1000, 2, &m).unwrap();
+    s.handle_control(t + 2000, 3, &m).unwrap();
+    assert!(!s.poll_transmit(t + 2000, &data, &mut out));
+    assert_eq!(s.stats().retransmits, 2);
+    s.handle_control(t + p.nack_initial, 2, &m).unwrap();
+    assert!(s.poll_transmit(t + p.nack_initial, &data, &mut out));
+    let (h, _) = packet::decode(&c, &out).unwrap();
+    assert_eq!(h.frag, 2);
+}
+
+/// The tail probe repeats the highest outstanding fragment when acks stop, with backoff.
+#[test]
+fn tail_probe_backs_off() {
+    let c = Ctx {
+        key: Key([1; 32]),
+        job: 1,
+        comm: 1,
+    };
+    let p = params();
+    let data = vec![3u8; 5 * p.frag_payload];
+    let mut s = McastSender::new(&c, 7, 0, &[1], data.len(), &p, 0);
+    let mut out = Vec::new();
+    while s.poll_transmit(0, &data, &mut out) {}
+    let mut probes = vec![];
+    let mut now = 0;
+    while probes.len() < 4 {
+        now = s.poll_timeout().unwrap();
+        s.handle_timeout(now);
+        if s.poll_transmit(now, &data, &mut out) {
+            assert_eq!(packet::decode(&c, &out).unwrap().0.frag, 4);
+            probes.push(now);
+        }
+    }
+    let gaps: Vec<Nanos> = probes.windows(2).map(|w| w[1] - w[0]).collect();
+    assert_eq!(probes[0], 2 * p.nack_initial);
+    assert_eq!(
+        gaps,
+        vec![4 * p.nack_initial, 8 * p.nack_initial, 16 * p.nack_initial]
+    );
+    // An ack resets the backoff.
+    let mut m = Vec::new();
+    Control::Ack { seq: 7, cum: 3 }.encode(&mut m);
+    s.handle_control(now, 1, &m).unwrap();
+    assert_eq!(s.poll_timeout(), Some(now + 2 * p.nack_initial));
+}
+
+/// Receiver: a gap is NACKed at once; silence brings a NACK of the tail up to the window edge,
+/// with backoff; progress resets it.
+#[test]
+fn receiver_nacks_gaps_and_tail() {
+    let c = Ctx {
+        key: Key([1; 32]),
+        job: 1,
+        comm: 1,
+    };
+    let p = params();
+    let fp = p.frag_payload;
+    let len = 100 * fp;
+    let data: Vec<u8> = (0..len).map(|i| i as u8).collect();
+    let mut s = McastSender::new(&c, 7, 0, &[1], len, &p, 0);
+    let mut r = McastReceiver::new(&c, 7, 0, 1, len, &p, 0);
+    let mut buf = vec![0; len];
+    let mut dg = Vec::new();
+    let mut sent = vec![];
+    while s.poll_transmit(0, &data, &mut dg) {
+        sent.push(dg.clone());
+    }
+    assert_eq!(sent.len(), p.window_frags as usize);
+    for (i, d) in sent.iter().enumerate().take(10) {
+        if i != 4 {
+            assert_eq!(r.handle_datagram(10, d, &mut buf), Outcome::Accepted);
+        }
+    }
+    assert_eq!(
+        r.handle_datagram(10, &sent[0], &mut buf),
+        Outcome::Duplicate
+    );
+    let m = Control::decode(&r.poll_control(10).unwrap()).unwrap();
+    assert_eq!(
+        m,
+        Control::Nack {
+            seq: 7,
+            cum: 4,
+            missing: vec![4]
+        }
+    );
+    assert_eq!(r.poll_control(10), None);
+    // Silence: the timer lists the gap and the tail up to cum + window.
+    let t = r.poll_timeout().unwrap();
+    assert_eq!(t, 10 + p.nack_initial);
+    r.handle_timeout(t);
+    match Control::decode(&r.poll_control(t).unwrap()).unwrap() {
+        Control::Nack {
+            cum: 4, missing, ..
+        } => {
+            let want: Vec<u32> = std::iter::once(4).chain(10..4 + p.window_frags).collect();
+            assert_eq!(missing, want);
+        }
+        m => panic!("{m:?}"),
+    }
+    assert_eq!(r.poll_timeout(), Some(t + 2 * p.nack_initial));
+    assert_eq!(r.stats().nacks, 2);
+    // Repair: cum jumps, the backoff resets and a cumulative ack goes out.
+    assert_eq!(
+        r.handle_datagram(t + 5, &sent[4], &mut buf),
+        Outcome::Accepted
+    );
+    assert_eq!(r.cum(), 10);
+    assert_eq!(r.poll_timeout(), Some(t + 5 + p.nack_initial));
+    // Six fragments since the last report is less than the ack step (a quarter window).
+    assert_eq!(r.poll_control(t + 5), None);
+    for d in &sent[10..12] {
+        assert_eq!(r.handle_datagram(t + 6, d, &mut buf), Outcome::Accepted);
+    }
+    assert_eq!(
+        Control::decode(&r.poll_control(t + 6).unwrap()).unwrap(),
+        Control::Ack { seq: 7, cum: 12 }
+    );
+    assert_eq!(&buf[..10 * fp], &data[..10 * fp]);
+    assert!(!r.stalled(t + 6 + p.stall_timeout - 1));
+    assert!(r.stalled(t + 6 + p.stall_timeout));
+}
+
+#[test]
+fn receiver_classifies_other_operations() {
+    let c = Ctx {
+        key: Key([1; 32]),
+        job: 1,
+        comm: 1,
+    };
+    let p = params();
+    let mut buf = vec![0; 10];
+    let mut r = McastReceiver::new(&c, 7, 0, 1, 10, &p, 0);
+    let mut d = Vec::new();
+    let h = Header {
+        kind: Kind::Data,
+        job: 1,
+        comm: 1,
+        seq: 6,
+        root: 0,
+        frag: 0,
+        nfrags: 1,
+        total_len: 10,
+    };
+    packet::encode(&c, &h, &[1; 10], &mut d);
+    assert_eq!(r.handle_datagram(0, &d, &mut buf), Outcome::Stale);
+    packet::encode(&c, &Header { seq: 8, ..h }, &[1; 10], &mut d);
+    assert_eq!(r.handle_datagram(0, &d, &mut buf), Outcome::Foreign);
+    packet::encode(
+        &c,
+        &Header {
+            seq: 7,
+            root: 2,
+            ..h
+        },
+        &[1; 10],
+        &mut d,
+    );
+    assert_eq!(r.handle_datagram(0, &d, &mut buf), Outcome::Foreign);
+    encode_release(&c, 7, 0, &mut d);
+    assert_eq!(r.handle_datagram(0, &d, &mut buf), Outcome::Foreign);
+    // Authentic but not matching this receiver's message geometry.
+    packet::encode(
+        &c,
+        &Header {
+            seq: 7,
+            total_len: 9,
+            ..h
+        },
+        &[1; 9],
+        &mut d,
+    );
+    assert_eq!(
+        r.handle_datagram(0, &d, &mut buf),
+        Outcome::Rejected(Reject::Malformed)
+    );
+    packet::encode(&c, &Header { seq: 7, ..h }, &[2; 10], &mut d);
+    assert_eq!(buf, vec![0; 10]);
+    assert_eq!(r.handle_datagram(0, &d, &mut buf), Outcome::Accepted);
+    assert_eq!(buf, vec![2; 10]);
+    assert!(!r.is_done(), "done before the final ack was handed out");
+    assert_eq!(
+        Control::decode(&r.poll_control(0).unwrap()).unwrap(),
+        Control::Ack { seq: 7, cum: 1 }
+    );
+    assert!(r.is_done());
+    let s = r.stats();
+    assert_eq!((s.accepted, s.stale, s.foreign, s.rejected), (1, 1, 3, 1));
+}
+
+fn rel_ctx(comm: u32, k: u8) -> Ctx {
+    Ctx {
+        key: Key([k; 32]),
+        job: 77,
+        comm,
+    }
+}
+
+/// The release is lost; the waiter's queries (with backoff) reach the responder, which answers
+/// once the root released, even for a communicator among several.
+#[test]
+fn lost_release_is_repaired_by_query() {
+    let p = params();
+    let a = rel_ctx(5, 1);
+    let b = rel_ctx(6, 2);
+    let mut resp = Responder::new();
+    resp.register(&a, 0);
+    resp.register(&b, 3);
+    let mut w = ReleaseWaiter::new(&b, 40, 3, 1, &p, 0);
+    let mut q = Vec::new();
+    let mut ans = Vec::new();
+    assert!(!w.poll_query(p.nack_initial - 1, &mut q));
+    let mut times = vec![];
+    while times.len() < 3 {
+        let t = w.poll_timeout().unwrap();
+        w.handle_timeout(t);
+        assert!(w.poll_query(t, &mut q));
+        times.push(t);
+        // Not yet released: no answer.
+        assert!(!resp.answer(&q, &mut ans));
+    }
+    assert_eq!(
+        times,
+        vec![p.nack_initial, 3 * p.nack_initial, 7 * p.nack_initial]
+    );
+    resp.released(6, 39);
+    assert!(
+        !resp.answer(&q, &mut ans),
+        "answered a seq not yet released"
+    );
+    resp.released(5, 40); // another communicator's release does not count
+    assert!(!resp.answer(&q, &mut ans));
+    resp.released(6, 40);
+    assert!(resp.answer(&q, &mut ans));
+    let t = times[2] + 1;
+    assert_eq!(w.handle_datagram(t, &ans), Outcome::Accepted);
+    assert_eq!(w.handle_datagram(t, &ans), Outcome::Duplicate);
+    assert!(w.is_done());
+    assert_eq!(w.poll_timeout(), None);
+    assert!(!w.poll_query(t + p.nack_max, &mut q));
+    // Released later barriers still answer earlier queries (the asker then counts them stale).
+    resp.released(6, 41);
+    assert!(resp.answer(&q, &mut ans));
+    let mut w2 = ReleaseWaiter::new(&b, 41, 3, 1, &p, 0);
+    assert_eq!(w2.handle_datagram(0, &ans), Outcome::Stale);
+    resp.unregister(6);
+    assert!(!resp.answer(&q, &mut ans));
+}
+
+#[test]
+fn responder_rejects_forged_queries() {
+    let p = params();
+    let a = rel_ctx(5, 1);
+    let mut resp = Responder::new();
+    resp.register(&a, 0);
+    resp.released(5, 10);
+    let mut q = Vec::new();
+    let mut ans = Vec::new();
+    let mut forger = ReleaseWaiter::new(&rel_ctx(5, 9), 10, 0, 1, &p, 0);
+    assert!(forger.poll_query(p.nack_initial, &mut q));
+    assert!(
+        !resp.answer(&q, &mut ans),
+        "query with a wrong key answered"
+    );
+    let mut honest = ReleaseWaiter::new(&a, 10, 0, 1, &p, 0);
+    assert!(honest.poll_query(p.nack_initial, &mut q));
+    assert!(resp.answer(&q, &mut ans));
+    for bit in 0..q.len() * 8 {
+        let mut d = q.clone();
+        d[bit / 8] ^= 1 << (bit % 8);
+        assert!(!resp.answer(&d, &mut ans), "flipped bit {bit} answered");
+    }
+    // A release is not a query; a query for another root is not ours.
+    encode_release(&a, 10, 0, &mut q);
+    assert!(!resp.answer(&q, &mut ans));
+    let mut other_root = ReleaseWaiter::new(&a, 10, 4, 1, &p, 0);
+    assert!(other_root.poll_query(p.nack_initial, &mut q));
+    assert!(!resp.answer(&q, &mut ans));
+    // The waiter itself ignores forged releases and stalls without one.
+    let mut w = ReleaseWaiter::new(&a, 11, 0, 1, &p, 0);
+    encode_release(&rel_ctx(5, 9), 11, 0, &mut q);
+    assert_eq!(w.handle_datagram(0, &q), Outcome::Rejected(Reject::BadMac));
+    encode_release(&a, 12, 0, &mut q);
+    assert_eq!(w.handle_datagram(0, &q), Outcome::Foreign);
+    assert!(!w.stalled(p.stall_timeout - 1));
+    assert!(w.stalled(p.stall_timeout));
+    assert_eq!(w.poll_timeout(), Some(p.nack_initial));
+}

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Two jobs at once on the same multicast group and port: each must complete
-# with correct data (the programs check every byte), whatever the other one
-# sends. The library may reject the foreign datagrams (reported) or move to
+# Two jobs at once on the same multicast group and port, each broadcasting
+# for a few seconds so that they overlap: each must complete with correct data
+# (the programs check every byte), whatever the other one sends. The library may reject the foreign datagrams (reported) or move to
 # another group; either way both jobs must pass.
 source "$(dirname "$0")/test-lib.sh"
 
 NP=4
-COUNT=${TC_COUNT:-300}
+SECS=${TC_SECONDS:-3}
 export MPICAST_GROUP=239.255.77.7/32 MPICAST_PORT=23777 MPICAST_STATS=1
 unset TC_EXPECT
 launch "$NP" preload
@@ -14,7 +14,7 @@ pids=()
 for job in a b; do
   seed=$([ "$job" = a ] && echo 11 || echo 22)
   timeout -k 10 150 "${LAUNCH[@]}" "$TC_BINDIR/int_stress" \
-    --count "$COUNT" --seed "$seed" --max-size 262144 --barrier-every 25 \
+    --count 100000000 --seconds "$SECS" --seed "$seed" --max-size 262144 --barrier-every 25 \
     >"$TC_WORK/$job.out" 2>&1 &
   pids+=($!)
 done

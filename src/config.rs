@@ -89,7 +89,7 @@ const MIN_RCVBUF: usize = 64 << 10;
 const MAX_RCVBUF: usize = 1 << 30;
 const FRAG_RANGE: (usize, usize) = (64, 65000);
 const MIN_PORT: u16 = 1024;
-const MAX_VERBOSE: u8 = 3;
+const MAX_VERBOSE: u8 = 2;
 
 impl Default for Config {
     fn default() -> Config {
@@ -181,7 +181,7 @@ pub const VARIABLES: &[(&str, &str, &str)] = &[
     (
         "MPICAST_VERBOSE",
         "0",
-        "diagnostics on stderr: 0 errors only, 1 setup decisions, 2 per operation, 3 per datagram",
+        "diagnostics on stderr: 0 warnings only, 1 setup decisions, 2 also every operation",
     ),
 ];
 
@@ -335,7 +335,7 @@ impl Config {
         if let Some((raw, v)) = val("MPICAST_VERBOSE") {
             c.verbose = parse_uint::<u8>(&v)
                 .filter(|&n| n <= MAX_VERBOSE)
-                .ok_or_else(|| err("MPICAST_VERBOSE", &raw, "an integer 0..=3"))?;
+                .ok_or_else(|| err("MPICAST_VERBOSE", &raw, "an integer 0..=2"))?;
         }
         Ok(c)
     }
@@ -700,7 +700,8 @@ mod tests {
         for v in ["256", "-1", "+3", "abc", "1.0", "0x10"] {
             bad("MPICAST_TTL", v);
         }
-        assert_eq!(cfg(&[("MPICAST_VERBOSE", "3")]).unwrap().verbose, 3);
+        assert_eq!(cfg(&[("MPICAST_VERBOSE", "2")]).unwrap().verbose, 2);
+        assert!(cfg(&[("MPICAST_VERBOSE", "3")]).is_err());
         for v in ["4", "255", "x"] {
             bad("MPICAST_VERBOSE", v);
         }

@@ -78,6 +78,9 @@ void tc_fail(const char *fmt, ...) {
   va_end(ap);
   fprintf(stderr, "[rank %d] FAIL: %s\n", tc_world_rank(), msg);
   fflush(stderr);
+  /* The launcher kills the job on MPI_Abort and may drop output it has not
+   * forwarded yet; the message is the point of the failure, so let it go first. */
+  tc_sleep_ms(300);
   MPI_Abort(MPI_COMM_WORLD, 2);
   abort();
 }

@@ -6,7 +6,9 @@
  *   --seed S         sequence seed (default 1; printed)
  *   --max-size B     largest size (default 1 MiB)
  *   --barrier-every K (default 50; 0 = never)
- *   --comm world|dup */
+ *   --comm world|dup
+ *   --seconds T      stop early once T seconds have passed (agreed by all
+ *                    ranks every 10 broadcasts), for time-bounded fault runs */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +22,7 @@ int main(int argc, char **argv) {
   size_t max = (size_t)tc_arg_ll(argc, argv, "--max-size", 1 << 20);
   long long every = tc_arg_ll(argc, argv, "--barrier-every", 50);
   const char *which = tc_arg(argc, argv, "--comm");
+  double seconds = (double)tc_arg_ll(argc, argv, "--seconds", 0);
   MPI_Comm comm = MPI_COMM_WORLD;
   if (which && strcmp(which, "dup") == 0) MPI_Comm_dup(MPI_COMM_WORLD, &comm);
   int rank, nranks;
@@ -37,7 +40,13 @@ int main(int argc, char **argv) {
   uint64_t total = 0;
   int barriers = 0;
   double t0 = tc_now();
-  for (long long i = 0; i < count; i++) {
+  long long i;
+  for (i = 0; i < count; i++) {
+    if (seconds > 0 && i % 10 == 0) {
+      int late = tc_now() - t0 > seconds, stop = 0;
+      MPI_Allreduce(&late, &stop, 1, MPI_INT, MPI_MAX, comm);
+      if (stop) break;
+    }
     int root = (int)(tc_rand(&state) % (uint64_t)nranks);
     uint64_t kind = tc_rand(&state) % 10, r = tc_rand(&state);
     /* Mostly small, some around one to a few datagrams, a few large. */
@@ -58,7 +67,7 @@ int main(int argc, char **argv) {
     }
   }
   if (rank == 0)
-    printf("int_stress: %lld bcasts, %llu bytes, ok in %.3f s\n", count,
+    printf("int_stress: %lld bcasts, %llu bytes, ok in %.3f s\n", i,
            (unsigned long long)total, tc_now() - t0);
   free(buf);
   if (comm != MPI_COMM_WORLD) MPI_Comm_free(&comm);

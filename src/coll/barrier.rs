@@ -41,6 +41,12 @@ pub fn barrier(comm: MPI_Comm) -> c_int {
     };
     stats::add(&COUNTERS.barrier_mcast, 1);
     st.seq += 1;
+    if st.cfg.verbose >= 2 {
+        eprintln!(
+            "mpicast: rank {} MPI_Barrier op {} by multicast",
+            st.rank, st.seq
+        );
+    }
     let sched = algo::barrier(size, st.rank);
     match run(
         chan,

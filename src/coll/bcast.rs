@@ -75,6 +75,12 @@ pub fn bcast(
         SyncAlgo::Linear => algo::Sync::Linear,
     };
     let root = root as u32;
+    if st.cfg.verbose >= 2 {
+        eprintln!(
+            "mpicast: rank {} MPI_Bcast op {} root {root} {bytes} B by multicast ({:?} scouts)",
+            st.rank, st.seq, st.cfg.sync
+        );
+    }
     let sched = algo::bcast(sync, st.size, root, st.rank, bytes);
     let (private, rank, seq) = (st.private.0, st.rank, st.seq);
     let result = if rank == root {

@@ -44,7 +44,9 @@ impl UserBuf {
             textent as i128 == size as i128 && (count <= 1 || extent as i128 == size as i128);
         let contiguous = if dense || bytes == 0 {
             // wrapping: with MPI_BOTTOM the true lower bound is an absolute address.
-            Some((ptr as *mut u8).wrapping_offset(tlb))
+            // MPI_Aint is isize under Open MPI and i64 under MPICH: the cast is needed for one.
+            #[allow(clippy::unnecessary_cast)]
+            Some((ptr as *mut u8).wrapping_offset(tlb as isize))
         } else {
             None
         };

@@ -12,20 +12,26 @@ export MPICAST_IFACE=lo MPICAST_TTL=0 MPICAST_MIN_BYTES=0
 run=(mpirun.openmpi --oversubscribe --bind-to none -n "$np")
 mkdir -p "$out"
 
-echo "host MPI: ${run[*]} $bench ${args[*]}"
+echo "host MPI (shared memory): ${run[*]} $bench ${args[*]}"
 timeout -k 10 600 "${run[@]}" "$bench" "${args[@]}" >"$out/host.csv"
-echo "mpicast:  MPICAST_IFACE=lo MPICAST_TTL=0 MPICAST_MIN_BYTES=0 ${run[*]} -x LD_PRELOAD=$lib $bench ${args[*]}"
+# Between hosts the host MPI moves data over TCP: the same run with shared memory off is
+# its network path, here over the same loopback interface that mpicast multicasts on.
+echo "host MPI (TCP):           ${run[*]} --mca btl tcp,self $bench ${args[*]}"
+timeout -k 10 600 "${run[@]}" --mca btl tcp,self "$bench" "${args[@]}" >"$out/host-tcp.csv"
+echo "mpicast:                  MPICAST_IFACE=lo MPICAST_TTL=0 MPICAST_MIN_BYTES=0 ${run[*]} -x LD_PRELOAD=$lib $bench ${args[*]}"
 timeout -k 10 600 "${run[@]}" -x "LD_PRELOAD=$lib" "$bench" "${args[@]}" >"$out/mpicast.csv"
 cpu=$(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -n 1)
-echo "machine:  $(uname -n), $(nproc) cores, ${cpu:-unknown cpu}, Linux $(uname -r), loopback, $np ranks"
-echo "figures:  median over reps of the slowest rank's time (CSV in $out); ratio = mpicast / host, below 1 = mpicast faster"
+echo "machine:  $(uname -n), $(nproc) cores, ${cpu:-unknown cpu}, Linux $(uname -r), loopback, $np ranks, $(date -u +%F)"
+echo "figures:  median over reps of the slowest rank's time, microseconds (CSV in $out)"
+echo "ratios:   host time / mpicast time: above 1 = mpicast faster"
 echo
-printf '%-8s %10s %14s %14s %8s\n' op size "host MPI (us)" "mpicast (us)" ratio
+printf '%-8s %10s %12s %12s %12s %9s %9s\n' op size "shm (us)" "tcp (us)" "mpicast (us)" "shm/mc" "tcp/mc"
 awk -F, '
   /^#/ || $1 == "op" { next }
-  FNR == NR { host[$1 "," $2] = $4; next }
+  FILENAME == ARGV[1] { shm[$1 "," $2] = $4; next }
+  FILENAME == ARGV[2] { tcp[$1 "," $2] = $4; next }
   {
-    h = host[$1 "," $2]
-    ratio = (h > 0) ? $4 / h : 0
-    printf "%-8s %10s %14.1f %14.1f %8.2f\n", $1, $2, h * 1e6, $4 * 1e6, ratio
-  }' "$out/host.csv" "$out/mpicast.csv"
+    k = $1 "," $2; m = $4
+    printf "%-8s %10s %12.1f %12.1f %12.1f %9.2f %9.2f\n", $1, $2, shm[k] * 1e6, tcp[k] * 1e6, m * 1e6,
+      (m > 0) ? shm[k] / m : 0, (m > 0) ? tcp[k] / m : 0
+  }' "$out/host.csv" "$out/host-tcp.csv" "$out/mpicast.csv"

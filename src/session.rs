@@ -11,7 +11,7 @@
 use crate::config::{Config, ConfigError};
 use crate::host::{self, MPI_Comm};
 use crate::transport::{self, responder::ResponderThread, Channel};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::os::raw::c_int;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -54,10 +54,21 @@ pub struct CommState {
     pub path: Path,
 }
 
+/// The per-communicator MPI_Info keys that belong to mpicast.
+pub const HINT_KEYS: [&str; 3] = ["mpicast", "mpicast_sync", "mpicast_min_bytes"];
+
+/// Hint values as given (validated when the communicator's state is made).
+type HintMap = BTreeMap<String, String>;
+
 pub struct Session {
     pub cfg: Config,
     keyval: c_int,
     registry: Mutex<HashMap<usize, Arc<Mutex<CommState>>>>,
+    /// mpicast hints seen by the interposed MPI_Comm_set_info / MPI_Comm_dup_with_info,
+    /// cached on the communicator with their own attribute (copied by MPI_Comm_dup, as
+    /// MPI copies a communicator's hints, and freed with the communicator).
+    hint_keyval: c_int,
+    hints: Mutex<HashMap<usize, HintMap>>,
     next_token: Mutex<usize>,
     pub responder: Mutex<Option<ResponderThread>>,
     world_rank: u32,
@@ -81,14 +92,29 @@ pub fn get() -> Result<Arc<Session>, String> {
 fn start() -> Result<Arc<Session>, SessionError> {
     host::flavour::check().map_err(SessionError::Flavour)?;
     let cfg = Config::from_env().map_err(SessionError::Config)?;
-    let keyval = host::attr::create_keyval(on_comm_delete).map_err(SessionError::Mpi)?;
-    let self_keyval = host::attr::create_keyval(on_finalize).map_err(SessionError::Mpi)?;
+    static STATE: host::attr::Callbacks = host::attr::Callbacks {
+        copy: None,
+        delete: on_comm_delete,
+    };
+    static HINTS: host::attr::Callbacks = host::attr::Callbacks {
+        copy: Some(on_hints_copy),
+        delete: on_hints_delete,
+    };
+    static FINALIZE: host::attr::Callbacks = host::attr::Callbacks {
+        copy: None,
+        delete: on_finalize,
+    };
+    let keyval = host::attr::create_keyval(&STATE).map_err(SessionError::Mpi)?;
+    let hint_keyval = host::attr::create_keyval(&HINTS).map_err(SessionError::Mpi)?;
+    let self_keyval = host::attr::create_keyval(&FINALIZE).map_err(SessionError::Mpi)?;
     host::attr::set(host::comm_self(), self_keyval, 0).map_err(SessionError::Mpi)?;
     let world_rank = host::comm::rank(host::comm_world()).map_err(SessionError::Mpi)?;
     Ok(Arc::new(Session {
         cfg,
         keyval,
         registry: Mutex::new(HashMap::new()),
+        hint_keyval,
+        hints: Mutex::new(HashMap::new()),
         next_token: Mutex::new(1),
         responder: Mutex::new(None),
         world_rank,
@@ -105,14 +131,59 @@ impl Session {
             }
         }
         let state = Arc::new(Mutex::new(self.make_state(comm)?));
-        let token = {
-            let mut t = self.next_token.lock().unwrap();
-            *t += 1;
-            *t
-        };
+        let token = self.new_token();
         self.registry.lock().unwrap().insert(token, state.clone());
         host::attr::set(comm, self.keyval, token)?;
         Ok(state)
+    }
+
+    fn new_token(&self) -> usize {
+        let mut t = self.next_token.lock().unwrap();
+        *t += 1;
+        *t
+    }
+
+    /// Records the mpicast keys of `info`, just set on `comm` by MPI_Comm_set_info or
+    /// MPI_Comm_dup_with_info (collective, like those calls). Keys not in `info` keep their
+    /// earlier values. A communicator already set up is torn down, to be set up again with
+    /// the new hints at its next collective.
+    pub fn record_hints(&self, comm: MPI_Comm, info: host::MPI_Info) -> host::MpiResult<()> {
+        let entries = host::comm::info_entries(info, &HINT_KEYS);
+        if entries.is_empty() {
+            return Ok(());
+        }
+        match host::attr::get(comm, self.hint_keyval)? {
+            Some(token) => {
+                let mut all = self.hints.lock().unwrap();
+                all.entry(token).or_default().extend(entries);
+            }
+            None => {
+                let token = self.new_token();
+                self.hints
+                    .lock()
+                    .unwrap()
+                    .insert(token, entries.into_iter().collect());
+                host::attr::set(comm, self.hint_keyval, token)?;
+            }
+        }
+        if host::attr::get(comm, self.keyval)?.is_some() {
+            host::attr::delete(comm, self.keyval)?;
+        }
+        Ok(())
+    }
+
+    /// The hints in force on `comm`: what the host reports, overridden by what the
+    /// interposed calls recorded.
+    fn hints_of(&self, comm: MPI_Comm) -> host::MpiResult<HintMap> {
+        let mut map: HintMap = host::comm::info_hints(comm, &HINT_KEYS)?
+            .into_iter()
+            .collect();
+        if let Some(token) = host::attr::get(comm, self.hint_keyval)? {
+            if let Some(h) = self.hints.lock().unwrap().get(&token) {
+                map.extend(h.iter().map(|(k, v)| (k.clone(), v.clone())));
+            }
+        }
+        Ok(map)
     }
 
     fn make_state(&self, comm: MPI_Comm) -> Result<CommState, host::MpiError> {
@@ -120,8 +191,7 @@ impl Session {
         let rank = host::comm::rank(comm)?;
         let mut cfg = self.cfg.clone();
         let mut hint_error = None;
-        let hints =
-            host::comm::info_hints(comm, &["mpicast", "mpicast_sync", "mpicast_min_bytes"])?;
+        let hints = self.hints_of(comm)?;
         let mut h = crate::config::Hints::default();
         for (k, v) in &hints {
             if let Err(e) = h.set(k, v) {
@@ -204,6 +274,22 @@ impl CommState {
 fn on_comm_delete(token: usize) {
     if let Some(Ok(s)) = SESSION.get() {
         s.drop_state(token);
+    }
+}
+
+fn on_hints_copy(token: usize) -> Option<usize> {
+    let Some(Ok(s)) = SESSION.get() else {
+        return None;
+    };
+    let copy = s.hints.lock().unwrap().get(&token).cloned()?;
+    let new = s.new_token();
+    s.hints.lock().unwrap().insert(new, copy);
+    Some(new)
+}
+
+fn on_hints_delete(token: usize) {
+    if let Some(Ok(s)) = SESSION.get() {
+        s.hints.lock().unwrap().remove(&token);
     }
 }
 

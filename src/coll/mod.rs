@@ -5,9 +5,11 @@
 
 mod barrier;
 mod bcast;
+mod info;
 
 pub use barrier::barrier;
 pub use bcast::bcast;
+pub use info::{dup_with_info, set_info};
 
 use crate::host::{self, MPI_Comm};
 use crate::sched::{Execution, Schedule};

@@ -1,8 +1,9 @@
-//! The MPI functions mpicast replaces. Everything else resolves to the host MPI directly.
+//! The MPI functions mpicast replaces or wraps. Everything else resolves to the host MPI
+//! directly.
 
 use super::guard;
 use crate::coll;
-use crate::host::{self, MPI_Comm, MPI_Datatype};
+use crate::host::{self, MPI_Comm, MPI_Datatype, MPI_Info};
 use std::os::raw::{c_int, c_void};
 
 /// MPI_Bcast over IP multicast (see the README for when the host's own is used instead).
@@ -34,5 +35,46 @@ pub unsafe extern "C" fn MPI_Barrier(comm: MPI_Comm) -> c_int {
         "MPI_Barrier",
         || host::call_errhandler(comm, host::err_other()),
         || coll::barrier(comm),
+    )
+}
+
+/// MPI_Comm_set_info: the host's, plus mpicast noting its own hint keys (which the host
+/// need not keep).
+///
+/// # Safety
+/// The arguments are those of MPI_Comm_set_info.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_set_info(comm: MPI_Comm, info: MPI_Info) -> c_int {
+    guard(
+        "MPI_Comm_set_info",
+        || host::call_errhandler(comm, host::err_other()),
+        || coll::set_info(comm, info),
+    )
+}
+
+/// MPI_Comm_dup_with_info: the host's, plus mpicast noting its own hint keys.
+///
+/// # Safety
+/// The arguments are those of MPI_Comm_dup_with_info; `newcomm` must be valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_dup_with_info(
+    comm: MPI_Comm,
+    info: MPI_Info,
+    newcomm: *mut MPI_Comm,
+) -> c_int {
+    guard(
+        "MPI_Comm_dup_with_info",
+        || host::call_errhandler(comm, host::err_other()),
+        || {
+            if newcomm.is_null() {
+                // The host reports its own error for a bad output argument.
+                // SAFETY: the application's arguments, unchanged.
+                return unsafe { mpi_sys::PMPI_Comm_dup_with_info(comm, info, newcomm) };
+            }
+            let (rc, new) = coll::dup_with_info(comm, info);
+            // SAFETY: non-null, and valid for a write as MPI requires of the caller.
+            unsafe { *newcomm = new };
+            rc
+        },
     )
 }

@@ -1,27 +1,54 @@
 //! Attribute keyvals: how per-communicator state is cached on the communicator and torn
 //! down when the application frees it (or when MPI_Finalize frees MPI_COMM_SELF).
 //!
-//! The attribute value is an opaque token (a registry id); the delete callback hands it to
-//! a plain Rust function stored as the keyval's extra state.
+//! The attribute value is an opaque token (a registry id); the callbacks hand it to plain
+//! Rust functions, found through the keyval's extra state (a `&'static Callbacks`).
 
 use super::{check, MPI_Comm, MpiResult};
 use std::os::raw::{c_int, c_void};
 
-/// Called with the token when MPI deletes the attribute.
-pub type DeleteFn = fn(token: usize);
+/// What happens to an attribute's token when its communicator is duplicated or freed.
+pub struct Callbacks {
+    /// On MPI_Comm_dup: the token for the duplicate, or `None` to leave the duplicate
+    /// without the attribute. `copy: None` never copies.
+    pub copy: Option<fn(token: usize) -> Option<usize>>,
+    /// When MPI deletes the attribute (MPI_Comm_free, MPI_Comm_delete_attr, finalize).
+    pub delete: fn(token: usize),
+}
 
-unsafe extern "C" fn no_copy(
+unsafe extern "C" fn on_copy(
     _old: MPI_Comm,
     _keyval: c_int,
-    _extra: *mut c_void,
-    _val_in: *mut c_void,
-    _val_out: *mut c_void,
+    extra: *mut c_void,
+    val_in: *mut c_void,
+    val_out: *mut c_void,
     flag: *mut c_int,
 ) -> c_int {
-    // A duplicate of a communicator gets its own state on first use: never copy ours.
-    // SAFETY: MPI passes a valid pointer to the flag.
-    unsafe { *flag = 0 };
-    super::SUCCESS
+    // SAFETY: extra is the &'static Callbacks registered in create_keyval.
+    let cb: &'static Callbacks = unsafe { &*(extra as *const Callbacks) };
+    let token = val_in as usize;
+    let copied = match cb.copy {
+        None => Ok(None),
+        // A panic must not unwind into MPI.
+        Some(f) => std::panic::catch_unwind(move || f(token)),
+    };
+    match copied {
+        Ok(Some(t)) => {
+            // SAFETY: for C attributes MPI passes a pointer to the new attribute value,
+            // and a valid pointer to the flag.
+            unsafe {
+                *(val_out as *mut *mut c_void) = t as *mut c_void;
+                *flag = 1;
+            }
+            super::SUCCESS
+        }
+        Ok(None) => {
+            // SAFETY: MPI passes a valid pointer to the flag.
+            unsafe { *flag = 0 };
+            super::SUCCESS
+        }
+        Err(_) => super::err_other(),
+    }
 }
 
 unsafe extern "C" fn on_delete(
@@ -30,25 +57,26 @@ unsafe extern "C" fn on_delete(
     val: *mut c_void,
     extra: *mut c_void,
 ) -> c_int {
-    // SAFETY: extra is the DeleteFn we registered in create_keyval, cast back to its type.
-    let f: DeleteFn = unsafe { std::mem::transmute::<*mut c_void, DeleteFn>(extra) };
+    // SAFETY: extra is the &'static Callbacks registered in create_keyval.
+    let cb: &'static Callbacks = unsafe { &*(extra as *const Callbacks) };
     // A panic must not unwind into MPI.
     let token = val as usize;
-    match std::panic::catch_unwind(move || f(token)) {
+    match std::panic::catch_unwind(move || (cb.delete)(token)) {
         Ok(()) => super::SUCCESS,
         Err(_) => super::err_other(),
     }
 }
 
-pub fn create_keyval(delete: DeleteFn) -> MpiResult<c_int> {
+pub fn create_keyval(cb: &'static Callbacks) -> MpiResult<c_int> {
     let mut key: c_int = super::keyval_invalid();
-    // SAFETY: the callbacks have the C signatures MPI expects; extra carries a fn pointer.
+    // SAFETY: the callbacks have the C signatures MPI expects; extra is a 'static reference
+    // that MPI hands back to them and never dereferences itself.
     check(unsafe {
         mpi_sys::PMPI_Comm_create_keyval(
-            Some(no_copy),
+            Some(on_copy),
             Some(on_delete),
             &mut key,
-            delete as *mut c_void,
+            cb as *const Callbacks as *mut c_void,
         )
     })?;
     Ok(key)

@@ -1,7 +1,7 @@
 //! Communicator queries and the few collectives the shim itself needs (setup agreement),
 //! all through PMPI on communicators the caller owns.
 
-use super::{check, MPI_Comm, MpiResult};
+use super::{check, MPI_Comm, MPI_Info, MpiResult};
 use std::os::raw::{c_char, c_int, c_void};
 
 pub fn size(comm: MPI_Comm) -> MpiResult<u32> {
@@ -157,12 +157,25 @@ pub fn reduce_sum_u64(comm: MPI_Comm, vals: &[u64], root: u32) -> MpiResult<Vec<
     Ok(out)
 }
 
-/// The MPI_Info hints set on `comm` that belong to mpicast: (key, value) pairs.
+/// The MPI_Info hints set on `comm` that belong to mpicast, as the host reports them:
+/// (key, value) pairs. Hosts may drop keys they do not know, so this is only a fallback for
+/// hints the interposed MPI_Comm_set_info did not see.
 pub fn info_hints(comm: MPI_Comm, keys: &[&str]) -> MpiResult<Vec<(String, String)>> {
     let mut info = super::info_null();
     // SAFETY: writes one handle, which we free below.
     check(unsafe { mpi_sys::PMPI_Comm_get_info(comm, &mut info) })?;
+    let found = info_entries(info, keys);
+    // SAFETY: the handle came from PMPI_Comm_get_info and is ours to free.
+    unsafe { mpi_sys::PMPI_Info_free(&mut info) };
+    Ok(found)
+}
+
+/// The entries of `info` among `keys`: (key, value) pairs. MPI_INFO_NULL has none.
+pub fn info_entries(info: MPI_Info, keys: &[&str]) -> Vec<(String, String)> {
     let mut found = Vec::new();
+    if info == super::info_null() {
+        return found;
+    }
     // SAFETY: constant read.
     let vlen = unsafe { super::c::MPICAST_C_MAX_INFO_VAL }.max(1);
     let mut val = vec![0u8; vlen as usize + 1];
@@ -187,7 +200,5 @@ pub fn info_hints(comm: MPI_Comm, keys: &[&str]) -> MpiResult<Vec<(String, Strin
             ));
         }
     }
-    // SAFETY: the handle came from PMPI_Comm_get_info and is ours to free.
-    unsafe { mpi_sys::PMPI_Info_free(&mut info) };
-    Ok(found)
+    found
 }

@@ -156,6 +156,19 @@ pub fn pmpi_bcast(
     unsafe { mpi_sys::PMPI_Bcast(buf, count, dtype, root, comm) }
 }
 
+pub fn pmpi_comm_set_info(comm: MPI_Comm, info: MPI_Info) -> c_int {
+    // SAFETY: forwards the application's own arguments unchanged.
+    unsafe { mpi_sys::PMPI_Comm_set_info(comm, info) }
+}
+
+/// MPI_Comm_dup_with_info through PMPI: the return code and the new communicator.
+pub fn pmpi_comm_dup_with_info(comm: MPI_Comm, info: MPI_Info) -> (c_int, MPI_Comm) {
+    let mut out = comm_null();
+    // SAFETY: forwards the application's arguments; writes one handle into our own local.
+    let rc = unsafe { mpi_sys::PMPI_Comm_dup_with_info(comm, info, &mut out) };
+    (rc, out)
+}
+
 pub fn pmpi_barrier(comm: MPI_Comm) -> c_int {
     // SAFETY: forwards the application's own argument unchanged.
     unsafe { mpi_sys::PMPI_Barrier(comm) }

@@ -15,6 +15,9 @@ use std::time::Duration;
 /// MPI tags on the private duplicate. Scouts use the schedule's own tag.
 pub const TAG_CONTROL: c_int = 2;
 
+/// First barrier release query after this much silence (nanoseconds).
+const RELEASE_QUERY_AFTER: wire::Nanos = 10_000_000;
+
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Kind {
     Bcast,
@@ -349,14 +352,11 @@ impl Backend for OpBackend<'_> {
             },
             Op::McastRecv { root, buf } => match self.kind {
                 Kind::Barrier => {
-                    let w = ReleaseWaiter::new(
-                        &self.chan.ctx,
-                        self.seq,
-                        *root,
-                        self.rank,
-                        &self.chan.params,
-                        now,
-                    );
+                    // The release comes only after every scout reached rank 0, which on a
+                    // loaded host can take longer than a data NACK timer: query later.
+                    let mut p = self.chan.params.clone();
+                    p.nack_initial = p.nack_initial.max(RELEASE_QUERY_AFTER);
+                    let w = ReleaseWaiter::new(&self.chan.ctx, self.seq, *root, self.rank, &p, now);
                     self.mcast = Mcast::Waiter(w, id);
                 }
                 Kind::Bcast => {

@@ -97,7 +97,10 @@ impl McastReceiver {
             final_sent: false,
             pending: Vec::new(),
             nack_rto: params.nack_initial(),
-            nack_at: now.saturating_add(params.nack_initial()),
+            // Armed by the first datagram. Before it, silence means the root is still waiting
+            // for scouts (which may take long on a loaded host), not loss; if the first
+            // datagrams are lost, the root's tail probe exposes them.
+            nack_at: Nanos::MAX,
             last_progress: now,
             stats: ReceiverStats::default(),
         }

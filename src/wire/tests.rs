@@ -970,6 +970,38 @@ fn receiver_nacks_gaps_and_tail() {
 }
 
 #[test]
+fn receiver_waits_for_first_datagram_then_sender_probe_exposes_total_loss() {
+    let c = Ctx {
+        key: Key([2; 32]),
+        job: 1,
+        comm: 1,
+    };
+    let p = params();
+    let len = 5 * p.frag_payload;
+    let data: Vec<u8> = (0..len).map(|i| (i * 3) as u8).collect();
+    let mut r = McastReceiver::new(&c, 3, 0, 1, len, &p, 0);
+    // Before any data, silence is the root waiting for scouts: no NACK, only the stall bound.
+    assert_eq!(r.poll_timeout(), Some(p.stall_timeout));
+    r.handle_timeout(50 * p.nack_initial);
+    assert_eq!(r.poll_control(50 * p.nack_initial), None);
+    // Every first transmission is lost; the sender's tail probe resends the highest fragment.
+    let mut s = McastSender::new(&c, 3, 0, &[1], len, &p, 0);
+    let mut dg = Vec::new();
+    while s.poll_transmit(0, &data, &mut dg) {}
+    let t = s.poll_timeout().unwrap();
+    s.handle_timeout(t);
+    assert!(s.poll_transmit(t, &data, &mut dg));
+    let mut buf = vec![0; len];
+    assert_eq!(r.handle_datagram(t, &dg, &mut buf), Outcome::Accepted);
+    match Control::decode(&r.poll_control(t).unwrap()).unwrap() {
+        Control::Nack {
+            cum: 0, missing, ..
+        } => assert_eq!(missing, vec![0, 1, 2, 3]),
+        m => panic!("{m:?}"),
+    }
+}
+
+#[test]
 fn receiver_classifies_other_operations() {
     let c = Ctx {
         key: Key([1; 32]),

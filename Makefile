@@ -1,6 +1,7 @@
 # mpicast build and test entry points. `make test` is what CI runs.
 #
-#   make deps      install the system packages and rustup components (idempotent)
+#   make deps      install the system packages and rustup components, and mpi4py into
+#                  one venv per flavour under build/<flavour>/venv (idempotent)
 #   make lib       build libmpicast for every installed MPI flavour into build/<flavour>/
 #   make header    regenerate include/mpicast.h (cbindgen, via the header test)
 #   make check     cargo fmt --check and clippy -D warnings
@@ -18,7 +19,7 @@
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 .NOTPARALLEL:
-.PHONY: deps lib header check unit ctest test demo install clean
+.PHONY: deps pydeps lib header check unit ctest test demo install clean
 
 NPROC := $(shell nproc 2>/dev/null || echo 2)
 VERSION := $(shell sed -n 's/^version *= *"\([^"]*\)".*/\1/p' Cargo.toml | head -n 1)
@@ -45,7 +46,7 @@ TARGET_BASE ?= target
 CARGO_OMPI = MPI_PKG_CONFIG=ompi-c CARGO_TARGET_DIR=$(TARGET_BASE)/openmpi cargo
 
 DEPS_PKGS := libopenmpi-dev openmpi-bin libmpich-dev mpich gfortran cmake libclang-dev \
-             nftables pkg-config g++ binutils
+             nftables pkg-config g++ binutils python3-venv python3-dev
 
 deps:
 	@missing=""; \
@@ -67,6 +68,25 @@ deps:
 	else \
 	  echo "deps: no rustup; relying on the installed cargo fmt and clippy"; \
 	fi
+	@$(MAKE) --no-print-directory pydeps
+
+# mpi4py for the Python program of the tests (c-tests: int_mpi4py_preload), from PyPI,
+# built from source against each flavour's MPI (MPICC): one venv per flavour,
+# build/<flavour>/venv (make lib leaves it alone).
+MPI4PY_VERSION := 4.1.2
+pydeps:
+	@for f in $(FLAVOURS); do \
+	  case $$f in openmpi) cc=$(mpicc_openmpi) ;; mpich) cc=$(mpicc_mpich) ;; esac; \
+	  v=build/$$f/venv; stamp=$$v/.mpi4py-$(MPI4PY_VERSION); \
+	  if [ -e $$stamp ] && $$v/bin/python -c 'import mpi4py' 2>/dev/null; then \
+	    echo "deps: mpi4py $(MPI4PY_VERSION) for $$f present in $$v"; continue; \
+	  fi; \
+	  echo "deps: building mpi4py $(MPI4PY_VERSION) against $$f into $$v"; \
+	  rm -rf $$v; python3 -m venv $$v; \
+	  MPICC=$$(command -v $$cc) $$v/bin/pip install --quiet --no-cache-dir \
+	    --no-binary=mpi4py mpi4py==$(MPI4PY_VERSION); \
+	  touch $$stamp; \
+	done
 
 lib:
 	@[ -n "$(FLAVOURS)" ] || { echo "lib: no MPI found by pkg-config (ompi-c, mpich): run make deps" >&2; exit 1; }

@@ -1,11 +1,36 @@
 //! Compiles the small C file of MPI constants against the same MPI that mpi-sys binds
-//! (build-probe-mpi honours MPI_PKG_CONFIG / MPICC the same way), and gives the cdylib
-//! an explicit SONAME.
+//! (build-probe-mpi honours MPI_PKG_CONFIG / MPICC the same way), gives the cdylib an
+//! explicit SONAME, and tells the crate (cfg flags) which entry points this MPI needs:
+//!
+//! - `mpicast_large_count`: mpi.h declares `PMPI_Bcast_c` (MPI-4 large counts; MPICH 4.0,
+//!   not Open MPI 4.1), so the library exports `MPI_Bcast_c`.
+//! - `mpicast_fortran_mpif`: the host's mpif.h / `use mpi` bindings (`mpi_bcast_`,
+//!   `mpi_barrier_`) go to PMPI without passing through the C names (Open MPI), so the
+//!   library exports them in every mangling. MPICH's call the C `MPI_Bcast`/`MPI_Barrier`,
+//!   which we already replace: exporting them too would add a second, Fortran-argument
+//!   reading layer over the host's for nothing.
+//! - `mpicast_fortran_f08_bcast`: the same for mpi_f08's `mpi_bcast_f08_` (Open MPI; MPICH's
+//!   `mpi_bcast_f08ts_` reaches the C `MPI_Bcast`/`MPI_Bcast_c`).
+//! - `mpicast_fortran_f08_barrier`: mpi_f08's `mpi_barrier_f08_` goes to PMPI in both.
+//!
+//! The test `link_fortran_route` (scripts/fortran_route.sh) checks these facts against the
+//! installed MPI: it watches which C entry points each Fortran binding reaches and requires
+//! the library to export exactly the Fortran names whose calls would otherwise miss it.
+
+use std::path::PathBuf;
 
 fn main() {
     println!("cargo:rerun-if-changed=src/host/shim.c");
     println!("cargo:rerun-if-env-changed=MPI_PKG_CONFIG");
     println!("cargo:rerun-if-env-changed=MPICC");
+    for cfg in [
+        "mpicast_large_count",
+        "mpicast_fortran_mpif",
+        "mpicast_fortran_f08_bcast",
+        "mpicast_fortran_f08_barrier",
+    ] {
+        println!("cargo:rustc-check-cfg=cfg({cfg})");
+    }
     let lib = match build_probe_mpi::probe() {
         Ok(lib) => lib,
         Err(errs) => {
@@ -16,13 +41,76 @@ fn main() {
         }
     };
     let mut cc = cc::Build::new();
-    cc.file("src/host/shim.c").warnings(true);
+    cc.warnings(true);
     for inc in &lib.include_paths {
         cc.include(inc);
     }
     if let Some(mpicc) = &lib.mpicc {
         cc.compiler(mpicc);
     }
-    cc.compile("mpicast_shim");
+
+    let probe = probe_header(&cc);
+    if probe.large_count {
+        println!("cargo:rustc-cfg=mpicast_large_count");
+    }
+    match probe.flavour {
+        Flavour::OpenMpi => {
+            println!("cargo:rustc-cfg=mpicast_fortran_mpif");
+            println!("cargo:rustc-cfg=mpicast_fortran_f08_bcast");
+            println!("cargo:rustc-cfg=mpicast_fortran_f08_barrier");
+        }
+        Flavour::Mpich => println!("cargo:rustc-cfg=mpicast_fortran_f08_barrier"),
+        Flavour::Other => {
+            println!("cargo:warning=mpicast: neither Open MPI nor MPICH: no Fortran entry points")
+        }
+    }
+
+    cc.clone().file("src/host/shim.c").compile("mpicast_shim");
     println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libmpicast.so.0");
+}
+
+enum Flavour {
+    OpenMpi,
+    Mpich,
+    Other,
+}
+
+struct Probe {
+    flavour: Flavour,
+    large_count: bool,
+}
+
+/// Runs the preprocessor over mpi.h: which MPI it is, and whether it declares the MPI-4
+/// large-count broadcast.
+fn probe_header(cc: &cc::Build) -> Probe {
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("OUT_DIR"));
+    let src = out.join("mpicast_probe.c");
+    std::fs::write(
+        &src,
+        "#include <mpi.h>\n\
+         mpicast_probe_openmpi OPEN_MPI\n\
+         mpicast_probe_mpich MPICH_NUMVERSION\n\
+         mpicast_probe_version MPI_VERSION\n",
+    )
+    .expect("write the mpi.h probe");
+    let text = String::from_utf8_lossy(&cc.clone().file(&src).expand()).into_owned();
+    let value = |key: &str| -> Option<String> {
+        text.lines()
+            .find_map(|l| l.trim().strip_prefix(key).map(|v| v.trim().to_string()))
+    };
+    let flavour = if value("mpicast_probe_openmpi ").as_deref() == Some("1") {
+        Flavour::OpenMpi
+    } else if value("mpicast_probe_mpich ").is_some_and(|v| v != "MPICH_NUMVERSION") {
+        Flavour::Mpich
+    } else {
+        Flavour::Other
+    };
+    let version: u32 = value("mpicast_probe_version ")
+        .and_then(|v| v.trim_matches(|c| c == '(' || c == ')').parse().ok())
+        .unwrap_or(0);
+    let large_count = version >= 4 && text.contains("PMPI_Bcast_c");
+    Probe {
+        flavour,
+        large_count,
+    }
 }

@@ -22,6 +22,13 @@ done
 [ -L "$libdir/libmpicast.so.0" ] && [ -L "$libdir/libmpicast.so" ] || fail "the .so names must be symlinks"
 
 args=(-DCONSUMER_VIA="$TC_VIA" -DMPI_C_COMPILER="$MPI_C_COMPILER")
+# The Fortran module: installed whenever this machine has a Fortran compiler, and then a
+# Fortran consumer is built against it too.
+fc=$(command -v "mpif90.$TC_FLAVOUR" || true)
+if command -v gfortran >/dev/null && [ -n "$fc" ]; then
+  [ -e "$prefix/include/mpicast.mod" ] || fail "not installed: include/mpicast.mod (the Fortran module)"
+  args+=(-DCONSUMER_FORTRAN=ON -DMPI_Fortran_COMPILER="$fc")
+fi
 case "$TC_VIA" in
   cmake) args+=(-DCMAKE_PREFIX_PATH="$prefix") ;;
   pkgconfig)
@@ -44,4 +51,7 @@ grep -q 'libmpicast.so.0' <<<"$needed" || fail "the consumer does not need libmp
 
 launch 2 linked
 TC_EXPECT=mcast timeout -k 10 60 "${LAUNCH[@]}" "$exe" || fail "the consumer failed"
+if [ -e "$W/consumer/consumer_f" ]; then
+  TC_EXPECT=mcast timeout -k 10 60 "${LAUNCH[@]}" "$W/consumer/consumer_f" || fail "the Fortran consumer failed"
+fi
 echo "consumer ($TC_VIA): ok"

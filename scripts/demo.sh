@@ -8,7 +8,7 @@ lib=$1 bench=$2 out=$3
 np=${DEMO_NP:-4}
 args=(--sizes "${DEMO_SIZES:-1,1024,16384,65536,262144,1048576,4194304}" --reps "${DEMO_REPS:-30}" --barrier)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export MPICAST_IFACE=lo MPICAST_TTL=0 MPICAST_MIN_BYTES=0
+export MPICAST_IFACE=lo MPICAST_TTL=0 MPICAST_MIN_BYTES=0 MPICAST_TOPO=flat
 run=(mpirun.openmpi --oversubscribe --bind-to none -n "$np")
 mkdir -p "$out"
 
@@ -18,7 +18,7 @@ timeout -k 10 600 "${run[@]}" "$bench" "${args[@]}" >"$out/host.csv"
 # its network path, here over the same loopback interface that mpicast multicasts on.
 echo "host MPI (TCP):           ${run[*]} --mca btl tcp,self $bench ${args[*]}"
 timeout -k 10 600 "${run[@]}" --mca btl tcp,self "$bench" "${args[@]}" >"$out/host-tcp.csv"
-echo "mpicast:                  MPICAST_IFACE=lo MPICAST_TTL=0 MPICAST_MIN_BYTES=0 ${run[*]} -x LD_PRELOAD=$lib $bench ${args[*]}"
+echo "mpicast:                  MPICAST_IFACE=lo MPICAST_TTL=0 MPICAST_MIN_BYTES=0 MPICAST_TOPO=flat ${run[*]} -x LD_PRELOAD=$lib $bench ${args[*]}"
 timeout -k 10 600 "${run[@]}" -x "LD_PRELOAD=$lib" "$bench" "${args[@]}" >"$out/mpicast.csv"
 cpu=$(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -n 1)
 echo "machine:  $(uname -n), $(nproc) cores, ${cpu:-unknown cpu}, Linux $(uname -r), loopback, $np ranks, $(date -u +%F)"

@@ -27,6 +27,20 @@ pub enum SyncAlgo {
     Linear,
 }
 
+/// How the ranks of a communicator that share a host take part in the multicast.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Topo {
+    /// `leaders` when several hosts each hold several of the ranks, `flat` when every rank
+    /// is on its own host, and the host MPI when all ranks share one host (its shared memory
+    /// beats a multicast that crosses no wire).
+    Auto,
+    /// Every rank joins the multicast, wherever it runs.
+    Flat,
+    /// One rank per host (the lowest) joins the multicast; the others get the data from it
+    /// through the host MPI on a host-local communicator.
+    Leaders,
+}
+
 /// Which interface to multicast on, as the user wrote it in `MPICAST_IFACE`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum IfaceSpec {
@@ -64,6 +78,8 @@ pub struct Config {
     pub ports: (u16, u16),
     /// `MPICAST_SYNC`.
     pub sync: SyncAlgo,
+    /// `MPICAST_TOPO`.
+    pub topo: Topo,
     /// `MPICAST_MIN_BYTES`: smaller messages go to the host MPI; 0 multicasts everything.
     pub min_bytes: usize,
     /// `MPICAST_FRAG_BYTES`: datagram payload size; `None` derives it from the MTU.
@@ -100,6 +116,7 @@ impl Default for Config {
             group: DEFAULT_GROUP,
             ports: DEFAULT_PORTS,
             sync: SyncAlgo::Tree,
+            topo: Topo::Auto,
             min_bytes: DEFAULT_MIN_BYTES,
             frag_bytes: None,
             rcvbuf: DEFAULT_RCVBUF,
@@ -147,6 +164,13 @@ pub const VARIABLES: &[(&str, &str, &str)] = &[
         "MPICAST_SYNC",
         "tree",
         "scout synchronisation before the multicast: tree or linear",
+    ),
+    (
+        "MPICAST_TOPO",
+        "auto",
+        "ranks sharing a host: leaders (one per host multicasts, the host MPI spreads it \
+         locally), flat (every rank joins), auto (leaders if hosts hold several ranks, flat if \
+         one each, the host MPI if all ranks share one host)",
     ),
     (
         "MPICAST_MIN_BYTES",
@@ -277,6 +301,14 @@ impl Config {
         }
         if let Some((raw, v)) = val("MPICAST_SYNC") {
             c.sync = parse_sync(&v).ok_or_else(|| err("MPICAST_SYNC", &raw, EXPECT_SYNC))?;
+        }
+        if let Some((raw, v)) = val("MPICAST_TOPO") {
+            c.topo = match v.to_ascii_lowercase().as_str() {
+                "auto" => Topo::Auto,
+                "flat" => Topo::Flat,
+                "leaders" => Topo::Leaders,
+                _ => return Err(err("MPICAST_TOPO", &raw, "auto, flat or leaders")),
+            };
         }
         if let Some((raw, v)) = val("MPICAST_MIN_BYTES") {
             c.min_bytes =
@@ -660,7 +692,7 @@ mod tests {
             assert!(n.starts_with(PREFIX));
             assert_eq!(names.iter().filter(|m| *m == n).count(), 1, "{n} twice");
         }
-        assert_eq!(names.len(), 13);
+        assert_eq!(names.len(), 14);
     }
 
     #[test]
@@ -861,6 +893,18 @@ mod tests {
     }
 
     #[test]
+    fn topo() {
+        let f = |v| cfg(&[("MPICAST_TOPO", v)]).unwrap().topo;
+        assert_eq!(cfg(&[]).unwrap().topo, Topo::Auto);
+        assert_eq!(f("auto"), Topo::Auto);
+        assert_eq!(f("FLAT"), Topo::Flat);
+        assert_eq!(f(" leaders "), Topo::Leaders);
+        for v in ["tree", "hier", "1"] {
+            bad("MPICAST_TOPO", v);
+        }
+    }
+
+    #[test]
     fn rcvbuf() {
         let f = |v| cfg(&[("MPICAST_RCVBUF", v)]).unwrap().rcvbuf;
         assert_eq!(f("64k"), 65536);
@@ -891,6 +935,7 @@ mod tests {
             ("MPICAST_GROUP", "239.7.0.0/24"),
             ("MPICAST_PORT", "30000-30099"),
             ("MPICAST_SYNC", "linear"),
+            ("MPICAST_TOPO", "leaders"),
             ("MPICAST_MIN_BYTES", "0"),
             ("MPICAST_FRAG_BYTES", "8000"),
             ("MPICAST_RCVBUF", "16M"),
@@ -909,6 +954,7 @@ mod tests {
                 group: (Ipv4Addr::new(239, 7, 0, 0), 24),
                 ports: (30000, 30099),
                 sync: SyncAlgo::Linear,
+                topo: Topo::Leaders,
                 min_bytes: 0,
                 frag_bytes: Some(8000),
                 rcvbuf: 16 << 20,

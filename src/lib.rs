@@ -3,6 +3,7 @@
 
 pub mod algo;
 pub mod config;
+pub mod goal;
 pub mod sched;
 pub mod wire;
 

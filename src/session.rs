@@ -8,11 +8,16 @@
 //! down whatever is left (communicators never freed are found in the registry) and stops
 //! the responder thread before the host MPI shuts down.
 
-use crate::config::{Config, ConfigError};
+use crate::algo::{
+    self,
+    hosts::{Hosts, Layout},
+};
+use crate::config::{Config, ConfigError, Topo};
 use crate::host::{self, MPI_Comm};
 use crate::transport::{self, responder::ResponderThread, Channel};
 use std::collections::{BTreeMap, HashMap};
 use std::os::raw::c_int;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// Why a call cannot go through mpicast at all.
@@ -40,6 +45,32 @@ pub enum Path {
     /// The host MPI, for the reason given (printed once at setup).
     Host(String),
     /// IP multicast.
+    Mcast(Box<Channel>),
+    /// Several ranks per host: one leader per host multicasts, the host MPI carries the
+    /// data inside each host.
+    Hier(Box<Hier>),
+}
+
+/// The two levels of a communicator whose hosts hold several ranks each.
+pub struct Hier {
+    /// The ranks of this host (a split of the private duplicate, ordered by rank).
+    pub local: host::SendComm,
+    pub hosts: Hosts,
+    /// Host leaders only: the communicator of all leaders and how it multicasts.
+    pub lead: Option<Leaders>,
+}
+
+pub struct Leaders {
+    /// Leader k is the leader of host k.
+    pub comm: host::SendComm,
+    pub path: LeaderPath,
+}
+
+pub enum LeaderPath {
+    /// Only one host.
+    Alone,
+    /// Multicast did not work between the hosts: the host MPI on the leaders' communicator.
+    Host,
     Mcast(Box<Channel>),
 }
 
@@ -69,6 +100,12 @@ pub struct Session {
     /// MPI copies a communicator's hints, and freed with the communicator).
     hint_keyval: c_int,
     hints: Mutex<HashMap<usize, HintMap>>,
+    /// The smallest broadcast that may go by multicast on any communicator:
+    /// `MPICAST_MIN_BYTES`, lowered by any `mpicast_min_bytes` hint ever recorded. Smaller
+    /// broadcasts go to the host MPI without looking up the communicator.
+    min_floor: AtomicUsize,
+    /// Set when MPI_Finalize deletes our MPI_COMM_SELF attribute.
+    finalized: AtomicBool,
     next_token: Mutex<usize>,
     pub responder: Mutex<Option<ResponderThread>>,
     world_rank: u32,
@@ -87,6 +124,14 @@ pub fn get() -> Result<Arc<Session>, String> {
     SESSION
         .get_or_init(|| start().map_err(|e| e.to_string()))
         .clone()
+}
+
+/// The session if it has started successfully, without starting it: the hot path's check.
+pub fn started() -> Option<&'static Session> {
+    match SESSION.get() {
+        Some(Ok(s)) => Some(s.as_ref()),
+        _ => None,
+    }
 }
 
 fn start() -> Result<Arc<Session>, SessionError> {
@@ -109,12 +154,15 @@ fn start() -> Result<Arc<Session>, SessionError> {
     let self_keyval = host::attr::create_keyval(&FINALIZE).map_err(SessionError::Mpi)?;
     host::attr::set(host::comm_self(), self_keyval, 0).map_err(SessionError::Mpi)?;
     let world_rank = host::comm::rank(host::comm_world()).map_err(SessionError::Mpi)?;
+    let min_floor = cfg.min_bytes;
     Ok(Arc::new(Session {
         cfg,
         keyval,
         registry: Mutex::new(HashMap::new()),
         hint_keyval,
         hints: Mutex::new(HashMap::new()),
+        min_floor: AtomicUsize::new(min_floor),
+        finalized: AtomicBool::new(false),
         next_token: Mutex::new(1),
         responder: Mutex::new(None),
         world_rank,
@@ -122,6 +170,17 @@ fn start() -> Result<Arc<Session>, SessionError> {
 }
 
 impl Session {
+    /// True while MPI is initialised and not finalised, without asking MPI: the session
+    /// exists only after MPI_Init, and learns of MPI_Finalize through its attribute.
+    pub fn active(&self) -> bool {
+        !self.finalized.load(Ordering::Acquire)
+    }
+
+    /// Broadcasts smaller than this go to the host MPI on every communicator.
+    pub fn min_floor(&self) -> usize {
+        self.min_floor.load(Ordering::Relaxed)
+    }
+
     /// The state of `comm`, made on first use. Collective over `comm` when it is made, which
     /// is fine: the first collective call on a communicator is made by all its ranks.
     pub fn comm_state(&self, comm: MPI_Comm) -> Result<Arc<Mutex<CommState>>, host::MpiError> {
@@ -151,6 +210,12 @@ impl Session {
         let entries = host::comm::info_entries(info, &HINT_KEYS);
         if entries.is_empty() {
             return Ok(());
+        }
+        for (k, v) in &entries {
+            let mut h = crate::config::Hints::default();
+            if let (Ok(true), Some(m)) = (h.set(k, v), h.min_bytes) {
+                self.min_floor.fetch_min(m, Ordering::Relaxed);
+            }
         }
         match host::attr::get(comm, self.hint_keyval)? {
             Some(token) => {
@@ -210,18 +275,7 @@ impl Session {
             }
             Path::Host(e)
         } else {
-            match transport::setup(self, private, size, rank, &cfg)? {
-                Ok(ch) => Path::Mcast(Box::new(ch)),
-                Err(reason) => {
-                    crate::stats::add(&crate::stats::COUNTERS.fallbacks, 1);
-                    if rank == 0 {
-                        eprintln!(
-                            "mpicast: warning: multicast unavailable for a communicator of {size} ranks: {reason}; using the host MPI for it"
-                        );
-                    }
-                    Path::Host(reason)
-                }
-            }
+            self.multicast_path(private, size, rank, &cfg)?
         };
         Ok(CommState {
             private: host::SendComm(private),
@@ -230,6 +284,122 @@ impl Session {
             seq: 0,
             cfg,
             path,
+        })
+    }
+
+    /// Collective over `private`: how this communicator multicasts, from where its ranks
+    /// run (`MPICAST_TOPO`) and whether multicast works between them.
+    fn multicast_path(
+        &self,
+        private: MPI_Comm,
+        size: u32,
+        rank: u32,
+        cfg: &Config,
+    ) -> Result<Path, host::MpiError> {
+        let layout = if cfg.topo == Topo::Flat {
+            (Layout::Flat, None)
+        } else {
+            // Each rank's interface address names its host. A rank without one makes the
+            // layout flat, and the setup below then falls back with the reason.
+            let mine = transport::local_addr(cfg).map_or(0, u32::from);
+            let all = host::comm::allgather_bytes(private, &mine.to_le_bytes())?;
+            let addrs: Vec<u32> = all
+                .chunks(4)
+                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect();
+            if addrs.contains(&0) {
+                (Layout::Flat, None)
+            } else {
+                let hosts = Hosts::group(&addrs);
+                (algo::hosts::layout(cfg.topo, &hosts), Some(hosts))
+            }
+        };
+        match layout {
+            (Layout::OneHost, _) => {
+                if rank == 0 && cfg.verbose >= 1 {
+                    eprintln!(
+                        "mpicast: all {size} ranks of a communicator share one host: the host MPI carries its collectives (MPICAST_TOPO=flat multicasts anyway)"
+                    );
+                }
+                Ok(Path::Host("all ranks on one host".into()))
+            }
+            (Layout::Leaders, Some(hosts)) => Ok(Path::Hier(Box::new(
+                self.leaders(private, rank, hosts, cfg)?,
+            ))),
+            _ => Ok(match self.channel(private, size, rank, cfg)? {
+                Some(ch) => Path::Mcast(Box::new(ch)),
+                None => Path::Host("multicast unavailable".into()),
+            }),
+        }
+    }
+
+    /// The multicast channel over `comm` (collective), or `None` after a warning when
+    /// multicast does not work between its ranks.
+    fn channel(
+        &self,
+        comm: MPI_Comm,
+        size: u32,
+        rank: u32,
+        cfg: &Config,
+    ) -> Result<Option<Channel>, host::MpiError> {
+        Ok(match transport::setup(self, comm, size, rank, cfg)? {
+            Ok(ch) => Some(ch),
+            Err(reason) => {
+                crate::stats::add(&crate::stats::COUNTERS.fallbacks, 1);
+                if rank == 0 {
+                    eprintln!(
+                        "mpicast: warning: multicast unavailable for a communicator of {size} ranks: {reason}; using the host MPI for it"
+                    );
+                }
+                None
+            }
+        })
+    }
+
+    /// Splits `private` into one communicator per host and one of the host leaders, and
+    /// sets up the leaders' multicast channel.
+    fn leaders(
+        &self,
+        private: MPI_Comm,
+        rank: u32,
+        hosts: Hosts,
+        cfg: &Config,
+    ) -> Result<Hier, host::MpiError> {
+        let me = rank as usize;
+        let my_host = hosts.host_of[me];
+        let local =
+            host::comm::split(private, Some(my_host), rank)?.expect("every rank has a host colour");
+        let is_leader = hosts.local_rank[me] == 0;
+        let leaders = host::comm::split(private, is_leader.then_some(0), rank)?;
+        let mut lead = None;
+        if let Some(lc) = leaders {
+            // Hosts are numbered by their lowest rank, so a leader's rank among the leaders
+            // is its host's number.
+            let n = hosts.hosts();
+            let path = if n == 1 {
+                LeaderPath::Alone
+            } else {
+                match self.channel(lc, n, my_host, cfg)? {
+                    Some(ch) => LeaderPath::Mcast(Box::new(ch)),
+                    None => LeaderPath::Host,
+                }
+            };
+            lead = Some(Leaders {
+                comm: host::SendComm(lc),
+                path,
+            });
+        }
+        if rank == 0 && cfg.verbose >= 1 {
+            eprintln!(
+                "mpicast: a communicator of {} ranks on {} hosts: one leader per host multicasts, the host MPI spreads data inside each host",
+                hosts.ranks(),
+                hosts.hosts()
+            );
+        }
+        Ok(Hier {
+            local: host::SendComm(local),
+            hosts,
+            lead,
         })
     }
 
@@ -242,6 +412,7 @@ impl Session {
     }
 
     fn finalize(&self) {
+        self.finalized.store(true, Ordering::Release);
         if self.cfg.stats && self.world_rank == 0 {
             eprintln!(
                 "{}",
@@ -260,8 +431,18 @@ impl Session {
 
 impl CommState {
     fn teardown(&mut self, session: &Session) {
-        if let Path::Mcast(ch) = std::mem::replace(&mut self.path, Path::Host("freed".into())) {
-            ch.close(session);
+        match std::mem::replace(&mut self.path, Path::Host("freed".into())) {
+            Path::Mcast(ch) => ch.close(session),
+            Path::Hier(h) => {
+                if let Some(l) = h.lead {
+                    if let LeaderPath::Mcast(ch) = l.path {
+                        ch.close(session);
+                    }
+                    let _ = host::comm::free(l.comm.0);
+                }
+                let _ = host::comm::free(h.local.0);
+            }
+            _ => {}
         }
         if self.private.0 != host::comm_null() {
             // Errors here cannot be reported to anyone; the communicator is going away.

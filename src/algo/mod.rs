@@ -3,6 +3,9 @@
 //! `tree` owns the rank arithmetic of the binary scout tree, `scout` the broadcast and barrier of
 //! seed 002 (scouts gathered over point-to-point, then one multicast).
 
+pub mod binomial;
+pub mod dissemination;
+pub mod hosts;
 pub mod scout;
 pub mod tree;
 
@@ -10,7 +13,7 @@ pub use scout::{barrier, bcast, Sync};
 pub use tree::{tree_children, tree_parent, TreeChildren};
 
 /// Point-to-point tag of the zero-byte scout messages on the private communicator.
-pub const TAG_SCOUT: u16 = 1;
+pub const TAG_SCOUT: u32 = 1;
 
 #[cfg(test)]
 mod sim_tests;

@@ -38,7 +38,7 @@ pub fn barrier(n: u32, me: u32) -> Schedule {
     gather_then_multicast(Sync::Tree, n, 0, me, 0, Release::AfterScout)
 }
 
-fn scout(peer: u32) -> (u32, u16, BufRef) {
+fn scout(peer: u32) -> (u32, u32, BufRef) {
     (peer, TAG_SCOUT, BufRef::EMPTY)
 }
 

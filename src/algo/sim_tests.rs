@@ -31,7 +31,7 @@ impl Coll {
     }
 }
 
-type Key = (u32, u32, u16); // (src, dst, tag)
+type Key = (u32, u32, u32); // (src, dst, tag)
 
 #[derive(Clone, Copy, Debug)]
 enum Event {
@@ -199,7 +199,9 @@ impl Net {
                     self.mcast_posted[me as usize] = Some((id, root, buf.len));
                 }
             }
-            Op::Exec { .. } => panic!("seed {seed}: scout schedules have no exec"),
+            Op::Exec { .. } | Op::Calc { .. } => {
+                panic!("seed {seed}: scout schedules have no exec or calc")
+            }
         }
     }
 

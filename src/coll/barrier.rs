@@ -1,12 +1,13 @@
 //! MPI_Barrier: scouts climb the binary tree to rank 0, which releases everyone with one
 //! zero-data multicast (seed 002, section 3.2).
 
-use super::{fail, run, session_or_die};
+use super::{fail, hier, run, session_or_die};
 use crate::algo;
 use crate::host::{self, MPI_Comm};
-use crate::session::Path;
+use crate::session::{self, Path};
 use crate::stats::{self, COUNTERS};
-use crate::transport::op::{Data, Kind};
+use crate::transport::op::{Data, Kind, OpError};
+use crate::transport::Channel;
 use std::os::raw::c_int;
 
 fn to_host(comm: MPI_Comm) -> c_int {
@@ -15,10 +16,15 @@ fn to_host(comm: MPI_Comm) -> c_int {
 }
 
 pub fn barrier(comm: MPI_Comm) -> c_int {
-    if !host::is_active() || comm == host::comm_null() {
+    if comm == host::comm_null() {
         return to_host(comm);
     }
-    let session = session_or_die();
+    let session = match session::started() {
+        Some(s) if s.active() => s,
+        Some(_) => return to_host(comm),
+        None if !host::is_active() => return to_host(comm),
+        None => session_or_die(),
+    };
     if session.cfg.disable {
         return to_host(comm);
     }
@@ -31,14 +37,14 @@ pub fn barrier(comm: MPI_Comm) -> c_int {
     };
     let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
     let st = &mut *st;
-    let chan = match &mut st.path {
+    match &st.path {
         Path::Alone => {
             stats::add(&COUNTERS.barrier_mcast, 1);
             return host::SUCCESS;
         }
         Path::Host(_) => return to_host(comm),
-        Path::Mcast(ch) => ch,
-    };
+        Path::Mcast(_) | Path::Hier(_) => {}
+    }
     stats::add(&COUNTERS.barrier_mcast, 1);
     st.seq += 1;
     if st.cfg.verbose >= 2 {
@@ -47,18 +53,36 @@ pub fn barrier(comm: MPI_Comm) -> c_int {
             st.rank, st.seq
         );
     }
-    let sched = algo::barrier(size, st.rank);
-    match run(
+    let (private, rank, seq) = (st.private.0, st.rank, st.seq);
+    let result = match &mut st.path {
+        Path::Mcast(chan) => Ok(mcast_barrier(chan, private, rank, size, seq)),
+        Path::Hier(h) => hier::barrier(h, rank, seq),
+        Path::Alone | Path::Host(_) => unreachable!("handled above"),
+    };
+    match result {
+        Ok(Ok(())) => host::SUCCESS,
+        Ok(Err(e)) => fail(comm, e),
+        Err(e) => host::call_errhandler(comm, e.0),
+    }
+}
+
+/// One barrier over a multicast channel among `size` ranks of `private`.
+pub(super) fn mcast_barrier(
+    chan: &mut Channel,
+    private: MPI_Comm,
+    rank: u32,
+    size: u32,
+    seq: u64,
+) -> Result<(), OpError> {
+    let sched = algo::barrier(size, rank);
+    run(
         chan,
-        st.private.0,
-        st.rank,
+        private,
+        rank,
         size,
-        st.seq,
+        seq,
         Kind::Barrier,
         Data::None,
         &sched,
-    ) {
-        Ok(()) => host::SUCCESS,
-        Err(e) => fail(comm, e),
-    }
+    )
 }

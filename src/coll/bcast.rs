@@ -1,17 +1,18 @@
 //! MPI_Bcast: scouts (binary tree or linear) to the root, then one reliable multicast.
 
-use super::{fail, run, session_or_die};
+use super::{fail, hier, run, session_or_die};
 use crate::algo;
 use crate::config::SyncAlgo;
-use crate::host::{self, buffer::UserBuf, MPI_Comm, MPI_Datatype};
-use crate::session::Path;
+use crate::host::{self, buffer::UserBuf, MPI_Comm, MPI_Datatype, MpiResult};
+use crate::session::{self, Path};
 use crate::stats::{self, COUNTERS};
-use crate::transport::op::{Data, Kind};
+use crate::transport::op::{Data, Kind, OpError};
+use crate::transport::Channel;
 use std::os::raw::{c_int, c_void};
 
 fn to_host(
     buf: *mut c_void,
-    count: c_int,
+    count: i64,
     dtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
@@ -20,19 +21,31 @@ fn to_host(
     host::pmpi_bcast(buf, count, dtype, root, comm)
 }
 
+/// `count` is 64-bit: MPI_Bcast and the MPI-4 large-count MPI_Bcast_c take this one path.
 pub fn bcast(
     buf: *mut c_void,
-    count: c_int,
+    count: i64,
     dtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
-    if !host::is_active() || comm == host::comm_null() || host::is_in_place(buf) || count < 0 {
+    if comm == host::comm_null() || host::is_in_place(buf) || count < 0 {
         return to_host(buf, count, dtype, root, comm);
     }
-    let session = session_or_die();
+    // The fast path, first: a started session knows MPI is active without asking it, and a
+    // message below every communicator's threshold needs one PMPI call to be sent on.
+    let session = match session::started() {
+        Some(s) if s.active() => s,
+        Some(_) => return to_host(buf, count, dtype, root, comm),
+        None if !host::is_active() => return to_host(buf, count, dtype, root, comm),
+        None => session_or_die(),
+    };
     if session.cfg.disable {
         return to_host(buf, count, dtype, root, comm);
+    }
+    match host::buffer::payload_bytes(count, dtype) {
+        Some(b) if b >= session.min_floor() as u64 => {}
+        _ => return to_host(buf, count, dtype, root, comm),
     }
     let (Ok(false), Ok(size)) = (host::comm::is_inter(comm), host::comm::size(comm)) else {
         return to_host(buf, count, dtype, root, comm);
@@ -53,14 +66,14 @@ pub fn bcast(
     };
     let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
     let st = &mut *st;
-    let chan = match &mut st.path {
+    match &st.path {
         Path::Alone => {
             stats::add(&COUNTERS.bcast_mcast, 1);
             return host::SUCCESS;
         }
         Path::Host(_) => return to_host(buf, count, dtype, root, comm),
-        Path::Mcast(ch) => ch,
-    };
+        Path::Mcast(_) | Path::Hier(_) => {}
+    }
     if bytes < st.cfg.min_bytes {
         return to_host(buf, count, dtype, root, comm);
     }
@@ -81,9 +94,42 @@ pub fn bcast(
             st.rank, st.seq, st.cfg.sync
         );
     }
-    let sched = algo::bcast(sync, st.size, root, st.rank, bytes);
-    let (private, rank, seq) = (st.private.0, st.rank, st.seq);
-    let result = if rank == root {
+    let (private, rank, size, seq) = (st.private.0, st.rank, st.size, st.seq);
+    let (result, sent) = match &mut st.path {
+        Path::Mcast(chan) => (
+            mcast_bcast(chan, private, rank, size, seq, root, sync, &mut ub),
+            rank == root,
+        ),
+        Path::Hier(h) => hier::bcast(h, rank, seq, root, sync, &mut ub),
+        Path::Alone | Path::Host(_) => unreachable!("handled above"),
+    };
+    match result {
+        Ok(Ok(())) => {
+            if sent {
+                stats::add(&COUNTERS.bytes_mcast, bytes as u64);
+            }
+            host::SUCCESS
+        }
+        Ok(Err(e)) => fail(comm, e),
+        Err(e) => host::call_errhandler(comm, e.0),
+    }
+}
+
+/// One broadcast of `ub` from `root` over a multicast channel among `size` ranks of
+/// `private`: the root sends, the others receive.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn mcast_bcast(
+    chan: &mut Channel,
+    private: MPI_Comm,
+    rank: u32,
+    size: u32,
+    seq: u64,
+    root: u32,
+    sync: algo::Sync,
+    ub: &mut UserBuf,
+) -> MpiResult<Result<(), OpError>> {
+    let sched = algo::bcast(sync, size, root, rank, ub.bytes());
+    if rank == root {
         ub.with_send_bytes(|d| {
             run(
                 chan,
@@ -109,15 +155,5 @@ pub fn bcast(
                 &sched,
             )
         })
-    };
-    match result {
-        Ok(Ok(())) => {
-            if rank == root {
-                stats::add(&COUNTERS.bytes_mcast, bytes as u64);
-            }
-            host::SUCCESS
-        }
-        Ok(Err(e)) => fail(comm, e),
-        Err(e) => host::call_errhandler(comm, e.0),
     }
 }

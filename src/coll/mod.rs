@@ -5,6 +5,7 @@
 
 mod barrier;
 mod bcast;
+mod hier;
 mod info;
 
 pub use barrier::barrier;
@@ -17,19 +18,19 @@ use crate::session::{self, Session};
 use crate::transport::op::{Data, Kind, OpBackend, OpError};
 use crate::transport::Channel;
 use std::os::raw::c_int;
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 /// The session, or the end of the job with a clear message: a library built for the other
 /// MPI flavour cannot even name the communicator to abort, and a bad MPICAST_* setting must
 /// never be ignored.
-fn session_or_die() -> Arc<Session> {
+fn session_or_die() -> &'static Session {
     static FLAVOUR: OnceLock<Result<(), String>> = OnceLock::new();
     if let Err(msg) = FLAVOUR.get_or_init(host::flavour::check) {
         eprintln!("{msg}");
         host::exit_now(1);
     }
     match session::get() {
-        Ok(s) => s,
+        Ok(_) => session::started().expect("the session has just started"),
         Err(msg) => {
             eprintln!("{msg}");
             host::abort(host::comm_world(), 1)

@@ -2,6 +2,7 @@
 //! panic boundary (`guard`), so no panic ever unwinds into the application or MPI.
 
 pub mod ext;
+pub mod fortran;
 pub mod mpi;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};

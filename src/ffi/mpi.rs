@@ -21,6 +21,32 @@ pub unsafe extern "C" fn MPI_Bcast(
     guard(
         "MPI_Bcast",
         || host::call_errhandler(comm, host::err_other()),
+        || coll::bcast(buffer, i64::from(count), datatype, root, comm),
+    )
+}
+
+/// MPI_Bcast_c, the MPI-4 large-count broadcast: the same path as MPI_Bcast, counts beyond
+/// 2^31 elements included. Only in builds for an MPI that has it (build.rs: MPICH 4.0 has,
+/// Open MPI 4.1 has not), so that a program never finds it where its MPI has none; mpi4py
+/// on MPICH calls it for every broadcast, and mpi_f08's large-count MPI_Bcast reaches it.
+///
+/// # Safety
+/// The arguments are those of MPI_Bcast_c, with the same requirements.
+#[cfg(mpicast_large_count)]
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Bcast_c(
+    buffer: *mut c_void,
+    count: mpi_sys::MPI_Count,
+    datatype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    // MPI_Count is a 64-bit integer (long or long long) in every MPI with MPI_Bcast_c.
+    #[allow(clippy::unnecessary_cast)]
+    let count = count as i64;
+    guard(
+        "MPI_Bcast_c",
+        || host::call_errhandler(comm, host::err_other()),
         || coll::bcast(buffer, count, datatype, root, comm),
     )
 }

@@ -7,7 +7,8 @@ use std::os::raw::{c_int, c_void};
 
 pub struct UserBuf {
     ptr: *mut c_void,
-    count: c_int,
+    /// 64-bit: MPI-4 large-count calls (`MPI_Bcast_c`) describe their buffers here too.
+    count: i64,
     dtype: MPI_Datatype,
     comm: MPI_Comm,
     bytes: usize,
@@ -15,11 +16,24 @@ pub struct UserBuf {
     contiguous: Option<*mut u8>,
 }
 
+/// Size in bytes of `count` elements of `dtype`, or `None` when the host rejects the datatype
+/// or the count is negative (the caller then hands the call to the host, which reports it).
+/// One PMPI call: the cheap test that sends small messages straight to the host MPI.
+pub fn payload_bytes(count: i64, dtype: MPI_Datatype) -> Option<u64> {
+    let mut size: mpi_sys::MPI_Count = 0;
+    // SAFETY: writes one integer; an invalid handle is reported through the return code.
+    let rc = unsafe { mpi_sys::PMPI_Type_size_x(dtype, &mut size) };
+    if rc != super::SUCCESS || size < 0 || count < 0 {
+        return None;
+    }
+    (size as u64).checked_mul(count as u64)
+}
+
 impl UserBuf {
     /// Describes the buffer; fails (with the host's error) if the datatype is invalid.
     pub fn describe(
         ptr: *mut c_void,
-        count: c_int,
+        count: i64,
         dtype: MPI_Datatype,
         comm: MPI_Comm,
     ) -> MpiResult<UserBuf> {
@@ -39,7 +53,10 @@ impl UserBuf {
         if size < 0 || count < 0 {
             return Err(MpiError(mpi_sys::MPI_ERR_COUNT as c_int));
         }
-        let bytes = size as usize * count as usize;
+        let bytes = usize::try_from(size)
+            .ok()
+            .and_then(|s| s.checked_mul(usize::try_from(count).ok()?))
+            .ok_or(MpiError(mpi_sys::MPI_ERR_COUNT as c_int))?;
         let dense =
             textent as i128 == size as i128 && (count <= 1 || extent as i128 == size as i128);
         let contiguous = if dense || bytes == 0 {
@@ -99,11 +116,31 @@ impl UserBuf {
         Ok(r)
     }
 
+    /// The host's own broadcast of this buffer over `comm` (one of our private
+    /// communicators) from `root`: the host-local stage of a two-level broadcast.
+    pub fn host_bcast(&mut self, root: u32, comm: MPI_Comm) -> MpiResult<()> {
+        // The application's own (buffer, count, datatype), lent for this broadcast.
+        check(super::pmpi_bcast(
+            self.ptr,
+            self.count,
+            self.dtype,
+            root as c_int,
+            comm,
+        ))
+    }
+
+    /// The count as MPI_Pack/MPI_Unpack take it. Only contiguous buffers may exceed an int
+    /// (a non-contiguous one that large is not packable, and goes to the host).
+    fn int_count(&self) -> MpiResult<c_int> {
+        c_int::try_from(self.count).map_err(|_| MpiError(mpi_sys::MPI_ERR_COUNT as c_int))
+    }
+
     fn pack(&self) -> MpiResult<Vec<u8>> {
         let limit = c_int::MAX as usize;
         if self.bytes > limit {
             return Err(MpiError(mpi_sys::MPI_ERR_COUNT as c_int));
         }
+        let count = self.int_count()?;
         let mut out = vec![0u8; self.bytes];
         let mut pos: c_int = 0;
         // SAFETY: out has `bytes` bytes, the exact packed size of (count, dtype) in the
@@ -111,7 +148,7 @@ impl UserBuf {
         check(unsafe {
             mpi_sys::PMPI_Pack(
                 self.ptr as *const c_void,
-                self.count,
+                count,
                 self.dtype,
                 out.as_mut_ptr() as *mut c_void,
                 self.bytes as c_int,
@@ -126,6 +163,7 @@ impl UserBuf {
     }
 
     fn unpack(&mut self, data: &[u8]) -> MpiResult<()> {
+        let count = self.int_count()?;
         let mut pos: c_int = 0;
         // SAFETY: data holds the packed form of (count, dtype); MPI writes into the
         // application's buffer as the datatype describes.
@@ -135,7 +173,7 @@ impl UserBuf {
                 data.len() as c_int,
                 &mut pos,
                 self.ptr,
-                self.count,
+                count,
                 self.dtype,
                 self.comm,
             )

@@ -34,9 +34,31 @@ pub fn dup(comm: MPI_Comm) -> MpiResult<MPI_Comm> {
     Ok(out)
 }
 
+/// PMPI_Comm_split: ranks with the same `color` form one new communicator, ordered by
+/// `key`; `None` (MPI_UNDEFINED) takes part in the call but gets no communicator.
+pub fn split(comm: MPI_Comm, color: Option<u32>, key: u32) -> MpiResult<Option<MPI_Comm>> {
+    // SAFETY: constant read.
+    let undefined = unsafe { super::c::MPICAST_C_UNDEFINED };
+    let color = color.map_or(undefined, |c| c as c_int);
+    let mut out = super::comm_null();
+    // SAFETY: writes one handle.
+    check(unsafe { mpi_sys::PMPI_Comm_split(comm, color, key as c_int, &mut out) })?;
+    Ok(if out == super::comm_null() {
+        None
+    } else {
+        Some(out)
+    })
+}
+
 pub fn free(mut comm: MPI_Comm) -> MpiResult<()> {
     // SAFETY: the caller owns `comm` (a duplicate we made) and never uses it again.
     check(unsafe { mpi_sys::PMPI_Comm_free(&mut comm) })
+}
+
+/// The host's own barrier on one of our communicators.
+pub fn barrier(comm: MPI_Comm) -> MpiResult<()> {
+    // SAFETY: no pointers.
+    check(unsafe { mpi_sys::PMPI_Barrier(comm) })
 }
 
 /// Broadcasts `buf` (same length everywhere) from `root` with the host's own broadcast.

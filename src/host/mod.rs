@@ -10,6 +10,7 @@ pub mod attr;
 pub mod buffer;
 pub mod comm;
 pub mod flavour;
+pub mod fortran;
 pub mod p2p;
 
 pub use mpi_sys::{MPI_Comm, MPI_Datatype, MPI_Info, MPI_Request};
@@ -31,6 +32,7 @@ mod c {
         pub static MPICAST_C_KEYVAL_INVALID: c_int;
         pub static MPICAST_C_ANY_SOURCE: c_int;
         pub static MPICAST_C_MAX_INFO_VAL: c_int;
+        pub static MPICAST_C_UNDEFINED: c_int;
         pub static MPICAST_C_STATUS_IGNORE: *mut mpi_sys::MPI_Status;
         pub static MPICAST_C_FLAVOUR: c_int;
         pub fn mpicast_c_status_source(s: *const mpi_sys::MPI_Status) -> c_int;
@@ -143,17 +145,36 @@ pub fn err_other() -> c_int {
 
 /// The fallback paths: the host's own collectives, arguments passed through untouched so
 /// that the host reports its own errors for arguments we do not handle.
+///
+/// `count` is 64-bit so that MPI-4 large-count calls (`MPI_Bcast_c`) come through too: a
+/// count that fits an int goes to `PMPI_Bcast`, a larger one to `PMPI_Bcast_c` where the
+/// host has it (the same operation; only the name in the host's error message differs),
+/// and otherwise to the communicator's error handler as MPI_ERR_COUNT.
 // The buffer pointer is only handed on to the host MPI, exactly as the application gave it.
 #[allow(clippy::not_unsafe_ptr_arg_deref)]
 pub fn pmpi_bcast(
     buf: *mut c_void,
-    count: c_int,
+    count: i64,
     dtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
-    // SAFETY: forwards the application's own arguments unchanged.
-    unsafe { mpi_sys::PMPI_Bcast(buf, count, dtype, root, comm) }
+    if let Ok(n) = c_int::try_from(count) {
+        // SAFETY: forwards the application's own arguments unchanged.
+        return unsafe { mpi_sys::PMPI_Bcast(buf, n, dtype, root, comm) };
+    }
+    #[cfg(mpicast_large_count)]
+    {
+        // SAFETY: as above; MPI_Count is 64-bit.
+        #[allow(clippy::unnecessary_cast)]
+        unsafe {
+            mpi_sys::PMPI_Bcast_c(buf, count as mpi_sys::MPI_Count, dtype, root, comm)
+        }
+    }
+    #[cfg(not(mpicast_large_count))]
+    {
+        call_errhandler(comm, mpi_sys::MPI_ERR_COUNT as c_int)
+    }
 }
 
 pub fn pmpi_comm_set_info(comm: MPI_Comm, info: MPI_Info) -> c_int {

@@ -26,3 +26,33 @@ const int MPICAST_C_FLAVOUR = 0;
 #endif
 
 int mpicast_c_status_source(const MPI_Status *s) { return s->MPI_SOURCE; }
+
+/* Fortran handles to C handles. 1 and *out set when the host knows the handle; 0 when it
+ * does not (Open MPI's f2c returns NULL for an unknown index; MPICH's is a cast, and the
+ * host checks the handle itself). MPICH defines these as macros, Open MPI as functions:
+ * the PMPI name where there is one, since the MPI_ name may be another tool's. */
+int mpicast_c_comm_f2c(MPI_Fint f, MPI_Comm *out) {
+#ifdef MPI_Comm_f2c
+  MPI_Comm c = MPI_Comm_f2c(f);
+#else
+  MPI_Comm c = PMPI_Comm_f2c(f);
+#endif
+#if defined(OPEN_MPI)
+  if (c == NULL) return 0;
+#endif
+  *out = c;
+  return 1;
+}
+
+int mpicast_c_type_f2c(MPI_Fint f, MPI_Datatype *out) {
+#ifdef MPI_Type_f2c
+  MPI_Datatype c = MPI_Type_f2c(f);
+#else
+  MPI_Datatype c = PMPI_Type_f2c(f);
+#endif
+#if defined(OPEN_MPI)
+  if (c == NULL) return 0;
+#endif
+  *out = c;
+  return 1;
+}

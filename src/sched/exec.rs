@@ -39,6 +39,9 @@ pub struct Execution<'s> {
     /// Completion reports not yet processed; used as a stack so that a chain of actions that
     /// complete immediately never holds more than a handful of entries.
     done: Vec<ActionId>,
+    /// Actions whose prerequisites are met and that are about to start: a stack rather than
+    /// recursion, because a chain of `irequ` edges starts a whole chain at once.
+    starting: Vec<ActionId>,
     started: bool,
     running: usize,
     completed: usize,
@@ -55,6 +58,7 @@ impl<'s> Execution<'s> {
             remaining,
             state: vec![State::Waiting; s.len()],
             done: Vec::new(),
+            starting: Vec::new(),
             started: false,
             running: 0,
             completed: 0,
@@ -70,6 +74,7 @@ impl<'s> Execution<'s> {
         }
         self.state.fill(State::Waiting);
         self.done.clear();
+        self.starting.clear();
         self.started = false;
         self.running = 0;
         self.completed = 0;
@@ -136,11 +141,24 @@ impl<'s> Execution<'s> {
         self.ignored
     }
 
+    /// Starts `id`, then every action whose last prerequisite was `id`'s start (`irequ`).
     fn launch<B: Backend>(&mut self, id: ActionId, b: &mut B) -> Result<(), B::Error> {
-        debug_assert_eq!(self.state[id as usize], State::Waiting);
-        self.state[id as usize] = State::Running;
-        self.running += 1;
-        b.start(id, self.sched.op(id), &mut self.done)
+        let sched = self.sched;
+        self.starting.push(id);
+        while let Some(id) = self.starting.pop() {
+            debug_assert_eq!(self.state[id as usize], State::Waiting);
+            self.state[id as usize] = State::Running;
+            self.running += 1;
+            b.start(id, sched.op(id), &mut self.done)?;
+            for &d in sched.start_dependents(id) {
+                let r = &mut self.remaining[d as usize];
+                *r -= 1;
+                if *r == 0 {
+                    self.starting.push(d);
+                }
+            }
+        }
+        Ok(())
     }
 
     fn drain<B: Backend>(&mut self, b: &mut B) -> Result<(), B::Error> {

@@ -1,12 +1,23 @@
 //! The schedule IR: actions in an index-addressed arena, `requ` edges stored as a compact
 //! dependents table, and the `Builder` that validates a graph once so that executors never have
 //! to. Mirrors the binary GOAL schedule of seed 004 (independent actions first, then per action a
-//! sources counter, the operation and its dependents) without committing to a byte layout yet.
+//! sources counter, the operation and its dependents); `goal::binary` is its byte layout.
 
 use std::fmt;
 
+use super::func::Func;
+
 /// Index of an action inside one `Schedule`.
 pub type ActionId = u32;
+
+/// `Recv::peer` that matches a message from any rank (LogGOPSim's `from -1`).
+pub const ANY_PEER: u32 = u32::MAX;
+/// `Recv::tag` that matches any tag (LogGOPSim's `tag -1`).
+pub const ANY_TAG: u32 = u32::MAX;
+/// The slot of bytes with no home: LogGOPSim schedules state sizes but no buffers, so they
+/// replay traffic from and into a scratch area at least as large as the largest such `len`,
+/// which the executor provides. Offsets in it mean nothing and are always 0.
+pub const SCRATCH_SLOT: u16 = u16::MAX;
 
 /// Where an action's bytes live: a slot (0 = the collective's user buffer, others bound later),
 /// an offset into it and a length. Slots rather than pointers keep a schedule reusable across calls
@@ -31,16 +42,24 @@ impl BufRef {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Op {
     /// Point-to-point send over the host MPI, on the communicator's private duplicate.
-    Send { peer: u32, tag: u16, buf: BufRef },
+    Send { peer: u32, tag: u32, buf: BufRef },
     /// Point-to-point receive over the host MPI, on the communicator's private duplicate.
-    Recv { peer: u32, tag: u16, buf: BufRef },
+    /// `peer` may be `ANY_PEER` and `tag` `ANY_TAG`.
+    Recv { peer: u32, tag: u32, buf: BufRef },
     /// Reliable multicast of `buf` to the communicator's group.
     McastSend { buf: BufRef },
     /// Receive the multicast that `root` sends in this operation.
     McastRecv { root: u32, buf: BufRef },
-    /// Local transformation of `src` into `dst` (GOAL `exec`); `func` names it in a table the
-    /// backend owns.
-    Exec { func: u16, src: BufRef, dst: BufRef },
+    /// Local transformation (GOAL `exec`): `dst = src op dst` for a predefined function
+    /// (`sched::func::apply`), or a registered user function called on both buffers.
+    Exec {
+        func: Func,
+        src: BufRef,
+        dst: BufRef,
+    },
+    /// Local computation of `nanos` nanoseconds with no data (LogGOPSim `calc`): the executor
+    /// spins for that long, so a traffic replay keeps the file's compute gaps.
+    Calc { nanos: u64 },
 }
 
 /// Why a graph could not become a `Schedule`.
@@ -80,6 +99,10 @@ pub struct Schedule {
     /// Dependents of action `i` are `deps[dep_start[i]..dep_start[i + 1]]`, ascending.
     dep_start: Vec<usize>,
     deps: Vec<ActionId>,
+    /// Start-dependents (`irequ`): `sdeps[sdep_start[i]..sdep_start[i + 1]]` may start once `i`
+    /// has started. Empty tables for schedules without such edges.
+    sdep_start: Vec<usize>,
+    sdeps: Vec<ActionId>,
     /// Actions without prerequisites, ascending.
     ready: Vec<ActionId>,
 }
@@ -111,6 +134,20 @@ impl Schedule {
         &self.deps[self.dep_start[i]..self.dep_start[i + 1]]
     }
 
+    /// The actions that may start once `id` has started (`irequ`), ascending, each listed once.
+    pub fn start_dependents(&self, id: ActionId) -> &[ActionId] {
+        let i = id as usize;
+        match self.sdep_start.get(i + 1) {
+            Some(&end) => &self.sdeps[self.sdep_start[i]..end],
+            None => &[],
+        }
+    }
+
+    /// True when some action waits for another's start rather than its completion.
+    pub fn has_start_dependencies(&self) -> bool {
+        !self.sdeps.is_empty()
+    }
+
     /// Actions with no prerequisites, ascending: the ones an executor starts first.
     pub fn initially_ready(&self) -> impl Iterator<Item = ActionId> + '_ {
         self.ready.iter().copied()
@@ -128,6 +165,11 @@ impl Schedule {
     pub fn edge_count(&self) -> usize {
         self.deps.len()
     }
+
+    /// Total number of distinct `irequ` edges.
+    pub fn start_edge_count(&self) -> usize {
+        self.sdeps.len()
+    }
 }
 
 /// Collects actions and `requ` edges; `build` validates them into a `Schedule`.
@@ -137,6 +179,8 @@ pub struct Builder {
     /// (first, then): `then` waits for `first`. Validated only in `build`, so that generators
     /// can add edges in any order without handling errors at every call.
     edges: Vec<(ActionId, ActionId)>,
+    /// (first, then): `then` waits for `first` to start (`irequ`).
+    start_edges: Vec<(ActionId, ActionId)>,
 }
 
 impl Builder {
@@ -157,6 +201,11 @@ impl Builder {
         self.edges.push((first, then));
     }
 
+    /// `then` may start only after `first` started (LogGOPSim `then irequires first`).
+    pub fn irequ(&mut self, first: ActionId, then: ActionId) {
+        self.start_edges.push((first, then));
+    }
+
     /// Number of actions added so far.
     pub fn len(&self) -> usize {
         self.ops.len()
@@ -167,12 +216,17 @@ impl Builder {
         self.ops.is_empty()
     }
 
-    /// Validates the graph: rejects unknown ids, self-dependencies and cycles; merges duplicate
-    /// edges. Runs in O(E log E) without recursion, so long chains cannot overflow the stack.
+    /// Validates the graph: rejects unknown ids, self-dependencies and cycles (through either
+    /// kind of edge); merges duplicate edges. Runs in O(E log E) without recursion, so long
+    /// chains cannot overflow the stack.
     pub fn build(self) -> Result<Schedule, BuildError> {
-        let Builder { ops, mut edges } = self;
+        let Builder {
+            ops,
+            mut edges,
+            mut start_edges,
+        } = self;
         let len = ops.len();
-        for &(first, then) in &edges {
+        for &(first, then) in edges.iter().chain(&start_edges) {
             for id in [first, then] {
                 if id as usize >= len {
                     return Err(BuildError::UnknownAction { id, len });
@@ -186,17 +240,16 @@ impl Builder {
         // dependents table wants them.
         edges.sort_unstable();
         edges.dedup();
+        start_edges.sort_unstable();
+        start_edges.dedup();
 
-        let mut dep_start = vec![0usize; len + 1];
         let mut prereqs = vec![0u32; len];
-        for &(first, then) in &edges {
-            dep_start[first as usize + 1] += 1;
-            prereqs[then as usize] += 1;
-        }
-        for i in 0..len {
-            dep_start[i + 1] += dep_start[i];
-        }
-        let deps: Vec<ActionId> = edges.iter().map(|&(_, then)| then).collect();
+        let (dep_start, deps) = table(len, &edges, &mut prereqs);
+        let (sdep_start, sdeps) = if start_edges.is_empty() {
+            (Vec::new(), Vec::new())
+        } else {
+            table(len, &start_edges, &mut prereqs)
+        };
         let ready: Vec<ActionId> = (0..len as ActionId)
             .filter(|&id| prereqs[id as usize] == 0)
             .collect();
@@ -206,15 +259,39 @@ impl Builder {
             prereqs,
             dep_start,
             deps,
+            sdep_start,
+            sdeps,
             ready,
         };
         match unresolved_after_topological_sort(&sched) {
             None => Ok(sched),
-            Some(remaining) => Err(BuildError::Cycle {
-                id: action_on_cycle(&edges, &remaining),
-            }),
+            Some(remaining) => {
+                let mut all = edges;
+                all.extend_from_slice(&start_edges);
+                all.sort_unstable();
+                Err(BuildError::Cycle {
+                    id: action_on_cycle(&all, &remaining),
+                })
+            }
         }
     }
+}
+
+/// The CSR table of sorted, distinct edges; counts each edge as a prerequisite of its head.
+fn table(
+    len: usize,
+    edges: &[(ActionId, ActionId)],
+    prereqs: &mut [u32],
+) -> (Vec<usize>, Vec<ActionId>) {
+    let mut start = vec![0usize; len + 1];
+    for &(first, then) in edges {
+        start[first as usize + 1] += 1;
+        prereqs[then as usize] += 1;
+    }
+    for i in 0..len {
+        start[i + 1] += start[i];
+    }
+    (start, edges.iter().map(|&(_, then)| then).collect())
 }
 
 /// Kahn's algorithm. Returns `None` when every action was ordered, else the per-action count of
@@ -225,7 +302,7 @@ fn unresolved_after_topological_sort(s: &Schedule) -> Option<Vec<u32>> {
     let mut ordered = 0usize;
     while let Some(id) = stack.pop() {
         ordered += 1;
-        for &d in s.dependents(id) {
+        for &d in s.dependents(id).iter().chain(s.start_dependents(id)) {
             let r = &mut remaining[d as usize];
             *r -= 1;
             if *r == 0 {

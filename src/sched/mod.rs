@@ -1,13 +1,18 @@
 //! The schedule engine shared by every collective: the per-rank action DAG (`ir`) and the
 //! dependency-driven executor that runs it against a `Backend` (`exec`). Pure code: no MPI, no
-//! sockets, no clock; the backend does all I/O. The GOAL text and binary forms will grow here on
-//! top of the same `Builder` and `Schedule`.
+//! sockets, no clock; the backend does all I/O. `func` holds the predefined `exec` functions.
+//! The GOAL text and binary forms live in `crate::goal`, on top of the same `Builder` and
+//! `Schedule`.
 
 pub mod exec;
+pub mod func;
 pub mod ir;
 
 pub use exec::{Backend, Execution};
-pub use ir::{ActionId, BufRef, BuildError, Builder, Op, Schedule};
+pub use func::{Dtype, Func, Opcode, Predef};
+pub use ir::{
+    ActionId, BufRef, BuildError, Builder, Op, Schedule, ANY_PEER, ANY_TAG, SCRATCH_SLOT,
+};
 
 #[cfg(test)]
 mod tests;

@@ -6,7 +6,7 @@ use std::convert::Infallible;
 
 fn nop(i: u32) -> Op {
     Op::Exec {
-        func: (i % 7) as u16,
+        func: Func::User((i % 7) as u16),
         src: BufRef::EMPTY,
         dst: BufRef {
             slot: 1,
@@ -517,4 +517,76 @@ fn start_is_idempotent_and_errors_propagate() {
     assert_eq!(ex.completed(), 2);
     assert_eq!(ex.start(&mut be), Ok(()), "second start is a no-op");
     assert_eq!(be.0, 3);
+}
+
+// ---------------------------------------------------------------- start dependencies (irequ)
+
+#[test]
+fn irequ_edges_build_and_count_as_prerequisites() {
+    let (mut b, ids) = builder_with(3);
+    b.irequ(ids[0], ids[1]);
+    b.irequ(ids[0], ids[1]); // merged
+    b.requ(ids[1], ids[2]);
+    let s = b.build().unwrap();
+    assert_eq!(s.start_dependents(0), [1]);
+    assert_eq!(s.dependents(0), [] as [ActionId; 0]);
+    assert_eq!(s.prerequisites(1), 1);
+    assert_eq!(s.start_edge_count(), 1);
+    assert!(s.has_start_dependencies());
+    assert!(!chain(3).has_start_dependencies());
+    assert_eq!(chain(3).start_dependents(1), [] as [ActionId; 0]);
+    // A cycle through both kinds of edges, and a start self-dependency.
+    let (mut b, ids) = builder_with(2);
+    b.irequ(ids[0], ids[1]);
+    b.requ(ids[1], ids[0]);
+    assert!(matches!(b.build(), Err(BuildError::Cycle { .. })));
+    let (mut b, ids) = builder_with(2);
+    b.irequ(ids[1], ids[1]);
+    assert_eq!(b.build(), Err(BuildError::SelfDependency { id: 1 }));
+}
+
+/// A backend that never completes anything on its own: only starts are observable.
+struct StartOnly(Vec<ActionId>);
+
+impl Backend for StartOnly {
+    type Error = Infallible;
+    fn start(&mut self, id: ActionId, _: &Op, _: &mut Vec<ActionId>) -> Result<(), Infallible> {
+        self.0.push(id);
+        Ok(())
+    }
+    fn progress(&mut self, _: &mut Vec<ActionId>) -> Result<(), Infallible> {
+        Ok(())
+    }
+}
+
+#[test]
+fn irequ_starts_dependents_when_the_prerequisite_starts() {
+    // 0 -irequ-> 1 -irequ-> 2, and 3 requires 2: starting 0 starts 1 and 2 at once, 3 waits.
+    let (mut b, ids) = builder_with(4);
+    b.irequ(ids[0], ids[1]);
+    b.irequ(ids[1], ids[2]);
+    b.requ(ids[2], ids[3]);
+    let s = b.build().unwrap();
+    let mut be = StartOnly(Vec::new());
+    let mut ex = Execution::new(&s);
+    ex.start(&mut be).unwrap();
+    assert_eq!(be.0, [0, 1, 2]);
+    assert_eq!(ex.running(), 3);
+    assert!(!ex.test(&mut be).unwrap());
+    assert_eq!(be.0, [0, 1, 2], "3 needs 2 to complete");
+}
+
+#[test]
+fn long_irequ_chain_starts_without_recursion() {
+    let n = 1_000_000;
+    let (mut b, ids) = builder_with(n);
+    for w in ids.windows(2) {
+        b.irequ(w[0], w[1]);
+    }
+    let s = b.build().unwrap();
+    let mut be = StartOnly(Vec::with_capacity(n as usize));
+    let mut ex = Execution::new(&s);
+    ex.start(&mut be).unwrap();
+    assert_eq!(be.0.len(), n as usize);
+    assert!(be.0.windows(2).all(|w| w[0] + 1 == w[1]));
 }

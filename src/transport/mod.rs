@@ -36,7 +36,13 @@ pub struct Channel {
     /// root of an earlier one (receivers may ask for data as soon as they enter): replayed
     /// when that operation's sender starts.
     pub early_control: Vec<(u32, Vec<u8>)>,
+    /// Datagram buffers a sender fills before handing them to the kernel in one sendmmsg;
+    /// kept with the channel so that an operation allocates nothing.
+    pub tx_batch: Vec<Vec<u8>>,
 }
+
+/// Datagrams handed to the kernel per sendmmsg.
+pub const TX_BATCH: usize = 32;
 
 impl Channel {
     pub fn now(&self) -> wire::Nanos {
@@ -113,6 +119,12 @@ fn iface(cfg: &Config) -> Result<Iface, String> {
     IFACE
         .get_or_init(|| net::resolve_iface(cfg.iface.as_ref()).map_err(|e| e.to_string()))
         .clone()
+}
+
+/// The address of the interface this process multicasts on (its identity as a host: ranks
+/// with the same address share one network stack), or `None` when none can be chosen.
+pub fn local_addr(cfg: &Config) -> Option<Ipv4Addr> {
+    iface(cfg).ok().map(|i| i.addr)
 }
 
 /// Rank 0's choice of group address and port inside the configured ranges.
@@ -372,6 +384,7 @@ pub fn setup(
         epoch: Instant::now(),
         responder,
         early_control: Vec::new(),
+        tx_batch: Vec::new(),
     }))
 }
 

@@ -124,9 +124,35 @@ impl<'a> OpBackend<'a> {
                     _ => return Err(OpError::Unsupported("multicast send without data")),
                 };
                 let before = tx.stats();
-                while tx.poll_transmit(now, data, &mut self.dgram) {
-                    self.chan.sock.send(&self.dgram)?;
+                // Up to TX_BATCH datagrams per system call.
+                let batch = &mut self.chan.tx_batch;
+                if batch.len() < super::TX_BATCH {
+                    batch.resize_with(super::TX_BATCH, Vec::new);
+                }
+                loop {
+                    let mut n = 0;
+                    while n < batch.len() && tx.poll_transmit(now, data, &mut batch[n]) {
+                        n += 1;
+                    }
+                    if n == 0 {
+                        break;
+                    }
+                    let refs: Vec<&[u8]> = batch[..n].iter().map(|d| d.as_slice()).collect();
+                    let mut off = 0;
+                    while off < n {
+                        match self.chan.sock.send_batch(&refs[off..])? {
+                            0 => {
+                                return Err(OpError::Io(std::io::Error::other(
+                                    "sendmmsg sent no datagram",
+                                )))
+                            }
+                            k => off += k,
+                        }
+                    }
                     moved = true;
+                    if n < batch.len() {
+                        break;
+                    }
                 }
                 // Our own looped-back copies and stale datagrams: drain so they never fill
                 // the buffer that the next operation's data needs.
@@ -376,6 +402,11 @@ impl Backend for OpBackend<'_> {
             Op::Exec { .. } => {
                 return Err(OpError::Unsupported(
                     "exec actions in a built-in collective",
+                ))
+            }
+            Op::Calc { .. } => {
+                return Err(OpError::Unsupported(
+                    "calc actions in a built-in collective",
                 ))
             }
         }

@@ -1,0 +1,326 @@
+#!/usr/bin/env bash
+# The emulated cluster: N hosts as network namespaces on one Linux bridge of ours (the switch),
+# each behind a rate-limited veth link, and MPI jobs run across them.
+#
+#   cluster.sh up N [--rate 100mbit|1gbit|10gbit|RATE] [--loss HOST:PCT]
+#   cluster.sh down                       remove everything of ours (idempotent)
+#   cluster.sh status                     hosts, link counters, qdiscs, loss rules
+#   cluster.sh loss HOST PCT              drop PCT% of multicast datagrams arriving at HOST (0: none)
+#   cluster.sh counters                   "host rx_bytes tx_bytes" per host (of its veth)
+#   cluster.sh exec HOST CMD...           run CMD inside HOST's namespace
+#   cluster.sh run [--mpi openmpi|mpich] [--ppn K] [--hosts M] [--timeout S] [--] PROG ARGS...
+#                                         one MPI job, K ranks on each of the first M hosts
+#
+# Host i (1..N) is the namespace mpicast-h<i> with address 10.77.0.<i>/24 on its interface
+# mpicast0, a veth whose peer mpicast-h<i> is a port of the bridge mpicast-br (10.77.0.254, where
+# mpirun/mpiexec in this namespace reach the daemons). Every name we create starts with
+# "mpicast-" (the in-namespace interface is mpicast0); `down` removes exactly those, and nothing
+# here ever names the machine's own interfaces. Multicast stays on the bridge: each namespace
+# routes 224.0.0.0/4 to mpicast0, and the bridge has no route out.
+#
+# Links: tc tbf at RATE on both ends of each veth, so a host's sends (egress of mpicast0) and
+# its receives (egress of the bridge port towards it) are each limited to RATE, as on a
+# full-duplex switched port. `overhead 24` charges each frame the preamble, inter-frame gap and
+# FCS of Ethernet, so "100mbit" is 100 Mbit/s Ethernet, not 100 Mbit/s of IP packets.
+# IGMP snooping is off (mcast_snooping 0): the bridge floods multicast to every port, as a
+# switch without snooping does. With snooping on and no querier, the bridge would stop
+# forwarding a group about 260 s after the join report (mcast_membership_interval) in a long
+# benchmark; every host of a job is a member anyway, so flooding costs nothing on the links.
+#
+# Loss: an nftables table "inet mpicast_bench" inside the chosen host's namespace drops, on the
+# input hook, "numgen random mod 100 < PCT" of the UDP datagrams to 224.0.0.0/4; they crossed
+# the link (and its rate limit) and are lost before any socket sees them. The table dies with
+# the namespace.
+#
+# Jobs (`run`): point-to-point of both MPIs goes over TCP between the namespaces, so the host
+# MPI pays the same links as mpicast:
+#   Open MPI: a hostfile of the host addresses, plm_rsh_agent = bench/netns-agent.sh (the
+#     "remote shell" is `ip netns exec`), btl tcp,self on 10.77.0.0/24, the ORTE/PMIx daemons'
+#     out-of-band TCP on the bridge.
+#   MPICH (hydra): -launcher ssh -launcher-exec bench/netns-agent.sh; MPIR_CVAR_NOLOCAL=1 and
+#     UCX_TLS=tcp,self, or ch4:ucx would take shared memory (every namespace has the same
+#     hostname) and never touch the links.
+# Each rank sees MPICAST_IFACE=10.77.0.0/24 (its own address on that subnet) and MPICAST_TTL=1.
+#
+# Needs root, ip, tc (sch_tbf), nft. Everything is bounded: `run` kills the job after --timeout
+# seconds (default 600) and `down` kills what is left in our namespaces by process id.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# Instance K (MPICAST_CLUSTER=K, 0..9) is a separate cluster with its own names and subnet, so
+# that the smoke run of `make test` (instance 1) never tears down a benchmark (instance 0).
+INSTANCE=${MPICAST_CLUSTER:-0}
+[[ "$INSTANCE" =~ ^[0-9]$ ]] || { echo "cluster.sh: MPICAST_CLUSTER must be 0..9" >&2; exit 1; }
+if [ "$INSTANCE" = 0 ]; then
+  NS_PREFIX=mpicast-h BRIDGE=mpicast-br
+else
+  NS_PREFIX=mpicast-c${INSTANCE}h BRIDGE=mpicast-c${INSTANCE}br
+fi
+IFACE=mpicast0
+NET=10.77.$INSTANCE
+SUBNET=$NET.0/24
+BRIDGE_ADDR=$NET.254
+MAX_HOSTS=32
+STATE_DIR=/run/mpicast-bench
+STATE=$STATE_DIR/cluster$INSTANCE.env
+NFT_TABLE="inet mpicast_bench"
+MCAST_RANGE=224.0.0.0/4
+
+die() { echo "cluster.sh: $*" >&2; exit 1; }
+log() { echo "cluster.sh: $*" >&2; }
+
+need_root() {
+  [ "$(id -u)" = 0 ] || die "needs root (network namespaces, tc, nftables)"
+  local t
+  for t in ip tc nft; do command -v "$t" >/dev/null || die "$t not found (make deps installs nftables; ip/tc are iproute2)"; done
+}
+
+ns_of() { # HOST (i, mpicast-h<i> or 10.77.0.<i>) -> namespace name
+  local h=$1
+  case "$h" in
+    "$NET".*) h=${h#"$NET".} ;;
+    "$NS_PREFIX"*) h=${h#"$NS_PREFIX"} ;;
+  esac
+  [[ "$h" =~ ^[0-9]+$ ]] && [ "$h" -ge 1 ] && [ "$h" -le "$MAX_HOSTS" ] || die "no such host: $1"
+  echo "$NS_PREFIX$h"
+}
+
+# Our namespaces, in host order.
+our_namespaces() {
+  ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^${NS_PREFIX}[0-9]+$" | sort -t h -k 3 -n || true
+}
+
+host_count() { our_namespaces | wc -l; }
+
+# RATE (tc syntax) -> bytes per second.
+rate_bytes() {
+  local r=${1,,} num unit
+  [[ "$r" =~ ^([0-9]+)(bit|kbit|mbit|gbit|bps|kbps|mbps|gbps)$ ]] || die "bad rate '$1' (e.g. 100mbit, 1gbit, 10gbit)"
+  num=${BASH_REMATCH[1]} unit=${BASH_REMATCH[2]}
+  case $unit in
+    bit) echo $((num / 8)) ;; kbit) echo $((num * 1000 / 8)) ;;
+    mbit) echo $((num * 1000000 / 8)) ;; gbit) echo $((num * 1000000000 / 8)) ;;
+    bps) echo "$num" ;; kbps) echo $((num * 1000)) ;;
+    mbps) echo $((num * 1000000)) ;; gbps) echo $((num * 1000000000)) ;;
+  esac
+}
+
+# tbf on DEV (in the current namespace): a bucket of 1 ms of data (12.5 kB at 100 Mbit/s: a
+# real link bursts one frame, but a smaller bucket costs a timer per frame on every port; at
+# least two full frames; at most 65000 bytes so that TCP's 64 KiB GSO packets are cut into
+# frames and each frame is charged its Ethernet overhead), and a queue of 50 ms of data on top
+# of it (at least 1000 frames: a NIC's txqueuelen).
+shape() {
+  local dev=$1 rate=$2 bps burst limit
+  bps=$(rate_bytes "$rate")
+  burst=$((bps / 1000))
+  [ "$burst" -ge 3028 ] || burst=3028
+  [ "$burst" -le 65000 ] || burst=65000
+  limit=$((burst + bps / 20))
+  [ "$limit" -ge 1514000 ] || limit=1514000
+  tc qdisc replace dev "$dev" root tbf rate "$rate" burst "$burst" limit "$limit" overhead 24
+}
+
+set_loss() { # HOST PCT
+  local ns pct=$2
+  ns=$(ns_of "$1")
+  ip netns list | awk '{print $1}' | grep -qx "$ns" || die "host $1 is not up"
+  [[ "$pct" =~ ^[0-9]+$ ]] && [ "$pct" -le 100 ] || die "bad loss percentage '$pct' (0..100)"
+  ip netns exec "$ns" nft delete table $NFT_TABLE 2>/dev/null || true
+  [ "$pct" -gt 0 ] || { log "$ns: no loss"; return 0; }
+  local sample=""
+  [ "$pct" -ge 100 ] || sample="numgen random mod 100 < $pct"
+  ip netns exec "$ns" nft -f - <<NFT
+table $NFT_TABLE {
+  counter seen {}
+  counter dropped {}
+  chain input {
+    type filter hook input priority -10; policy accept;
+    iifname "$IFACE" ip daddr $MCAST_RANGE meta l4proto udp counter name "seen"
+    iifname "$IFACE" ip daddr $MCAST_RANGE meta l4proto udp $sample counter name "dropped" drop
+  }
+}
+NFT
+  log "$ns: dropping $pct% of the multicast datagrams it receives (nft table $NFT_TABLE)"
+}
+
+# A TCP connection to a closed port of ADDR is refused (a reset came back) only when ADDR is
+# reachable; no ping needed.
+reachable() {
+  local err
+  err=$(timeout 3 bash -c "exec 3<>/dev/tcp/$1/9" 2>&1) && return 0
+  [[ $err == *refused* ]]
+}
+
+down() {
+  need_root
+  local ns pids
+  for ns in $(our_namespaces); do
+    # Processes left in our namespaces are ranks and daemons of our jobs (a crash or an
+    # interrupt): end them by id, or the namespace would outlive its name.
+    pids=$(ip netns pids "$ns" 2>/dev/null || true)
+    if [ -n "$pids" ]; then
+      # shellcheck disable=SC2086
+      kill -TERM $pids 2>/dev/null || true
+      sleep 0.5
+      pids=$(ip netns pids "$ns" 2>/dev/null || true)
+      # shellcheck disable=SC2086
+      [ -z "$pids" ] || kill -KILL $pids 2>/dev/null || true
+    fi
+    ip netns del "$ns" 2>/dev/null || true # its veth end goes with it, and so does the peer
+  done
+  local l
+  for l in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | sed 's/@.*//' | grep -E "^${NS_PREFIX}[0-9]+$" || true); do
+    ip link del "$l" 2>/dev/null || true
+  done
+  ip link show "$BRIDGE" >/dev/null 2>&1 && ip link del "$BRIDGE"
+  rm -f "$STATE"
+  return 0
+}
+
+up() {
+  need_root
+  local n=${1:-} rate=100mbit loss=""
+  [ -n "$n" ] || die "usage: cluster.sh up N [--rate RATE] [--loss HOST:PCT]"
+  shift
+  while [ $# -gt 0 ]; do
+    case $1 in
+      --rate) rate=$2; shift 2 ;;
+      --loss) loss=$2; shift 2 ;;
+      *) die "unknown option $1" ;;
+    esac
+  done
+  [[ "$n" =~ ^[0-9]+$ ]] && [ "$n" -ge 1 ] && [ "$n" -le "$MAX_HOSTS" ] || die "N must be 1..$MAX_HOSTS"
+  rate_bytes "$rate" >/dev/null
+  down # a leftover of an earlier run
+  # Half-built is worse than nothing: undo it all if anything below fails or we are stopped.
+  trap 'rc=$?; trap - EXIT; [ $rc = 0 ] || { log "up failed, tearing down"; down; }; exit $rc' EXIT
+  trap 'exit 130' INT TERM
+
+  ip link add "$BRIDGE" type bridge stp_state 0 forward_delay 0 mcast_snooping 0
+  [ -w "/proc/sys/net/ipv6/conf/$BRIDGE/disable_ipv6" ] && echo 1 >"/proc/sys/net/ipv6/conf/$BRIDGE/disable_ipv6"
+  ip addr add "$BRIDGE_ADDR/24" dev "$BRIDGE"
+  ip link set "$BRIDGE" up
+  local i ns
+  for i in $(seq 1 "$n"); do
+    ns=$NS_PREFIX$i
+    ip netns add "$ns"
+    ip link add "$ns" type veth peer name "$IFACE" netns "$ns"
+    [ -w "/proc/sys/net/ipv6/conf/$ns/disable_ipv6" ] && echo 1 >"/proc/sys/net/ipv6/conf/$ns/disable_ipv6"
+    ip link set "$ns" master "$BRIDGE"
+    shape "$ns" "$rate" # bridge -> host: what the host receives
+    ip link set "$ns" up
+    ip netns exec "$ns" bash -euo pipefail -c "
+      [ ! -w /proc/sys/net/ipv6/conf/$IFACE/disable_ipv6 ] || echo 1 >/proc/sys/net/ipv6/conf/$IFACE/disable_ipv6
+      ip link set lo up
+      ip addr add $NET.$i/24 dev $IFACE
+      ip link set $IFACE up
+      ip route add $MCAST_RANGE dev $IFACE
+      $(declare -f rate_bytes shape die); shape $IFACE $rate # host -> bridge: what it sends
+    "
+  done
+  mkdir -p "$STATE_DIR"
+  printf 'HOSTS=%s\nRATE=%s\nLOSS=%s\n' "$n" "$rate" "$loss" >"$STATE"
+  if [ -n "$loss" ]; then
+    [[ "$loss" == *:* ]] || die "--loss wants HOST:PCT"
+    set_loss "${loss%%:*}" "${loss#*:}"
+  fi
+  # Every host must reach every other before we say it is up.
+  for i in $(seq 2 "$n"); do
+    ip netns exec "${NS_PREFIX}1" bash -c "$(declare -f reachable); reachable $NET.$i" || die "host 1 cannot reach $NET.$i"
+  done
+  reachable "$NET.1" || die "the bridge cannot reach $NET.1"
+  trap - EXIT INT TERM
+  log "up: $n hosts ($NS_PREFIX""1..$n, $NET.1-$n/24) on $BRIDGE ($BRIDGE_ADDR), links $rate each way"
+}
+
+status() {
+  local ns
+  [ -r "$STATE" ] && cat "$STATE"
+  ip -br addr show "$BRIDGE" 2>/dev/null || echo "no bridge $BRIDGE"
+  for ns in $(our_namespaces); do
+    echo "== $ns"
+    ip netns exec "$ns" ip -s -br addr show "$IFACE" 2>/dev/null || true
+    ip netns exec "$ns" ip -s link show "$IFACE" | sed -n '/RX:/,$p'
+    ip netns exec "$ns" tc -s qdisc show dev "$IFACE" | head -3
+    tc -s qdisc show dev "$ns" | head -3
+    ip netns exec "$ns" nft list table $NFT_TABLE 2>/dev/null || true
+  done
+}
+
+counters() {
+  local ns
+  for ns in $(our_namespaces); do
+    printf '%s %s %s\n' "$ns" \
+      "$(ip netns exec "$ns" cat /sys/class/net/$IFACE/statistics/rx_bytes)" \
+      "$(ip netns exec "$ns" cat /sys/class/net/$IFACE/statistics/tx_bytes)"
+  done
+}
+
+# run [--mpi openmpi|mpich] [--ppn K] [--hosts M] [--timeout S] [--] PROG ARGS...
+# Environment passed to every rank: LD_PRELOAD if set, and every MPICAST_* variable.
+run() {
+  local mpi=openmpi ppn=1 hosts="" tmo=600
+  while [ $# -gt 0 ]; do
+    case $1 in
+      --mpi) mpi=$2; shift 2 ;;
+      --ppn) ppn=$2; shift 2 ;;
+      --hosts) hosts=$2; shift 2 ;;
+      --timeout) tmo=$2; shift 2 ;;
+      --) shift; break ;;
+      *) break ;;
+    esac
+  done
+  [ $# -ge 1 ] || die "run: no program"
+  local n
+  n=$(host_count)
+  [ "$n" -ge 1 ] || die "run: the cluster is not up (cluster.sh up N)"
+  [ -n "$hosts" ] || hosts=$n
+  [ "$hosts" -le "$n" ] || die "run: $hosts hosts wanted, $n up"
+  local np=$((hosts * ppn)) agent="$HERE/netns-agent.sh" i
+  export MPICAST_IFACE=${MPICAST_IFACE:-$SUBNET} MPICAST_TTL=${MPICAST_TTL:-1}
+  local vars=() v
+  for v in $(compgen -e | grep -E '^(MPICAST_|LD_PRELOAD$)' || true); do vars+=("$v"); done
+  case $mpi in
+    openmpi)
+      local hf
+      hf=$(mktemp /tmp/mpicast-hosts.XXXXXX)
+      for i in $(seq 1 "$hosts"); do echo "$NET.$i slots=$ppn"; done >"$hf"
+      local cmd=(mpirun.openmpi --hostfile "$hf" -n "$np" --map-by "ppr:$ppn:node" --bind-to none
+        --mca plm_rsh_agent "$agent" --mca plm_rsh_no_tree_spawn 1
+        --mca btl tcp,self --mca btl_tcp_if_include "$SUBNET"
+        --mca oob_tcp_if_include "$SUBNET" --mca pml ob1 --mca mpi_yield_when_idle 1)
+      for v in "${vars[@]}"; do cmd+=(-x "$v"); done
+      local rc=0
+      OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+        PMIX_MCA_ptl_tcp_remote_connections=1 PMIX_MCA_ptl_tcp_if_include=$SUBNET \
+        timeout -k 10 "$tmo" "${cmd[@]}" "$@" || rc=$?
+      rm -f "$hf"
+      return $rc
+      ;;
+    mpich)
+      local list=""
+      for i in $(seq 1 "$hosts"); do list+="${list:+,}$NET.$i:$ppn"; done
+      local cmd=(mpiexec.mpich -launcher ssh -launcher-exec "$agent" -hosts "$list" -n "$np"
+        -iface "$BRIDGE" -genv MPIR_CVAR_NOLOCAL 1 -genv UCX_TLS tcp,self
+        -genv UCX_NET_DEVICES "$IFACE")
+      for v in "${vars[@]}"; do cmd+=(-genv "$v" "${!v}"); done
+      timeout -k 10 "$tmo" "${cmd[@]}" "$@"
+      ;;
+    *) die "run: --mpi openmpi or mpich" ;;
+  esac
+}
+
+cmd=${1:-}
+[ -n "$cmd" ] || { sed -n '2,12p' "$0"; exit 2; }
+shift
+case $cmd in
+  up) up "$@" ;;
+  down) down ;;
+  status) status ;;
+  counters) counters ;;
+  loss) need_root; [ $# = 2 ] || die "usage: cluster.sh loss HOST PCT"; set_loss "$1" "$2" ;;
+  exec) need_root; [ $# -ge 2 ] || die "usage: cluster.sh exec HOST CMD..."; ns=$(ns_of "$1"); shift; exec ip netns exec "$ns" "$@" ;;
+  run) run "$@" ;;
+  *) die "unknown command '$cmd' (up, down, status, loss, counters, exec, run)" ;;
+esac

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# One benchmark configuration on the emulated cluster: bring it up, run mcast_bench under one
+# MPI with mpicast preloaded, write NAME.csv, NAME.log, NAME.meta and NAME.svg into OUT, and
+# tear the cluster down (also on failure or interrupt).
+#
+#   run.sh --name NAME --out DIR --mpi openmpi|mpich --hosts N [--ppn K] [--rate RATE]
+#          [--loss HOST:PCT[,PCT...]] [--timeout S] [--keep] -- MCAST_BENCH_ARGS...
+#
+# --loss HOST:0,1,5 runs the benchmark once per percentage, one after the other on the same
+# cluster (NAME-loss0.csv, NAME-loss1.csv, ...), so that the loss-free figure the others are
+# compared with comes from the same links a minute earlier. --keep leaves the cluster up.
+# Needs the library and the benchmark built: build/<mpi>/lib/libmpicast.so and
+# build/<mpi>/bench/mcast_bench (make bench / make bench-smoke build them).
+# Environment: MPICAST_CLUSTER (instance, default 0); MPICAST_* variables are passed to ranks.
+set -euo pipefail
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+TOP=$(cd "$HERE/.." && pwd)
+
+name="" out="" mpi="" hosts="" ppn=1 rate=100mbit loss="" tmo=1800 keep=0
+while [ $# -gt 0 ]; do
+  case $1 in
+    --name) name=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --mpi) mpi=$2; shift 2 ;;
+    --hosts) hosts=$2; shift 2 ;;
+    --ppn) ppn=$2; shift 2 ;;
+    --rate) rate=$2; shift 2 ;;
+    --loss) loss=$2; shift 2 ;;
+    --timeout) tmo=$2; shift 2 ;;
+    --keep) keep=1; shift ;;
+    --) shift; break ;;
+    *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+[ -n "$name" ] && [ -n "$out" ] && [ -n "$mpi" ] && [ -n "$hosts" ] || {
+  echo "run.sh: --name, --out, --mpi and --hosts are required" >&2
+  exit 2
+}
+lib=$TOP/build/$mpi/lib/libmpicast.so
+prog=$TOP/build/$mpi/bench/mcast_bench
+[ -e "$lib" ] || { echo "run.sh: $lib missing (make lib)" >&2; exit 1; }
+[ -x "$prog" ] || { echo "run.sh: $prog missing (make bench builds it)" >&2; exit 1; }
+mkdir -p "$out"
+
+cluster=$HERE/cluster.sh
+if [ "$keep" = 0 ]; then
+  trap '"$cluster" down' EXIT
+  trap 'exit 130' INT TERM
+fi
+"$cluster" up "$hosts" --rate "$rate"
+
+lhost="" pcts=("")
+if [ -n "$loss" ]; then
+  lhost=${loss%%:*}
+  IFS=, read -r -a pcts <<<"${loss#*:}"
+fi
+
+for pct in "${pcts[@]}"; do
+  tag=$name
+  if [ -n "$pct" ]; then
+    tag=$name-loss$pct
+    "$cluster" loss "$lhost" "$pct"
+  fi
+  cmd="MPICAST_CLUSTER=${MPICAST_CLUSTER:-0} bench/cluster.sh up $hosts --rate $rate${lhost:+ --loss $lhost:$pct}; LD_PRELOAD=build/$mpi/lib/libmpicast.so MPICAST_STATS=1 bench/cluster.sh run --mpi $mpi --ppn $ppn -- build/$mpi/bench/mcast_bench $*"
+  {
+    echo "name=$tag"
+    echo "mpi=$mpi"
+    echo "hosts=$hosts"
+    echo "ppn=$ppn"
+    echo "rate=$rate"
+    echo "loss_host=$lhost"
+    echo "loss_pct=${pct:-0}"
+    echo "command=$cmd"
+    echo "date=$(date -u +%FT%TZ)"
+    echo "load_before=$(cut -d' ' -f1-3 /proc/loadavg)"
+  } >"$out/$tag.meta"
+  before=$("$cluster" counters)
+  echo "== $tag: $cmd" >&2
+  start=$(date +%s.%N)
+  rc=0
+  LD_PRELOAD=$lib MPICAST_STATS=1 "$cluster" run --mpi "$mpi" --ppn "$ppn" --timeout "$tmo" -- \
+    "$prog" "$@" >"$out/$tag.csv" 2>"$out/$tag.log" || rc=$?
+  end=$(date +%s.%N)
+  after=$("$cluster" counters)
+  {
+    echo "load_after=$(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "seconds=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')"
+    echo "exit=$rc"
+    # Bytes each host's link carried during the job: proof that the data crossed the links.
+    awk 'NR == FNR { rx[$1] = $2; tx[$1] = $3; next } { printf "link_%s=rx:%d tx:%d\n", $1, $2 - rx[$1], $3 - tx[$1] }' \
+      <(echo "$before") <(echo "$after")
+    [ -z "$lhost" ] || "$cluster" exec "$lhost" nft list table inet mpicast_bench 2>/dev/null |
+      awk '/counter (seen|dropped)/ { n = $2 } /packets/ { for (i = 1; i <= NF; i++) if ($i == "packets") print "nft_" n "=" $(i + 1) }'
+  } >>"$out/$tag.meta"
+  grep -h '^mpicast: stats:' "$out/$tag.log" | sed 's/^/stats=/' >>"$out/$tag.meta" || true
+  if [ "$rc" != 0 ]; then
+    echo "run.sh: $tag failed (exit $rc); last lines of $out/$tag.log:" >&2
+    tail -n 20 "$out/$tag.log" >&2
+    exit "$rc"
+  fi
+  python3 "$HERE/plot.py" "$out/$tag.csv" --meta "$out/$tag.meta" -o "$out/$tag.svg"
+  echo "   -> $out/$tag.csv, $out/$tag.svg ($(sed -n 's/^seconds=//p' "$out/$tag.meta") s)" >&2
+done
+[ -z "$lhost" ] || "$cluster" loss "$lhost" 0

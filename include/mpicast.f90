@@ -1,0 +1,66 @@
+! mpicast: the Fortran interfaces of the extension API (include/mpicast.h), through
+! iso_c_binding. Written by hand, beside the generated C header: every MPICAST_* call,
+! type and status value of the header has its counterpart here, and `cargo test --test
+! fortran_module` fails when one is missing (docs/architecture.md, "Extension calls").
+!
+! The module holds interfaces, types and constants only (no procedures), so `use mpicast`
+! needs the compiled .mod and no object file. MPI_Bcast and MPI_Barrier themselves come from
+! your MPI's mpif.h, `use mpi` or `use mpi_f08` as usual.
+!
+! Conventions are the C ones: functions return an MPICAST_Status (0 = MPICAST_OK); results
+! are written through the trailing *_out argument only on success. Strings come back as
+! type(c_ptr) to static NUL-terminated text (never to be freed); to print one:
+!   character(kind=c_char), pointer :: s(:)
+!   call c_f_pointer(MPICAST_Version(), s, [64])
+!   do i = 1, 64; if (s(i) == c_null_char) exit; end do
+!   print *, s(1:i-1)
+module mpicast
+  use, intrinsic :: iso_c_binding, only: c_int, c_int64_t, c_ptr
+  implicit none
+  private
+
+  ! MPICAST_Status: values are stable and never reused.
+  integer(c_int), parameter, public :: MPICAST_OK = 0
+  integer(c_int), parameter, public :: MPICAST_ERR_NULL_ARG = 1
+  integer(c_int), parameter, public :: MPICAST_ERR_INTERNAL = 2
+
+  ! MPICAST_Stats: this process's counters (not summed over ranks). The C fields are
+  ! uint64_t; Fortran has no unsigned kind, and the counts stay far below 2**63.
+  type, bind(C), public :: MPICAST_Stats
+    integer(c_int64_t) :: bcast_mcast    ! MPI_Bcast calls that took the multicast path
+    integer(c_int64_t) :: bcast_pmpi     ! MPI_Bcast calls handed to the host MPI
+    integer(c_int64_t) :: barrier_mcast  ! MPI_Barrier calls that took the multicast path
+    integer(c_int64_t) :: barrier_pmpi   ! MPI_Barrier calls handed to the host MPI
+    integer(c_int64_t) :: bytes_mcast    ! bytes this process multicast as a broadcast root
+    integer(c_int64_t) :: dgrams_sent    ! datagrams sent (data, retransmissions, releases)
+    integer(c_int64_t) :: dgrams_recv    ! datagrams accepted
+    integer(c_int64_t) :: repairs        ! fragments retransmitted, release queries sent
+    integer(c_int64_t) :: rejected       ! datagrams failing authentication or malformed
+    integer(c_int64_t) :: fallbacks      ! communicators that fell back to the host MPI
+  end type MPICAST_Stats
+
+  public :: MPICAST_Get_stats, MPICAST_Version, MPICAST_Status_string
+
+  interface
+    ! Copies this process's counters into stats_out. Thread-safe; callable at any time,
+    ! also before MPI_Init.
+    function MPICAST_Get_stats(stats_out) bind(C, name="MPICAST_Get_stats") result(status)
+      import :: c_int, MPICAST_Stats
+      type(MPICAST_Stats), intent(out) :: stats_out
+      integer(c_int) :: status
+    end function MPICAST_Get_stats
+
+    ! The library version ("0.1.0"), static NUL-terminated text.
+    function MPICAST_Version() bind(C, name="MPICAST_Version") result(text)
+      import :: c_ptr
+      type(c_ptr) :: text
+    end function MPICAST_Version
+
+    ! A static NUL-terminated description of a status value ("unknown status" for others).
+    function MPICAST_Status_string(status) bind(C, name="MPICAST_Status_string") result(text)
+      import :: c_int, c_ptr
+      integer(c_int), value :: status
+      type(c_ptr) :: text
+    end function MPICAST_Status_string
+  end interface
+end module mpicast

@@ -1,0 +1,315 @@
+//! The `mpicast` command line. `mpicast goal ...` works on GOAL files without MPI.
+//!
+//! The pure modules it needs (`goal`, `sched`, `algo` and the `config` that `algo` reads) are
+//! compiled into the executable from their sources instead of linking the library crate:
+//! the library exports the MPI entry points it replaces, which would drag libmpi into the
+//! executable even though these commands never call MPI.
+
+#[allow(dead_code, unused_imports)]
+#[path = "../algo/mod.rs"]
+mod algo;
+#[allow(dead_code, unused_imports)]
+#[path = "../config.rs"]
+mod config;
+#[allow(dead_code, unused_imports)]
+#[path = "../goal/mod.rs"]
+mod goal;
+#[allow(dead_code, unused_imports)]
+#[path = "../sched/mod.rs"]
+mod sched;
+
+use goal::{
+    binary, dot,
+    gen::{self, algo_from_name},
+    print,
+    validate::{self, BufferSizes},
+    Dialect, Parsed, Program,
+};
+use sched::func::{Dtype, Func, Opcode, Predef};
+use std::io::{Read, Write};
+use std::process::ExitCode;
+
+const USAGE: &str = "\
+usage: mpicast goal <command> ...
+
+  check FILE [--buffer NAME=SIZE]... [--dialect paper|loggopsim]
+        parse and validate (text in either dialect, or a binary schedule); with buffer
+        sizes, also check every buffer range (the un-named buffer is `buf`)
+  asm FILE -o OUT [--dialect D]
+        assemble text into a binary schedule
+  disasm FILE [--dialect paper|loggopsim]
+        print a binary schedule (or a text file) as text, by default in its own dialect
+  gen ALGO --ranks N [--root R] [--size S] [--ways W] [--op FUNC] [--dialect D] [-o OUT]
+        print a generated schedule as text (or binary with -o OUT.bin); ALGO is one of
+        binomial-bcast, dissemination-allreduce, scout-tree-bcast, scout-linear-bcast,
+        mcast-barrier; FUNC like sumInt32 (dissemination only)
+  dot FILE
+        print the schedule as a Graphviz digraph
+  run FILE
+        not available yet: running a schedule under mpirun needs the executor over MPI
+
+FILE may be `-` for standard input. Exit status: 0 fine, 1 errors found, 2 bad usage.";
+
+enum Fail {
+    Usage(String),
+    Errors,
+    Io(String),
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("goal") => goal_cmd(&args[1..]),
+        Some("-h" | "--help" | "help") | None => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        Some(other) => Err(Fail::Usage(format!("unknown command `{other}`"))),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Fail::Errors) => ExitCode::from(1),
+        Err(Fail::Io(m)) => {
+            eprintln!("mpicast: {m}");
+            ExitCode::from(1)
+        }
+        Err(Fail::Usage(m)) => {
+            eprintln!("mpicast: {m}\n\n{USAGE}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Options common to the subcommands, parsed in one pass.
+#[derive(Default)]
+struct Opts {
+    positional: Vec<String>,
+    out: Option<String>,
+    dialect: Option<Dialect>,
+    buffers: Vec<(String, usize)>,
+    ranks: Option<u32>,
+    root: Option<u32>,
+    size: Option<usize>,
+    ways: Option<u32>,
+    op: Option<Func>,
+}
+
+fn num<T: std::str::FromStr>(flag: &str, v: &str) -> Result<T, Fail> {
+    v.parse()
+        .map_err(|_| Fail::Usage(format!("{flag} wants a number, not `{v}`")))
+}
+
+fn parse_func(v: &str) -> Result<Func, Fail> {
+    let bad = || Fail::Usage(format!("--op wants a function like sumInt32, not `{v}`"));
+    let op = Opcode::ALL
+        .into_iter()
+        .find(|o| v.starts_with(o.name()))
+        .ok_or_else(bad)?;
+    let ty = Dtype::from_name(&v[op.name().len()..]).ok_or_else(bad)?;
+    Predef::new(op, ty).map(Func::Predef).ok_or_else(bad)
+}
+
+fn opts(args: &[String]) -> Result<Opts, Fail> {
+    let mut o = Opts::default();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut value = |flag: &str| {
+            it.next()
+                .cloned()
+                .ok_or_else(|| Fail::Usage(format!("{flag} needs a value")))
+        };
+        match a.as_str() {
+            "-o" | "--output" => o.out = Some(value(a)?),
+            "--dialect" => {
+                o.dialect = Some(match value(a)?.as_str() {
+                    "paper" => Dialect::Paper,
+                    "loggopsim" | "lgs" => Dialect::LogGopSim,
+                    d => return Err(Fail::Usage(format!("unknown dialect `{d}`"))),
+                })
+            }
+            "--buffer" | "-b" => {
+                let v = value(a)?;
+                let (name, size) = v
+                    .split_once('=')
+                    .ok_or_else(|| Fail::Usage(format!("--buffer wants NAME=SIZE, not `{v}`")))?;
+                o.buffers.push((name.to_string(), num("--buffer", size)?));
+            }
+            "--ranks" | "-n" => o.ranks = Some(num(a, &value(a)?)?),
+            "--root" => o.root = Some(num(a, &value(a)?)?),
+            "--size" => o.size = Some(num(a, &value(a)?)?),
+            "--ways" => o.ways = Some(num(a, &value(a)?)?),
+            "--op" => o.op = Some(parse_func(&value(a)?)?),
+            s if s.starts_with('-') && s != "-" => {
+                return Err(Fail::Usage(format!("unknown option `{s}`")))
+            }
+            _ => o.positional.push(a.clone()),
+        }
+    }
+    Ok(o)
+}
+
+fn read_input(path: &str) -> Result<Vec<u8>, Fail> {
+    if path == "-" {
+        let mut v = Vec::new();
+        std::io::stdin()
+            .read_to_end(&mut v)
+            .map_err(|e| Fail::Io(format!("standard input: {e}")))?;
+        return Ok(v);
+    }
+    std::fs::read(path).map_err(|e| Fail::Io(format!("{path}: {e}")))
+}
+
+/// Text in either dialect or a binary schedule; parse errors and warnings go to stderr.
+fn load(path: &str, dialect: Option<Dialect>) -> Result<Parsed, Fail> {
+    let bytes = read_input(path)?;
+    if bytes.starts_with(&binary::MAGIC) {
+        return match binary::load(&bytes) {
+            Ok(program) => Ok(Parsed {
+                program,
+                source: Default::default(),
+                warnings: Vec::new(),
+            }),
+            Err(e) => {
+                eprintln!("{path}: error: {e}");
+                Err(Fail::Errors)
+            }
+        };
+    }
+    let parsed = match dialect {
+        Some(d) => goal::parse(&bytes, d),
+        None => goal::parse_any(&bytes),
+    };
+    match parsed {
+        Ok(p) => {
+            for w in &p.warnings {
+                eprintln!("{}", w.render(path));
+            }
+            Ok(p)
+        }
+        Err(e) => {
+            eprintln!("{}", e.render(path));
+            Err(Fail::Errors)
+        }
+    }
+}
+
+fn one_file(o: &Opts, cmd: &str) -> Result<String, Fail> {
+    match o.positional.as_slice() {
+        [f] => Ok(f.clone()),
+        [] => Err(Fail::Usage(format!("{cmd} needs a FILE"))),
+        more => Err(Fail::Usage(format!(
+            "{cmd} takes one FILE, got {}",
+            more.join(" ")
+        ))),
+    }
+}
+
+fn write_output(path: Option<&str>, bytes: &[u8]) -> Result<(), Fail> {
+    match path {
+        None | Some("-") => std::io::stdout()
+            .write_all(bytes)
+            .map_err(|e| Fail::Io(format!("standard output: {e}"))),
+        Some(p) => std::fs::write(p, bytes).map_err(|e| Fail::Io(format!("{p}: {e}"))),
+    }
+}
+
+fn text(p: &Program, dialect: Dialect) -> Result<String, Fail> {
+    match dialect {
+        Dialect::Paper => Ok(print::to_paper(p)),
+        Dialect::LogGopSim => {
+            if print::uses_buffers(p) {
+                eprintln!(
+                    "mpicast: note: the LogGOPSim dialect keeps sizes only; buffer offsets are \
+                     dropped"
+                );
+            }
+            print::to_loggopsim(p).map_err(|e| Fail::Io(e.to_string()))
+        }
+    }
+}
+
+fn goal_cmd(args: &[String]) -> Result<(), Fail> {
+    let Some(cmd) = args.first() else {
+        return Err(Fail::Usage("goal needs a command".into()));
+    };
+    let o = opts(&args[1..])?;
+    match cmd.as_str() {
+        "check" => {
+            let f = one_file(&o, "check")?;
+            let p = load(&f, o.dialect)?;
+            let sizes = BufferSizes(o.buffers.iter().cloned().collect());
+            for (name, _) in &o.buffers {
+                if p.program.slot_of(name).is_none() {
+                    eprintln!("{f}: warning: no action uses buffer `{name}`");
+                }
+            }
+            let diags = validate::validate(&p.program, Some(&p.source), &sizes);
+            for d in &diags {
+                eprintln!("{}", d.render(&f));
+            }
+            let errors = diags.iter().filter(|d| d.is_error()).count();
+            let warnings = diags.len() - errors + p.warnings.len();
+            println!(
+                "{f}: {} dialect, {} ranks, {} actions: {errors} errors, {warnings} warnings",
+                p.program.dialect.name(),
+                p.program.num_ranks(),
+                p.program.action_count()
+            );
+            if errors > 0 {
+                return Err(Fail::Errors);
+            }
+            Ok(())
+        }
+        "asm" => {
+            let f = one_file(&o, "asm")?;
+            let out = o
+                .out
+                .as_deref()
+                .ok_or_else(|| Fail::Usage("asm needs -o OUT".into()))?;
+            let p = load(&f, o.dialect)?;
+            let bin = binary::assemble(&p.program).map_err(Fail::Io)?;
+            write_output(Some(out), &bin)
+        }
+        "disasm" => {
+            let f = one_file(&o, "disasm")?;
+            let p = load(&f, None)?;
+            let d = o.dialect.unwrap_or(p.program.dialect);
+            write_output(o.out.as_deref(), text(&p.program, d)?.as_bytes())
+        }
+        "dot" => {
+            let f = one_file(&o, "dot")?;
+            let p = load(&f, o.dialect)?;
+            write_output(o.out.as_deref(), dot::to_dot(&p.program).as_bytes())
+        }
+        "gen" => {
+            let name = one_file(&o, "gen")?;
+            let algo = algo_from_name(&name, o.ways, o.op).ok_or_else(|| {
+                Fail::Usage(format!(
+                    "unknown algorithm `{name}` (one of {})",
+                    gen::NAMES.join(", ")
+                ))
+            })?;
+            let n = o
+                .ranks
+                .ok_or_else(|| Fail::Usage("gen needs --ranks N".into()))?;
+            let p = gen::generate(algo, n, o.root.unwrap_or(0), o.size.unwrap_or(8))
+                .map_err(Fail::Usage)?;
+            match o.out.as_deref() {
+                Some(path) if path.ends_with(".bin") => {
+                    let bin = binary::assemble(&p).map_err(Fail::Io)?;
+                    write_output(Some(path), &bin)
+                }
+                out => write_output(
+                    out,
+                    text(&p, o.dialect.unwrap_or(Dialect::Paper))?.as_bytes(),
+                ),
+            }
+        }
+        "run" => Err(Fail::Io(
+            "goal run is not available yet: it needs the schedule executor over MPI (issue 4); \
+             `check`, `asm`, `disasm`, `gen` and `dot` work without MPI"
+                .into(),
+        )),
+        other => Err(Fail::Usage(format!("unknown goal command `{other}`"))),
+    }
+}

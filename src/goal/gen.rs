@@ -1,0 +1,88 @@
+//! The generators of `algo`, each run for every rank of a group and gathered into one
+//! `Program`, so that any of them prints as text, assembles, validates and simulates like a
+//! hand-written file. `mpicast goal gen` is a thin layer over `generate`.
+
+use super::Program;
+use crate::algo::{self, dissemination, Sync};
+use crate::sched::func::{Dtype, Func, Opcode, Predef};
+
+/// A collective algorithm that emits GOAL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Algo {
+    /// Seed 004's Listing 2, rooted anywhere.
+    BinomialBcast,
+    /// Seed 004's Listing 3 as an allreduce (see `algo::dissemination`).
+    DisseminationAllreduce { ways: u32, func: Func },
+    /// Seed 002: scouts up the binary tree, then one multicast.
+    ScoutTreeBcast,
+    /// Seed 002: every scout straight to the root, then one multicast.
+    ScoutLinearBcast,
+    /// Scouts up the binary tree to rank 0, whose zero-byte multicast releases everyone.
+    McastBarrier,
+}
+
+/// The names `algo_from_name` knows, for help texts.
+pub const NAMES: &[&str] = &[
+    "binomial-bcast",
+    "dissemination-allreduce",
+    "scout-tree-bcast",
+    "scout-linear-bcast",
+    "mcast-barrier",
+];
+
+/// The algorithm called `name`; `ways` and `func` matter for the dissemination only
+/// (defaults 1 and `sumInt32`).
+pub fn algo_from_name(name: &str, ways: Option<u32>, func: Option<Func>) -> Option<Algo> {
+    Some(match name {
+        "binomial-bcast" | "binomial" => Algo::BinomialBcast,
+        "dissemination-allreduce" | "dissemination" => Algo::DisseminationAllreduce {
+            ways: ways.unwrap_or(1),
+            func: func.unwrap_or(Func::Predef(
+                Predef::new(Opcode::Sum, Dtype::Int32).expect("sum is defined on Int32"),
+            )),
+        },
+        "scout-tree-bcast" | "scout-tree" => Algo::ScoutTreeBcast,
+        "scout-linear-bcast" | "scout-linear" => Algo::ScoutLinearBcast,
+        "mcast-barrier" | "barrier" => Algo::McastBarrier,
+        _ => return None,
+    })
+}
+
+/// The program of `algo` over `n` ranks moving `size` bytes (per rank for the allreduce) from
+/// `root` (ignored by the allreduce and the barrier).
+pub fn generate(algo: Algo, n: u32, root: u32, size: usize) -> Result<Program, String> {
+    if n == 0 {
+        return Err("a group needs at least one rank".into());
+    }
+    let rooted = matches!(
+        algo,
+        Algo::BinomialBcast | Algo::ScoutTreeBcast | Algo::ScoutLinearBcast
+    );
+    if rooted && root >= n {
+        return Err(format!("root {root} is not below the {n} ranks"));
+    }
+    if let Algo::DisseminationAllreduce { ways, func } = algo {
+        if ways == 0 {
+            return Err("dissemination needs at least one way".into());
+        }
+        if let Func::Predef(p) = func {
+            crate::sched::func::check_lengths(p, size, size).map_err(|e| e.to_string())?;
+        }
+    }
+    let schedules = (0..n)
+        .map(|me| match algo {
+            Algo::BinomialBcast => algo::binomial::bcast(n, root, me, size),
+            Algo::DisseminationAllreduce { ways, func } => {
+                dissemination::allreduce(n, ways, me, size, func)
+            }
+            Algo::ScoutTreeBcast => algo::bcast(Sync::Tree, n, root, me, size),
+            Algo::ScoutLinearBcast => algo::bcast(Sync::Linear, n, root, me, size),
+            Algo::McastBarrier => algo::barrier(n, me),
+        })
+        .collect();
+    let extra: &[&str] = match algo {
+        Algo::DisseminationAllreduce { .. } => &["tmp"],
+        _ => &[],
+    };
+    Ok(Program::from_schedules(schedules, extra))
+}

@@ -1,0 +1,120 @@
+//! The host MPI's Fortran side, as far as mpicast's Fortran entry points (`ffi::fortran`)
+//! need it: Fortran handles to C handles, the host's Fortran MPI_IN_PLACE / MPI_BOTTOM
+//! sentinels, and the host's own PMPI Fortran entry points, which get every call whose
+//! Fortran-specific arguments only the host knows how to read.
+//!
+//! Sentinels and entry points are found by name at run time (dlsym): a C program never
+//! loads the host's Fortran library because of us, and a Fortran program that reaches our
+//! Fortran entry points has loaded it. Nothing here decides anything; `ffi::fortran` does.
+
+use super::{MPI_Comm, MPI_Datatype};
+use std::os::raw::{c_int, c_void};
+
+/// MPI_Fint: a default Fortran INTEGER, `int` in both ABIs we build for.
+pub type Fint = c_int;
+
+extern "C" {
+    fn mpicast_c_comm_f2c(f: Fint, out: *mut MPI_Comm) -> c_int;
+    fn mpicast_c_type_f2c(f: Fint, out: *mut MPI_Datatype) -> c_int;
+}
+
+/// The C communicator of a Fortran handle; None when the host knows no such handle.
+pub fn comm_f2c(f: Fint) -> Option<MPI_Comm> {
+    let mut c = super::comm_null();
+    // SAFETY: writes one handle into our local, and only when it returns 1.
+    (unsafe { mpicast_c_comm_f2c(f, &mut c) } == 1).then_some(c)
+}
+
+/// The C datatype of a Fortran handle; None when the host knows no such handle.
+pub fn type_f2c(f: Fint) -> Option<MPI_Datatype> {
+    let mut t = super::byte();
+    // SAFETY: as above.
+    (unsafe { mpicast_c_type_f2c(f, &mut t) } == 1).then_some(t)
+}
+
+/// The address of a global symbol of the process (the first definition in the global
+/// search order, the one every library's reference resolves to), if any.
+/// `name` ends with a NUL byte.
+fn global_symbol(name: &[u8]) -> Option<*mut c_void> {
+    assert_eq!(name.last(), Some(&0), "symbol names end with NUL");
+    // SAFETY: dlsym only reads the NUL-terminated name; RTLD_DEFAULT searches the global
+    // scope without loading anything.
+    let p = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr() as *const libc::c_char) };
+    (!p.is_null()).then_some(p)
+}
+
+/// Open MPI's Fortran MPI_IN_PLACE and MPI_BOTTOM: common blocks (mpif.h) and bind(C)
+/// module variables (`use mpi`, `use mpi_f08`) under every mangling Open MPI's own
+/// `OMPI_IS_FORTRAN_IN_PLACE` / `OMPI_IS_FORTRAN_BOTTOM` compare against.
+#[cfg(any(mpicast_fortran_mpif, mpicast_fortran_f08_bcast))]
+const SENTINELS: [&[u8]; 8] = [
+    b"mpi_fortran_in_place_\0",
+    b"mpi_fortran_in_place\0",
+    b"mpi_fortran_in_place__\0",
+    b"MPI_FORTRAN_IN_PLACE\0",
+    b"mpi_fortran_bottom_\0",
+    b"mpi_fortran_bottom\0",
+    b"mpi_fortran_bottom__\0",
+    b"MPI_FORTRAN_BOTTOM\0",
+];
+
+/// True when `buf` is the host's Fortran MPI_IN_PLACE or MPI_BOTTOM. Looked up at every
+/// call (a few dlsym calls, far below the cost of any broadcast): a Fortran library loaded
+/// later with dlopen brings its own common blocks.
+#[cfg(any(mpicast_fortran_mpif, mpicast_fortran_f08_bcast))]
+pub fn is_sentinel(buf: *const c_void) -> bool {
+    SENTINELS
+        .iter()
+        .filter_map(|n| global_symbol(n))
+        .any(|p| std::ptr::eq(p as *const c_void, buf))
+}
+
+#[cfg(any(mpicast_fortran_mpif, mpicast_fortran_f08_bcast))]
+type BcastF = unsafe extern "C" fn(
+    *mut c_void,
+    *const Fint,
+    *const Fint,
+    *const Fint,
+    *const Fint,
+    *mut Fint,
+);
+type BarrierF = unsafe extern "C" fn(*const Fint, *mut Fint);
+
+/// Calls the host's Fortran broadcast entry `name` (NUL-terminated) (`pmpi_bcast_`, `pmpi_bcast_f08_`) with
+/// the application's arguments, unchanged. False, without a call, when the host has no
+/// such entry.
+// The pointers are only handed on to the host MPI, exactly as the application gave them.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
+#[cfg(any(mpicast_fortran_mpif, mpicast_fortran_f08_bcast))]
+pub fn host_bcast(
+    name: &[u8],
+    buf: *mut c_void,
+    count: *const Fint,
+    datatype: *const Fint,
+    root: *const Fint,
+    comm: *const Fint,
+    ierr: *mut Fint,
+) -> bool {
+    let Some(p) = global_symbol(name) else {
+        return false;
+    };
+    // SAFETY: the host's pmpi_bcast_ / pmpi_bcast_f08_ has this C signature (all arguments
+    // by reference, ierror last; the f08 derived-type handles are one INTEGER each).
+    let f: BcastF = unsafe { std::mem::transmute::<*mut c_void, BcastF>(p) };
+    // SAFETY: forwards the application's own arguments unchanged.
+    unsafe { f(buf, count, datatype, root, comm, ierr) };
+    true
+}
+
+/// As `host_bcast`, for the barrier (`pmpi_barrier_`, `pmpi_barrier_f08_`).
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
+pub fn host_barrier(name: &[u8], comm: *const Fint, ierr: *mut Fint) -> bool {
+    let Some(p) = global_symbol(name) else {
+        return false;
+    };
+    // SAFETY: the host's Fortran barrier entry takes (comm, ierror), both by reference.
+    let f: BarrierF = unsafe { std::mem::transmute::<*mut c_void, BarrierF>(p) };
+    // SAFETY: forwards the application's own arguments unchanged.
+    unsafe { f(comm, ierr) };
+    true
+}

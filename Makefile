@@ -7,9 +7,13 @@
 #   make check     cargo fmt --check and clippy -D warnings
 #   make unit      cargo test
 #   make ctest     the C tests of c-tests/ under mpirun, per flavour (CTEST_ARGS=... to filter)
-#   make test      deps lib check unit ctest
+#   make test      deps lib check unit ctest bench-smoke
 #   make demo      bench/bcast_bench, host MPI against mpicast (Open MPI), side by side
 #                  (DEMO_NP, DEMO_SIZES, DEMO_REPS to change the run)
+#   make bench     the emulated-cluster benchmarks of bench/full.sh (root; about an hour):
+#                  CSV, SVG and summary.md into build/bench/<date>/ (BENCH_OUT, BENCH_CONFIGS,
+#                  BENCH_BUDGET to change the run; see bench/README.md)
+#   make bench-smoke  2 emulated hosts, both MPIs, a few broadcasts: correctness only
 #   make install   PREFIX=/usr/local FLAVOUR=openmpi|mpich
 #   make clean
 #
@@ -19,7 +23,7 @@
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 .NOTPARALLEL:
-.PHONY: deps pydeps lib header check unit ctest test demo install clean
+.PHONY: deps pydeps lib header check unit ctest test demo install clean bench bench-smoke bench-progs
 
 NPROC := $(shell nproc 2>/dev/null || echo 2)
 VERSION := $(shell sed -n 's/^version *= *"\([^"]*\)".*/\1/p' Cargo.toml | head -n 1)
@@ -132,7 +136,7 @@ ctest:
 	done; \
 	if [ -n "$$failed" ]; then echo "ctest failed for:$$failed" >&2; exit 1; fi
 
-test: deps lib check unit ctest
+test: deps lib check unit ctest bench-smoke
 
 DEMO_DIR := build/openmpi/bench
 demo: deps lib
@@ -140,6 +144,23 @@ demo: deps lib
 	@mkdir -p $(DEMO_DIR)
 	$(mpicc_openmpi) -O2 -Wall -Wextra -Werror -o $(DEMO_DIR)/bcast_bench bench/bcast_bench.c
 	@scripts/demo.sh $(CURDIR)/build/openmpi/lib/libmpicast.so.$(VERSION) $(DEMO_DIR)/bcast_bench $(DEMO_DIR)
+
+# The emulated cluster of bench/ (network namespaces on a bridge of our own, rate-limited veth
+# links; needs root). mcast_bench is built per flavour into build/<flavour>/bench/.
+bench-progs: lib
+	@for f in $(FLAVOURS); do \
+	  case $$f in openmpi) cc=$(mpicc_openmpi) ;; mpich) cc=$(mpicc_mpich) ;; esac; \
+	  mkdir -p build/$$f/bench; \
+	  echo "   $$cc -O2 -Wall -Wextra -Werror -Iinclude -o build/$$f/bench/mcast_bench bench/mcast_bench.c"; \
+	  $$cc -O2 -Wall -Wextra -Werror -Iinclude -o build/$$f/bench/mcast_bench bench/mcast_bench.c; \
+	done
+
+bench-smoke: bench-progs
+	bench/smoke.sh
+
+BENCH_OUT ?=
+bench: deps bench-progs
+	bench/full.sh $(BENCH_OUT)
 
 PREFIX ?= /usr/local
 FLAVOUR ?= openmpi

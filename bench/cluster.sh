@@ -47,10 +47,10 @@
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# Instance K (MPICAST_CLUSTER=K, 0..9) is a separate cluster with its own names and subnet, so
+# Instance K (BENCH_CLUSTER=K, 0..9) is a separate cluster with its own names and subnet, so
 # that the smoke run of `make test` (instance 1) never tears down a benchmark (instance 0).
-INSTANCE=${MPICAST_CLUSTER:-0}
-[[ "$INSTANCE" =~ ^[0-9]$ ]] || { echo "cluster.sh: MPICAST_CLUSTER must be 0..9" >&2; exit 1; }
+INSTANCE=${BENCH_CLUSTER:-0}
+[[ "$INSTANCE" =~ ^[0-9]$ ]] || { echo "cluster.sh: BENCH_CLUSTER must be 0..9" >&2; exit 1; }
 if [ "$INSTANCE" = 0 ]; then
   NS_PREFIX=mpicast-h BRIDGE=mpicast-br
 else
@@ -105,16 +105,16 @@ rate_bytes() {
   esac
 }
 
-# tbf on DEV (in the current namespace): a bucket of 1 ms of data (12.5 kB at 100 Mbit/s: a
-# real link bursts one frame, but a smaller bucket costs a timer per frame on every port; at
-# least two full frames; at most 65000 bytes so that TCP's 64 KiB GSO packets are cut into
-# frames and each frame is charged its Ethernet overhead), and a queue of 50 ms of data on top
-# of it (at least 1000 frames: a NIC's txqueuelen).
+# tbf on DEV (in the current namespace): a bucket of 0.1 ms of data but at least two full
+# frames (3076 bytes at 100 Mbit/s: a real link passes one frame at a time, and a bigger bucket
+# would let a small message's frames through at memory speed) and at most 65000 bytes (so that
+# TCP's 64 KiB GSO packets are cut into frames and each is charged its Ethernet overhead), and
+# a queue of 50 ms of data on top of it (at least 1000 frames: a NIC's txqueuelen).
 shape() {
   local dev=$1 rate=$2 bps burst limit
   bps=$(rate_bytes "$rate")
-  burst=$((bps / 1000))
-  [ "$burst" -ge 3028 ] || burst=3028
+  burst=$((bps / 10000))
+  [ "$burst" -ge 3076 ] || burst=3076
   [ "$burst" -le 65000 ] || burst=65000
   limit=$((burst + bps / 20))
   [ "$limit" -ge 1514000 ] || limit=1514000
@@ -154,20 +154,13 @@ reachable() {
 
 down() {
   need_root
-  local ns pids
+  local ns
+  # Processes left in our namespaces are ranks and daemons of our jobs (a crash or an
+  # interrupt): end them by id, or a namespace would outlive its name.
+  reap
   for ns in $(our_namespaces); do
-    # Processes left in our namespaces are ranks and daemons of our jobs (a crash or an
-    # interrupt): end them by id, or the namespace would outlive its name.
-    pids=$(ip netns pids "$ns" 2>/dev/null || true)
-    if [ -n "$pids" ]; then
-      # shellcheck disable=SC2086
-      kill -TERM $pids 2>/dev/null || true
-      sleep 0.5
-      pids=$(ip netns pids "$ns" 2>/dev/null || true)
-      # shellcheck disable=SC2086
-      [ -z "$pids" ] || kill -KILL $pids 2>/dev/null || true
-    fi
     ip netns del "$ns" 2>/dev/null || true # its veth end goes with it, and so does the peer
+    rm -rf "/tmp/mpicast-netns/$ns" # TMPDIR of its MPI daemons (netns-agent.sh)
   done
   local l
   for l in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | sed 's/@.*//' | grep -E "^${NS_PREFIX}[0-9]+$" || true); do
@@ -257,21 +250,48 @@ counters() {
   done
 }
 
-# run [--mpi openmpi|mpich] [--ppn K] [--hosts M] [--timeout S] [--] PROG ARGS...
+# End every process left in our namespaces (ranks and daemons of an earlier job), by id.
+reap() {
+  local ns pids
+  for ns in $(our_namespaces); do
+    pids=$(ip netns pids "$ns" 2>/dev/null || true)
+    [ -n "$pids" ] || continue
+    # shellcheck disable=SC2086
+    kill -TERM $pids 2>/dev/null || true
+    sleep 0.5
+    pids=$(ip netns pids "$ns" 2>/dev/null || true)
+    # shellcheck disable=SC2086
+    [ -z "$pids" ] || kill -KILL $pids 2>/dev/null || true
+  done
+  return 0
+}
+
+# run [--mpi openmpi|mpich] [--ppn K] [--hosts M] [--timeout S]
+#     [--out FILE [--done-marker TEXT] [--grace S]] [--] PROG ARGS...
 # Environment passed to every rank: LD_PRELOAD if set, and every MPICAST_* variable.
+# --out sends the job's stdout to FILE. With --done-marker, a job whose output holds a line
+# starting with TEXT (the program's last words before MPI_Finalize) and that has not exited
+# --grace seconds (default 20) later is ended and counts as completed, with a warning: MPICH's
+# ch4:ucx over UCX_TLS=tcp,self sometimes never returns from MPI_Finalize (UCX 1.13 flushing
+# its TCP endpoints after progress stopped, openucx/ucx#8738; seen here in about half of the
+# runs, with or without mpicast).
 run() {
-  local mpi=openmpi ppn=1 hosts="" tmo=600
+  local mpi=openmpi ppn=1 hosts="" tmo=600 out="" marker="" grace=20
   while [ $# -gt 0 ]; do
     case $1 in
       --mpi) mpi=$2; shift 2 ;;
       --ppn) ppn=$2; shift 2 ;;
       --hosts) hosts=$2; shift 2 ;;
       --timeout) tmo=$2; shift 2 ;;
+      --out) out=$2; shift 2 ;;
+      --done-marker) marker=$2; shift 2 ;;
+      --grace) grace=$2; shift 2 ;;
       --) shift; break ;;
       *) break ;;
     esac
   done
   [ $# -ge 1 ] || die "run: no program"
+  [ -z "$marker" ] || [ -n "$out" ] || die "run: --done-marker needs --out"
   local n
   n=$(host_count)
   [ "$n" -ge 1 ] || die "run: the cluster is not up (cluster.sh up N)"
@@ -279,36 +299,63 @@ run() {
   [ "$hosts" -le "$n" ] || die "run: $hosts hosts wanted, $n up"
   local np=$((hosts * ppn)) agent="$HERE/netns-agent.sh" i
   export MPICAST_IFACE=${MPICAST_IFACE:-$SUBNET} MPICAST_TTL=${MPICAST_TTL:-1}
-  local vars=() v
+  local vars=() v cmd=() hf=""
   for v in $(compgen -e | grep -E '^(MPICAST_|LD_PRELOAD$)' || true); do vars+=("$v"); done
   case $mpi in
     openmpi)
-      local hf
+      # yield_when_idle: the ranks of all hosts share this machine's cores (Open MPI only
+      # yields by itself when it knows a node is oversubscribed, and every "node" here has a
+      # core of its own as far as it knows). leave_session_attached: a daemon that dies is
+      # reported instead of hanging mpirun. rtc ^hwloc: no per-node topology in shared
+      # memory (binding is off anyway).
       hf=$(mktemp /tmp/mpicast-hosts.XXXXXX)
       for i in $(seq 1 "$hosts"); do echo "$NET.$i slots=$ppn"; done >"$hf"
-      local cmd=(mpirun.openmpi --hostfile "$hf" -n "$np" --map-by "ppr:$ppn:node" --bind-to none
+      cmd=(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+        PMIX_MCA_ptl_tcp_remote_connections=1 "PMIX_MCA_ptl_tcp_if_include=$SUBNET"
+        mpirun.openmpi --hostfile "$hf" -n "$np" --map-by "ppr:$ppn:node" --bind-to none
         --mca plm_rsh_agent "$agent" --mca plm_rsh_no_tree_spawn 1
-        --mca btl tcp,self --mca btl_tcp_if_include "$SUBNET"
-        --mca oob_tcp_if_include "$SUBNET" --mca pml ob1 --mca mpi_yield_when_idle 1)
+        --mca btl tcp,self --mca btl_tcp_if_include "$SUBNET" --mca oob_tcp_if_include "$SUBNET"
+        --mca pml ob1 --mca mpi_yield_when_idle 1 --mca orte_leave_session_attached 1
+        --mca rtc ^hwloc)
       for v in "${vars[@]}"; do cmd+=(-x "$v"); done
-      local rc=0
-      OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-        PMIX_MCA_ptl_tcp_remote_connections=1 PMIX_MCA_ptl_tcp_if_include=$SUBNET \
-        timeout -k 10 "$tmo" "${cmd[@]}" "$@" || rc=$?
-      rm -f "$hf"
-      return $rc
       ;;
     mpich)
       local list=""
       for i in $(seq 1 "$hosts"); do list+="${list:+,}$NET.$i:$ppn"; done
-      local cmd=(mpiexec.mpich -launcher ssh -launcher-exec "$agent" -hosts "$list" -n "$np"
+      cmd=(mpiexec.mpich -launcher ssh -launcher-exec "$agent" -hosts "$list" -n "$np"
         -iface "$BRIDGE" -genv MPIR_CVAR_NOLOCAL 1 -genv UCX_TLS tcp,self
         -genv UCX_NET_DEVICES "$IFACE")
       for v in "${vars[@]}"; do cmd+=(-genv "$v" "${!v}"); done
-      timeout -k 10 "$tmo" "${cmd[@]}" "$@"
       ;;
     *) die "run: --mpi openmpi or mpich" ;;
   esac
+  local rc=0 job seen=""
+  # In the background, so that an interrupt or a TERM reaches us at once: the trap ends the
+  # job (timeout passes the signal on to the launcher) and whatever it left in our namespaces.
+  if [ -n "$out" ]; then
+    timeout -k 10 "$tmo" "${cmd[@]}" "$@" >"$out" &
+  else
+    timeout -k 10 "$tmo" "${cmd[@]}" "$@" &
+  fi
+  job=$!
+  trap 'kill -TERM "$job" 2>/dev/null; wait "$job" 2>/dev/null; reap; [ -z "$hf" ] || rm -f "$hf"; exit 130' INT TERM
+  while kill -0 "$job" 2>/dev/null; do
+    if [ -n "$marker" ] && [ -z "$seen" ] && grep -q "^$marker" "$out" 2>/dev/null; then seen=$SECONDS; fi
+    if [ -n "$seen" ] && [ $((SECONDS - seen)) -ge "$grace" ]; then
+      log "run: the job wrote its last line ($marker) but has not exited ${grace} s later: ending it (finalize hang)"
+      kill -TERM "$job" 2>/dev/null || true
+      wait "$job" 2>/dev/null || true
+      reap
+      echo "cluster.sh: finalize-hang" >&2
+      job=""
+      break
+    fi
+    sleep 0.2
+  done
+  [ -z "$job" ] || wait "$job" || rc=$?
+  trap - INT TERM
+  [ -z "$hf" ] || rm -f "$hf"
+  return $rc
 }
 
 cmd=${1:-}
@@ -322,5 +369,6 @@ case $cmd in
   loss) need_root; [ $# = 2 ] || die "usage: cluster.sh loss HOST PCT"; set_loss "$1" "$2" ;;
   exec) need_root; [ $# -ge 2 ] || die "usage: cluster.sh exec HOST CMD..."; ns=$(ns_of "$1"); shift; exec ip netns exec "$ns" "$@" ;;
   run) run "$@" ;;
-  *) die "unknown command '$cmd' (up, down, status, loss, counters, exec, run)" ;;
+  reap) need_root; reap ;;
+  *) die "unknown command '$cmd' (up, down, status, loss, counters, exec, run, reap)" ;;
 esac

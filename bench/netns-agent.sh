@@ -15,4 +15,10 @@ else
 fi
 if [ "$k" = 0 ]; then ns=mpicast-h$i; else ns=mpicast-c${k}h$i; fi
 shift
+# The emulated hosts share one file system and one hostname, and Open MPI's daemons keep their
+# session directories in $TMPDIR/ompi.<hostname>.<uid>/jf.<job>: daemons of different hosts
+# would create and remove the same directories (seen as orted failing in mkdir, or crashing in
+# hwloc_shmem_topology_write). A TMPDIR per host keeps them apart, as separate disks would.
+export TMPDIR=/tmp/mpicast-netns/$ns
+mkdir -p "$TMPDIR"
 exec ip netns exec "$ns" /bin/sh -c "$*"

@@ -4,19 +4,20 @@
 # tear the cluster down (also on failure or interrupt).
 #
 #   run.sh --name NAME --out DIR --mpi openmpi|mpich --hosts N [--ppn K] [--rate RATE]
-#          [--loss HOST:PCT[,PCT...]] [--timeout S] [--keep] -- MCAST_BENCH_ARGS...
+#          [--loss HOST:PCT[,PCT...]] [--env MPICAST_X=V]... [--timeout S] [--keep]
+#          -- MCAST_BENCH_ARGS...
 #
 # --loss HOST:0,1,5 runs the benchmark once per percentage, one after the other on the same
 # cluster (NAME-loss0.csv, NAME-loss1.csv, ...), so that the loss-free figure the others are
 # compared with comes from the same links a minute earlier. --keep leaves the cluster up.
 # Needs the library and the benchmark built: build/<mpi>/lib/libmpicast.so and
 # build/<mpi>/bench/mcast_bench (make bench / make bench-smoke build them).
-# Environment: MPICAST_CLUSTER (instance, default 0); MPICAST_* variables are passed to ranks.
+# Environment: BENCH_CLUSTER (instance, default 0); MPICAST_* variables are passed to ranks.
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 TOP=$(cd "$HERE/.." && pwd)
 
-name="" out="" mpi="" hosts="" ppn=1 rate=100mbit loss="" tmo=1800 keep=0
+name="" out="" mpi="" hosts="" ppn=1 rate=100mbit loss="" tmo=1800 keep=0 envs=()
 while [ $# -gt 0 ]; do
   case $1 in
     --name) name=$2; shift 2 ;;
@@ -27,6 +28,7 @@ while [ $# -gt 0 ]; do
     --rate) rate=$2; shift 2 ;;
     --loss) loss=$2; shift 2 ;;
     --timeout) tmo=$2; shift 2 ;;
+    --env) envs+=("$2"); shift 2 ;;
     --keep) keep=1; shift ;;
     --) shift; break ;;
     *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
@@ -43,10 +45,12 @@ prog=$TOP/build/$mpi/bench/mcast_bench
 mkdir -p "$out"
 
 cluster=$HERE/cluster.sh
+child=""
 if [ "$keep" = 0 ]; then
   trap '"$cluster" down' EXIT
-  trap 'exit 130' INT TERM
 fi
+# A signal ends the running job first (cluster.sh run ends its launcher and reaps), then us.
+trap '[ -z "$child" ] || { kill -TERM "$child" 2>/dev/null; wait "$child" 2>/dev/null; }; exit 130' INT TERM
 "$cluster" up "$hosts" --rate "$rate"
 
 lhost="" pcts=("")
@@ -61,7 +65,7 @@ for pct in "${pcts[@]}"; do
     tag=$name-loss$pct
     "$cluster" loss "$lhost" "$pct"
   fi
-  cmd="MPICAST_CLUSTER=${MPICAST_CLUSTER:-0} bench/cluster.sh up $hosts --rate $rate${lhost:+ --loss $lhost:$pct}; LD_PRELOAD=build/$mpi/lib/libmpicast.so MPICAST_STATS=1 bench/cluster.sh run --mpi $mpi --ppn $ppn -- build/$mpi/bench/mcast_bench $*"
+  cmd="BENCH_CLUSTER=${BENCH_CLUSTER:-0} bench/cluster.sh up $hosts --rate $rate${lhost:+ --loss $lhost:$pct}; ${envs[*]}${envs[*]:+ }LD_PRELOAD=build/$mpi/lib/libmpicast.so MPICAST_STATS=1 bench/cluster.sh run --mpi $mpi --ppn $ppn -- build/$mpi/bench/mcast_bench $*"
   {
     echo "name=$tag"
     echo "mpi=$mpi"
@@ -70,6 +74,7 @@ for pct in "${pcts[@]}"; do
     echo "rate=$rate"
     echo "loss_host=$lhost"
     echo "loss_pct=${pct:-0}"
+    echo "env=${envs[*]}"
     echo "command=$cmd"
     echo "date=$(date -u +%FT%TZ)"
     echo "load_before=$(cut -d' ' -f1-3 /proc/loadavg)"
@@ -78,16 +83,20 @@ for pct in "${pcts[@]}"; do
   echo "== $tag: $cmd" >&2
   start=$(date +%s.%N)
   rc=0
-  LD_PRELOAD=$lib MPICAST_STATS=1 "$cluster" run --mpi "$mpi" --ppn "$ppn" --timeout "$tmo" -- \
-    "$prog" "$@" >"$out/$tag.csv" 2>"$out/$tag.log" || rc=$?
+  env "${envs[@]}" LD_PRELOAD="$lib" MPICAST_STATS=1 "$cluster" run --mpi "$mpi" --ppn "$ppn" --timeout "$tmo" \
+    --out "$out/$tag.csv" --done-marker "# end" --grace 20 -- "$prog" "$@" 2>"$out/$tag.log" &
+  child=$!
+  wait "$child" || rc=$?
+  child=""
   end=$(date +%s.%N)
   after=$("$cluster" counters)
   {
     echo "load_after=$(cut -d' ' -f1-3 /proc/loadavg)"
     echo "seconds=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')"
     echo "exit=$rc"
+    if grep -q 'cluster.sh: finalize-hang' "$out/$tag.log"; then echo "finalize_hang=1"; fi
     # Bytes each host's link carried during the job: proof that the data crossed the links.
-    awk 'NR == FNR { rx[$1] = $2; tx[$1] = $3; next } { printf "link_%s=rx:%d tx:%d\n", $1, $2 - rx[$1], $3 - tx[$1] }' \
+    awk 'NR == FNR { rx[$1] = $2; tx[$1] = $3; next } { printf "link_%s=rx:%.0f tx:%.0f\n", $1, $2 - rx[$1], $3 - tx[$1] }' \
       <(echo "$before") <(echo "$after")
     [ -z "$lhost" ] || "$cluster" exec "$lhost" nft list table inet mpicast_bench 2>/dev/null |
       awk '/counter (seen|dropped)/ { n = $2 } /packets/ { for (i = 1; i <= NF; i++) if ($i == "packets") print "nft_" n "=" $(i + 1) }'

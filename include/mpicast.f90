@@ -15,7 +15,7 @@
 !   do i = 1, 64; if (s(i) == c_null_char) exit; end do
 !   print *, s(1:i-1)
 module mpicast
-  use, intrinsic :: iso_c_binding, only: c_int, c_int64_t, c_ptr
+  use, intrinsic :: iso_c_binding, only: c_int, c_int64_t, c_ptr, c_intptr_t, c_size_t, c_char
   implicit none
   private
 
@@ -23,6 +23,9 @@ module mpicast
   integer(c_int), parameter, public :: MPICAST_OK = 0
   integer(c_int), parameter, public :: MPICAST_ERR_NULL_ARG = 1
   integer(c_int), parameter, public :: MPICAST_ERR_INTERNAL = 2
+  integer(c_int), parameter, public :: MPICAST_ERR_MPI = 3
+  integer(c_int), parameter, public :: MPICAST_ERR_GOAL_INVALID = 4
+  integer(c_int), parameter, public :: MPICAST_ERR_GOAL_STATE = 5
 
   ! MPICAST_Stats: this process's counters (not summed over ranks). The C fields are
   ! uint64_t; Fortran has no unsigned kind, and the counts stay far below 2**63.
@@ -40,6 +43,9 @@ module mpicast
   end type MPICAST_Stats
 
   public :: MPICAST_Get_stats, MPICAST_Version, MPICAST_Status_string
+  public :: MPICAST_Goal_create, MPICAST_Goal_load_text, MPICAST_Goal_bind_buffer
+  public :: MPICAST_Goal_start, MPICAST_Goal_wait, MPICAST_Goal_test, MPICAST_Goal_error
+  public :: MPICAST_Goal_free
 
   interface
     ! Copies this process's counters into stats_out. Thread-safe; callable at any time,
@@ -62,5 +68,68 @@ module mpicast
       integer(c_int), value :: status
       type(c_ptr) :: text
     end function MPICAST_Status_string
+
+    ! GOAL handles (docs/goal.md). Handles are type(c_ptr); strings must end in c_null_char.
+    ! comm is the C handle of the communicator (MPI_Comm_f2c of the Fortran one), passed as
+    ! an integer of pointer width: Open MPI's handles are pointers, MPICH's are ints.
+    function MPICAST_Goal_create(comm, goal_out) bind(C, name="MPICAST_Goal_create") &
+        result(status)
+      import :: c_int, c_intptr_t, c_ptr
+      integer(c_intptr_t), value :: comm
+      type(c_ptr), intent(out) :: goal_out
+      integer(c_int) :: status
+    end function MPICAST_Goal_create
+
+    function MPICAST_Goal_load_text(goal, text) bind(C, name="MPICAST_Goal_load_text") &
+        result(status)
+      import :: c_int, c_ptr, c_char
+      type(c_ptr), value :: goal
+      character(kind=c_char), dimension(*), intent(in) :: text
+      integer(c_int) :: status
+    end function MPICAST_Goal_load_text
+
+    function MPICAST_Goal_bind_buffer(goal, name, ptr, len) &
+        bind(C, name="MPICAST_Goal_bind_buffer") result(status)
+      import :: c_int, c_ptr, c_char, c_size_t
+      type(c_ptr), value :: goal
+      character(kind=c_char), dimension(*), intent(in) :: name
+      type(c_ptr), value :: ptr
+      integer(c_size_t), value :: len
+      integer(c_int) :: status
+    end function MPICAST_Goal_bind_buffer
+
+    function MPICAST_Goal_start(goal, request_out) bind(C, name="MPICAST_Goal_start") &
+        result(status)
+      import :: c_int, c_ptr
+      type(c_ptr), value :: goal
+      type(c_ptr), intent(out) :: request_out
+      integer(c_int) :: status
+    end function MPICAST_Goal_start
+
+    function MPICAST_Goal_wait(request) bind(C, name="MPICAST_Goal_wait") result(status)
+      import :: c_int, c_ptr
+      type(c_ptr), value :: request
+      integer(c_int) :: status
+    end function MPICAST_Goal_wait
+
+    function MPICAST_Goal_test(request, done_out) bind(C, name="MPICAST_Goal_test") &
+        result(status)
+      import :: c_int, c_ptr
+      type(c_ptr), value :: request
+      integer(c_int), intent(out) :: done_out
+      integer(c_int) :: status
+    end function MPICAST_Goal_test
+
+    ! The last error message, NUL-terminated text owned by the handle.
+    function MPICAST_Goal_error(goal) bind(C, name="MPICAST_Goal_error") result(text)
+      import :: c_ptr
+      type(c_ptr), value :: goal
+      type(c_ptr) :: text
+    end function MPICAST_Goal_error
+
+    subroutine MPICAST_Goal_free(goal) bind(C, name="MPICAST_Goal_free")
+      import :: c_ptr
+      type(c_ptr), value :: goal
+    end subroutine MPICAST_Goal_free
   end interface
 end module mpicast

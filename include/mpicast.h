@@ -10,6 +10,7 @@
 #define MPICAST_H
 
 #include <stdint.h>
+#include <mpi.h>
 
 /*
  Status codes of the extension API. Values are stable and never reused.
@@ -27,7 +28,32 @@ typedef enum MPICAST_Status {
    An internal error (a bug): the message went to stderr.
    */
   MPICAST_ERR_INTERNAL = 2,
+  /*
+   A call to the host MPI failed.
+   */
+  MPICAST_ERR_MPI = 3,
+  /*
+   The GOAL program is invalid or cannot run here; MPICAST_Goal_error says why.
+   */
+  MPICAST_ERR_GOAL_INVALID = 4,
+  /*
+   The call does not fit the handle's state (no program loaded, a buffer unbound or too
+   small, a run already active); MPICAST_Goal_error says why.
+   */
+  MPICAST_ERR_GOAL_STATE = 5,
 } MPICAST_Status;
+
+/*
+ A GOAL program bound to a communicator (seed 004): created with MPICAST_Goal_create, owned
+ by the caller until MPICAST_Goal_free. One handle is used by one thread at a time.
+ */
+typedef struct MPICAST_Goal MPICAST_Goal;
+
+/*
+ A run of a GOAL program, returned by MPICAST_Goal_start. Owned by its MPICAST_Goal: valid
+ until that goal is freed, never freed by the caller.
+ */
+typedef struct MPICAST_Request MPICAST_Request;
 
 /*
  This process's counters (not summed over ranks).
@@ -100,6 +126,87 @@ const char *MPICAST_Version(void);
  "unknown status"); the caller must not free it.
  */
 const char *MPICAST_Status_string(int status);
+
+/*
+ Creates a GOAL handle on a private duplicate of `comm` (collective over `comm`, like
+ MPI_Comm_dup). On success `*goal_out` owns the handle: free it with MPICAST_Goal_free before
+ MPI_Finalize. `goal_out` must not be NULL.
+
+ # Safety
+ `goal_out` is NULL or valid for writing one pointer; `comm` is a valid intracommunicator.
+ */
+int MPICAST_Goal_create(MPI_Comm comm, struct MPICAST_Goal **goal_out);
+
+/*
+ Parses `text` (NUL-terminated GOAL, either dialect: the paper's or LogGOPSim's), validates
+ the whole program and keeps this rank's schedule, replacing any previous program (buffer
+ bindings stay). Not collective. On failure returns MPICAST_ERR_GOAL_INVALID and
+ MPICAST_Goal_error gives `goal:line:col: error: message`. The text is copied.
+
+ # Safety
+ `goal` is NULL or a live handle; `text` is NULL or a NUL-terminated string.
+ */
+int MPICAST_Goal_load_text(struct MPICAST_Goal *goal, const char *text);
+
+/*
+ Binds the buffer named `name` (`buf` is the default buffer of un-named references) to
+ `len` bytes at `ptr`, replacing an earlier binding of that name. The memory stays the
+ caller's; it must remain valid and untouched while a run is active. Not allowed during a
+ run (MPICAST_ERR_GOAL_STATE).
+
+ # Safety
+ `goal` is NULL or a live handle; `name` NULL or NUL-terminated; `ptr` valid for reads and
+ writes of `len` bytes during every later run (NULL only with `len` 0).
+ */
+int MPICAST_Goal_bind_buffer(struct MPICAST_Goal *goal, const char *name, void *ptr, uintptr_t len);
+
+/*
+ Starts a run of the loaded program on this rank (the matching ranks must start theirs
+ too). On success `*request_out` is the run's request, owned by `goal` (do not free it);
+ drive it with MPICAST_Goal_test or MPICAST_Goal_wait. Progress happens only inside
+ those calls. MPICAST_ERR_GOAL_STATE when no program is loaded, a run is active, or a
+ buffer the program uses is unbound or too small.
+
+ # Safety
+ `goal` is NULL or a live handle; `request_out` NULL or writable.
+ */
+int MPICAST_Goal_start(struct MPICAST_Goal *goal, struct MPICAST_Request **request_out);
+
+/*
+ Drives the run until it completes. Returns MPICAST_OK at once for a completed run. On an
+ error the run is abandoned and MPICAST_Goal_error says why.
+
+ # Safety
+ `request` is NULL or a request of a live goal.
+ */
+int MPICAST_Goal_wait(struct MPICAST_Request *request);
+
+/*
+ One progress step; `*done_out` becomes 1 when the run completed, else 0 (written only on
+ success).
+
+ # Safety
+ `request` is NULL or a request of a live goal; `done_out` NULL or writable.
+ */
+int MPICAST_Goal_test(struct MPICAST_Request *request, int *done_out);
+
+/*
+ The last error message of `goal` as NUL-terminated text ("" when none), owned by the
+ handle and valid until its next call; NULL only when `goal` is NULL.
+
+ # Safety
+ `goal` is NULL or a live handle.
+ */
+const char *MPICAST_Goal_error(const struct MPICAST_Goal *goal);
+
+/*
+ Frees the handle, its request and its communicator duplicate; an active run is
+ abandoned. Call before MPI_Finalize. NULL is a no-op.
+
+ # Safety
+ `goal` is NULL or a handle from MPICAST_Goal_create, not used afterwards.
+ */
+void MPICAST_Goal_free(struct MPICAST_Goal *goal);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -3,7 +3,12 @@
 //! on success; NULL where a pointer is required gives `MPICAST_ERR_NULL_ARG`.
 
 use super::guard;
-use std::os::raw::{c_char, c_int};
+use crate::host::p2p::Region;
+use crate::host::{self, MPI_Comm};
+use crate::sched::Execution;
+use crate::transport::goal::{self as core, GoalBackend, Loaded};
+use std::ffi::{CStr, CString};
+use std::os::raw::{c_char, c_int, c_void};
 
 /// Status codes of the extension API. Values are stable and never reused.
 #[repr(C)]
@@ -15,6 +20,13 @@ pub enum MPICAST_Status {
     MPICAST_ERR_NULL_ARG = 1,
     /// An internal error (a bug): the message went to stderr.
     MPICAST_ERR_INTERNAL = 2,
+    /// A call to the host MPI failed.
+    MPICAST_ERR_MPI = 3,
+    /// The GOAL program is invalid or cannot run here; MPICAST_Goal_error says why.
+    MPICAST_ERR_GOAL_INVALID = 4,
+    /// The call does not fit the handle's state (no program loaded, a buffer unbound or too
+    /// small, a run already active); MPICAST_Goal_error says why.
+    MPICAST_ERR_GOAL_STATE = 5,
 }
 
 /// This process's counters (not summed over ranks).
@@ -93,7 +105,386 @@ pub extern "C" fn MPICAST_Status_string(status: c_int) -> *const c_char {
         0 => "success\0",
         1 => "a required pointer argument was NULL\0",
         2 => "internal error\0",
+        3 => "a call to the host MPI failed\0",
+        4 => "the GOAL program is invalid (see MPICAST_Goal_error)\0",
+        5 => "the GOAL handle is not ready for this call (see MPICAST_Goal_error)\0",
         _ => "unknown status\0",
     };
     s.as_ptr() as *const c_char
+}
+
+/// A GOAL program bound to a communicator (seed 004): created with MPICAST_Goal_create, owned
+/// by the caller until MPICAST_Goal_free. One handle is used by one thread at a time.
+#[allow(non_camel_case_types)]
+pub struct MPICAST_Goal {
+    // Declared first so that it drops before the program whose schedule it borrows.
+    run: Option<Execution<'static>>,
+    backend: Option<GoalBackend>,
+    request: Box<MPICAST_Request>,
+    loaded: Option<Box<Loaded>>,
+    comm: MPI_Comm,
+    rank: u32,
+    size: u32,
+    bound: Vec<(String, Region)>,
+    scratch: Vec<u8>,
+    error: CString,
+}
+
+/// A run of a GOAL program, returned by MPICAST_Goal_start. Owned by its MPICAST_Goal: valid
+/// until that goal is freed, never freed by the caller.
+#[allow(non_camel_case_types)]
+pub struct MPICAST_Request {
+    goal: *mut MPICAST_Goal,
+}
+
+const OK: c_int = MPICAST_Status::MPICAST_OK as c_int;
+const NULL_ARG: c_int = MPICAST_Status::MPICAST_ERR_NULL_ARG as c_int;
+const INTERNAL: c_int = MPICAST_Status::MPICAST_ERR_INTERNAL as c_int;
+const ERR_MPI: c_int = MPICAST_Status::MPICAST_ERR_MPI as c_int;
+const INVALID: c_int = MPICAST_Status::MPICAST_ERR_GOAL_INVALID as c_int;
+const STATE: c_int = MPICAST_Status::MPICAST_ERR_GOAL_STATE as c_int;
+
+impl MPICAST_Goal {
+    fn fail(&mut self, status: c_int, msg: impl Into<String>) -> c_int {
+        let msg: String = msg.into().replace('\0', " ");
+        self.error = CString::new(msg).unwrap_or_default();
+        status
+    }
+
+    /// Ends an active run; outstanding requests complete or are cancelled first.
+    fn abandon(&mut self) {
+        self.run = None;
+        self.backend = None;
+    }
+
+    /// One progress step of the active run (`block`: until done). Returns done.
+    fn drive(&mut self, block: bool) -> Result<bool, c_int> {
+        let (Some(run), Some(b)) = (self.run.as_mut(), self.backend.as_mut()) else {
+            return Ok(true);
+        };
+        let r = if block {
+            run.wait(b).map(|()| true)
+        } else {
+            run.test(b)
+        };
+        match r {
+            Ok(true) => {
+                self.abandon();
+                Ok(true)
+            }
+            Ok(false) => Ok(false),
+            Err(e) => {
+                let status = match e {
+                    core::GoalError::Mpi(_) => ERR_MPI,
+                    _ => INVALID,
+                };
+                self.abandon();
+                Err(self.fail(status, format!("goal: run failed: {e}")))
+            }
+        }
+    }
+}
+
+impl Drop for MPICAST_Goal {
+    fn drop(&mut self) {
+        self.abandon();
+        if host::is_active() {
+            let _ = host::comm::free(self.comm);
+        }
+    }
+}
+
+/// Creates a GOAL handle on a private duplicate of `comm` (collective over `comm`, like
+/// MPI_Comm_dup). On success `*goal_out` owns the handle: free it with MPICAST_Goal_free before
+/// MPI_Finalize. `goal_out` must not be NULL.
+///
+/// # Safety
+/// `goal_out` is NULL or valid for writing one pointer; `comm` is a valid intracommunicator.
+#[no_mangle]
+pub unsafe extern "C" fn MPICAST_Goal_create(
+    comm: MPI_Comm,
+    goal_out: *mut *mut MPICAST_Goal,
+) -> c_int {
+    guard(
+        "MPICAST_Goal_create",
+        || INTERNAL,
+        || {
+            if goal_out.is_null() {
+                return NULL_ARG;
+            }
+            let Ok(dup) = host::comm::dup(comm) else {
+                return ERR_MPI;
+            };
+            let (Ok(rank), Ok(size)) = (host::comm::rank(dup), host::comm::size(dup)) else {
+                let _ = host::comm::free(dup);
+                return ERR_MPI;
+            };
+            let mut g = Box::new(MPICAST_Goal {
+                run: None,
+                backend: None,
+                request: Box::new(MPICAST_Request {
+                    goal: std::ptr::null_mut(),
+                }),
+                loaded: None,
+                comm: dup,
+                rank,
+                size,
+                bound: Vec::new(),
+                scratch: Vec::new(),
+                error: CString::default(),
+            });
+            let p: *mut MPICAST_Goal = &mut *g;
+            g.request.goal = p;
+            // SAFETY: checked non-NULL; the caller provides a writable pointer.
+            unsafe { goal_out.write(Box::into_raw(g)) };
+            OK
+        },
+    )
+}
+
+/// Parses `text` (NUL-terminated GOAL, either dialect: the paper's or LogGOPSim's), validates
+/// the whole program and keeps this rank's schedule, replacing any previous program (buffer
+/// bindings stay). Not collective. On failure returns MPICAST_ERR_GOAL_INVALID and
+/// MPICAST_Goal_error gives `goal:line:col: error: message`. The text is copied.
+///
+/// # Safety
+/// `goal` is NULL or a live handle; `text` is NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn MPICAST_Goal_load_text(
+    goal: *mut MPICAST_Goal,
+    text: *const c_char,
+) -> c_int {
+    guard(
+        "MPICAST_Goal_load_text",
+        || INTERNAL,
+        || {
+            if goal.is_null() || text.is_null() {
+                return NULL_ARG;
+            }
+            // SAFETY: checked non-NULL; a live handle used by one thread at a time.
+            let g = unsafe { &mut *goal };
+            if g.run.is_some() {
+                return g.fail(STATE, "goal: error: a run is active");
+            }
+            // SAFETY: checked non-NULL; NUL-terminated per the contract.
+            let bytes = unsafe { CStr::from_ptr(text) }.to_bytes();
+            match core::load(bytes, g.rank, g.size) {
+                Ok(l) => {
+                    g.loaded = Some(Box::new(l));
+                    g.error = CString::default();
+                    OK
+                }
+                Err(msg) => g.fail(INVALID, msg),
+            }
+        },
+    )
+}
+
+/// Binds the buffer named `name` (`buf` is the default buffer of un-named references) to
+/// `len` bytes at `ptr`, replacing an earlier binding of that name. The memory stays the
+/// caller's; it must remain valid and untouched while a run is active. Not allowed during a
+/// run (MPICAST_ERR_GOAL_STATE).
+///
+/// # Safety
+/// `goal` is NULL or a live handle; `name` NULL or NUL-terminated; `ptr` valid for reads and
+/// writes of `len` bytes during every later run (NULL only with `len` 0).
+#[no_mangle]
+pub unsafe extern "C" fn MPICAST_Goal_bind_buffer(
+    goal: *mut MPICAST_Goal,
+    name: *const c_char,
+    ptr: *mut c_void,
+    len: usize,
+) -> c_int {
+    guard(
+        "MPICAST_Goal_bind_buffer",
+        || INTERNAL,
+        || {
+            if goal.is_null() || name.is_null() || (ptr.is_null() && len > 0) {
+                return NULL_ARG;
+            }
+            // SAFETY: checked non-NULL; a live handle.
+            let g = unsafe { &mut *goal };
+            if g.run.is_some() {
+                return g.fail(STATE, "goal: error: a run is active");
+            }
+            // SAFETY: NUL-terminated per the contract.
+            let name = unsafe { CStr::from_ptr(name) }
+                .to_string_lossy()
+                .into_owned();
+            // SAFETY: the caller promises `ptr` is valid for `len` bytes during runs.
+            let r = unsafe { Region::new(ptr as *mut u8, len) };
+            g.bound.retain(|(n, _)| *n != name);
+            g.bound.push((name, r));
+            OK
+        },
+    )
+}
+
+/// Starts a run of the loaded program on this rank (the matching ranks must start theirs
+/// too). On success `*request_out` is the run's request, owned by `goal` (do not free it);
+/// drive it with MPICAST_Goal_test or MPICAST_Goal_wait. Progress happens only inside
+/// those calls. MPICAST_ERR_GOAL_STATE when no program is loaded, a run is active, or a
+/// buffer the program uses is unbound or too small.
+///
+/// # Safety
+/// `goal` is NULL or a live handle; `request_out` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn MPICAST_Goal_start(
+    goal: *mut MPICAST_Goal,
+    request_out: *mut *mut MPICAST_Request,
+) -> c_int {
+    guard(
+        "MPICAST_Goal_start",
+        || INTERNAL,
+        || {
+            if goal.is_null() || request_out.is_null() {
+                return NULL_ARG;
+            }
+            // SAFETY: checked non-NULL; a live handle.
+            let g = unsafe { &mut *goal };
+            if g.run.is_some() {
+                return g.fail(STATE, "goal: error: a run is already active");
+            }
+            let Some(l) = g.loaded.as_deref() else {
+                return g.fail(STATE, "goal: error: no program loaded");
+            };
+            let mut slots = Vec::with_capacity(l.buffers.len());
+            for (name, &need) in l.buffers.iter().zip(&l.needed) {
+                let r = g.bound.iter().find(|(n, _)| n == name).map(|&(_, r)| r);
+                match r {
+                    None if need > 0 => {
+                        let m = format!("goal: error: buffer `{name}` ({need} bytes) is not bound");
+                        return g.fail(STATE, m);
+                    }
+                    Some(r) if r.len() < need => {
+                        let m = format!(
+                        "goal: error: buffer `{name}` is bound to {} bytes, the program uses {need}",
+                        r.len()
+                    );
+                        return g.fail(STATE, m);
+                    }
+                    _ => slots.push(r),
+                }
+            }
+            let scratch_len = l.scratch_len;
+            if g.scratch.len() < scratch_len {
+                g.scratch.resize(scratch_len, 0);
+            }
+            // SAFETY: the scratch vector lives in the handle and is not resized while a run is
+            // active (only here, before the run exists); the run ends before the handle drops.
+            let scratch = unsafe { Region::new(g.scratch.as_mut_ptr(), g.scratch.len()) };
+            let sched: *const crate::sched::Schedule = &l.schedule;
+            // SAFETY: the schedule is boxed inside `loaded`, which is neither replaced
+            // (load_text refuses during a run) nor dropped while `run` exists (`run` is declared
+            // first and `abandon` clears it first), so the reference outlives its use.
+            let sched: &'static crate::sched::Schedule = unsafe { &*sched };
+            let mut backend = GoalBackend::new(g.comm, slots, scratch);
+            let mut run = Execution::new(sched);
+            if let Err(e) = run.start(&mut backend) {
+                drop(run);
+                drop(backend);
+                let status = match e {
+                    core::GoalError::Mpi(_) => ERR_MPI,
+                    _ => INVALID,
+                };
+                return g.fail(status, format!("goal: start failed: {e}"));
+            }
+            g.run = Some(run);
+            g.backend = Some(backend);
+            let req: *mut MPICAST_Request = &mut *g.request;
+            // SAFETY: checked non-NULL.
+            unsafe { request_out.write(req) };
+            OK
+        },
+    )
+}
+
+/// Drives the run until it completes. Returns MPICAST_OK at once for a completed run. On an
+/// error the run is abandoned and MPICAST_Goal_error says why.
+///
+/// # Safety
+/// `request` is NULL or a request of a live goal.
+#[no_mangle]
+pub unsafe extern "C" fn MPICAST_Goal_wait(request: *mut MPICAST_Request) -> c_int {
+    guard(
+        "MPICAST_Goal_wait",
+        || INTERNAL,
+        || {
+            if request.is_null() {
+                return NULL_ARG;
+            }
+            // SAFETY: a request points to its live goal.
+            let g = unsafe { &mut *(*request).goal };
+            match g.drive(true) {
+                Ok(_) => OK,
+                Err(s) => s,
+            }
+        },
+    )
+}
+
+/// One progress step; `*done_out` becomes 1 when the run completed, else 0 (written only on
+/// success).
+///
+/// # Safety
+/// `request` is NULL or a request of a live goal; `done_out` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn MPICAST_Goal_test(
+    request: *mut MPICAST_Request,
+    done_out: *mut c_int,
+) -> c_int {
+    guard(
+        "MPICAST_Goal_test",
+        || INTERNAL,
+        || {
+            if request.is_null() || done_out.is_null() {
+                return NULL_ARG;
+            }
+            // SAFETY: a request points to its live goal.
+            let g = unsafe { &mut *(*request).goal };
+            match g.drive(false) {
+                Ok(done) => {
+                    // SAFETY: checked non-NULL.
+                    unsafe { done_out.write(c_int::from(done)) };
+                    OK
+                }
+                Err(s) => s,
+            }
+        },
+    )
+}
+
+/// The last error message of `goal` as NUL-terminated text ("" when none), owned by the
+/// handle and valid until its next call; NULL only when `goal` is NULL.
+///
+/// # Safety
+/// `goal` is NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn MPICAST_Goal_error(goal: *const MPICAST_Goal) -> *const c_char {
+    guard("MPICAST_Goal_error", std::ptr::null, || {
+        if goal.is_null() {
+            return std::ptr::null();
+        }
+        // SAFETY: checked non-NULL; a live handle.
+        unsafe { &*goal }.error.as_ptr()
+    })
+}
+
+/// Frees the handle, its request and its communicator duplicate; an active run is
+/// abandoned. Call before MPI_Finalize. NULL is a no-op.
+///
+/// # Safety
+/// `goal` is NULL or a handle from MPICAST_Goal_create, not used afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn MPICAST_Goal_free(goal: *mut MPICAST_Goal) {
+    guard(
+        "MPICAST_Goal_free",
+        || (),
+        || {
+            if !goal.is_null() {
+                // SAFETY: created by Box::into_raw in MPICAST_Goal_create; ownership returns here.
+                drop(unsafe { Box::from_raw(goal) });
+            }
+        },
+    )
 }

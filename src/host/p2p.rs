@@ -56,6 +56,65 @@ impl Requests {
         Ok(())
     }
 
+    /// Non-blocking send of `r`'s bytes; `r` must stay valid until the request completes.
+    pub fn isend_region(
+        &mut self,
+        comm: MPI_Comm,
+        peer: u32,
+        tag: c_int,
+        r: Region,
+        id: u32,
+    ) -> MpiResult<()> {
+        let count = c_int::try_from(r.len).map_err(|_| super::MpiError(err_count()))?;
+        // SAFETY: request handles are plain data written by MPI.
+        let mut req: MPI_Request = unsafe { std::mem::zeroed() };
+        // SAFETY: `Region::new`'s contract keeps the bytes valid while the request is live.
+        check(unsafe {
+            mpi_sys::PMPI_Isend(
+                r.ptr as *const c_void,
+                count,
+                super::byte(),
+                peer as c_int,
+                tag,
+                comm,
+                &mut req,
+            )
+        })?;
+        self.reqs.push(req);
+        self.ids.push(id);
+        Ok(())
+    }
+
+    /// Non-blocking receive into `r`; `peer` may be `any_source()`, `tag` `any_tag()`.
+    pub fn irecv_region(
+        &mut self,
+        comm: MPI_Comm,
+        peer: c_int,
+        tag: c_int,
+        r: Region,
+        id: u32,
+    ) -> MpiResult<()> {
+        let count = c_int::try_from(r.len).map_err(|_| super::MpiError(err_count()))?;
+        // SAFETY: as above.
+        let mut req: MPI_Request = unsafe { std::mem::zeroed() };
+        // SAFETY: `Region::new`'s contract keeps the bytes valid and writable while the
+        // request is live; MPI writes at most `count` bytes.
+        check(unsafe {
+            mpi_sys::PMPI_Irecv(
+                r.ptr as *mut c_void,
+                count,
+                super::byte(),
+                peer,
+                tag,
+                comm,
+                &mut req,
+            )
+        })?;
+        self.reqs.push(req);
+        self.ids.push(id);
+        Ok(())
+    }
+
     pub fn is_empty(&self) -> bool {
         self.reqs.is_empty()
     }
@@ -106,6 +165,74 @@ impl Drop for Requests {
                 mpi_sys::PMPI_Wait(r, super::status_ignore());
             }
         }
+    }
+}
+
+fn err_count() -> c_int {
+    mpi_sys::MPI_ERR_COUNT as c_int
+}
+
+/// MPI_ANY_TAG.
+pub fn any_tag() -> c_int {
+    // SAFETY: an initialised constant of mpi-sys' C shim.
+    unsafe { mpi_sys::RSMPI_ANY_TAG }
+}
+
+/// A span of memory that someone else owns (the application's buffer bound to a GOAL slot,
+/// or a scratch area): a raw view, because MPI requests keep using it after any Rust borrow
+/// would have ended. Whoever creates one promises it stays valid for as long as it is used.
+#[derive(Clone, Copy, Debug)]
+pub struct Region {
+    ptr: *mut u8,
+    len: usize,
+}
+
+impl Region {
+    /// # Safety
+    /// `ptr` is valid for reads and writes of `len` bytes (or `len` is 0) for as long as the
+    /// region or any part of it is used, and nothing else accesses those bytes meanwhile
+    /// except through regions.
+    pub unsafe fn new(ptr: *mut u8, len: usize) -> Region {
+        Region { ptr, len }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// `len` bytes from `offset`, or None when that leaves the region.
+    pub fn sub(&self, offset: usize, len: usize) -> Option<Region> {
+        let end = offset.checked_add(len)?;
+        if end > self.len {
+            return None;
+        }
+        Some(Region {
+            ptr: self.ptr.wrapping_add(offset),
+            len,
+        })
+    }
+
+    /// A copy of the bytes.
+    pub fn to_vec(&self) -> Vec<u8> {
+        if self.len == 0 {
+            return Vec::new();
+        }
+        // SAFETY: `new`'s contract; the slice lives only inside this call.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }.to_vec()
+    }
+
+    /// Runs `f` on the bytes, writable. The caller must not have a request in flight on
+    /// these bytes (the executor only calls it for actions whose prerequisites completed).
+    pub fn with_mut<R>(&self, f: impl FnOnce(&mut [u8]) -> R) -> R {
+        if self.len == 0 {
+            return f(&mut []);
+        }
+        // SAFETY: `new`'s contract; the slice does not outlive this call.
+        f(unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) })
     }
 }
 

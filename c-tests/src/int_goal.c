@@ -1,0 +1,234 @@
+/* The GOAL executor through the C API (docs/goal.md): a binomial broadcast and a
+ * dissemination allreduce written as GOAL text in this file, run over MPI and compared
+ * with what MPI computes; then the error reports of a bad program and of an unbound buffer.
+ * Plain binary: the MPICAST_Goal_* calls are resolved from the preloaded library. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mpicast.h>
+
+#include "common.h"
+
+#ifdef MPICAST_LINKED
+#define API(name) name
+#else
+static void *api_sym(const char *name) {
+  void *p = dlsym(RTLD_DEFAULT, name);
+  if (!p)
+    tc_fail("%s not found: is libmpicast preloaded?", name);
+  return p;
+}
+/* memcpy keeps -Wpedantic quiet about object-to-function pointer casts. */
+#define API(name)                                                                  \
+  (*({                                                                             \
+    static __typeof__(&name) f_;                                                   \
+    if (!f_) {                                                                     \
+      void *p_ = api_sym(#name);                                                   \
+      memcpy(&f_, &p_, sizeof p_);                                                 \
+    }                                                                              \
+    &f_;                                                                           \
+  }))
+#endif
+
+/* A growing text buffer. */
+static char *text;
+static size_t text_len, text_cap;
+
+static void put(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void put(const char *fmt, ...) {
+  for (;;) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(text + text_len, text_cap - text_len, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+      tc_fail("vsnprintf");
+    if (text_len + (size_t)n < text_cap) {
+      text_len += (size_t)n;
+      return;
+    }
+    text_cap = text_cap * 2 + (size_t)n + 256;
+    text = realloc(text, text_cap);
+    if (!text)
+      tc_fail("out of memory");
+  }
+}
+
+static void reset_text(void) { text_len = 0; put("%s", ""); }
+
+static void check(MPICAST_Goal *g, int rc, const char *what) {
+  if (rc != MPICAST_OK)
+    tc_fail("%s: status %d (%s): %s", what, rc, API(MPICAST_Status_string)(rc),
+            g ? API(MPICAST_Goal_error)(g) : "");
+}
+
+/* Binomial broadcast of `len` bytes from rank 0 in the paper's dialect. */
+static void binomial_bcast(int n, int len) {
+  reset_text();
+  put("num_ranks %d;\n", n);
+  for (int r = 0; r < n; r++) {
+    put("rank #%d {\n", r);
+    /* Rank r != 0 hears from r minus its lowest set bit, then passes on to r + m for each
+     * smaller power of two m; rank 0 to every power of two below n. */
+    int lim = r & -r;
+    if (r == 0)
+      for (lim = 1; lim < n; lim <<= 1)
+        ;
+    if (r != 0)
+      put("  rv: recv 0,%d from %d;\n", len, r - lim);
+    for (int m = lim >> 1, k = 0; m > 0; m >>= 1, k++)
+      if (r + m < n) {
+        put("  s%d: send 0,%d to %d;\n", k, len, r + m);
+        if (r != 0)
+          put("  requ s%d -> rv;\n", k);
+      }
+    put("}\n");
+  }
+}
+
+/* Dissemination allreduce (sum of `count` int32) on a power-of-two group: in round k each
+ * rank sends its partial sum to r + 2^k and adds what r - 2^k sent. */
+static void dissemination(int n, int count) {
+  int len = count * 4;
+  reset_text();
+  put("num_ranks %d;\n", n);
+  for (int r = 0; r < n; r++) {
+    put("rank #%d {\n", r);
+    for (int d = 1, k = 0; d < n; d <<= 1, k++) {
+      put("  s%d: send 0,%d to %d tag %d;\n", k, len, (r + d) % n, k);
+      put("  r%d: recv tmp+0,%d from %d tag %d;\n", k, len, (r - d + n) % n, k);
+      put("  e%d: exec sumInt32 with tmp+0,%d 0,%d;\n", k, len, len);
+      put("  requ e%d -> s%d;\n  requ e%d -> r%d;\n", k, k, k, k);
+      if (k > 0)
+        put("  requ s%d -> e%d;\n  requ r%d -> e%d;\n", k, k - 1, k, k - 1);
+    }
+    put("}\n");
+  }
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int rank = tc_world_rank(), size = tc_world_size();
+  MPICAST_Goal *g = NULL;
+  check(NULL, API(MPICAST_Goal_create)(MPI_COMM_WORLD, &g), "create");
+
+  /* (a) broadcast: rank 0's bytes reach everyone, over several sizes and runs. */
+  int sizes[] = {1, 1000, 70000};
+  for (int si = 0; si < 3; si++) {
+    int len = sizes[si];
+    binomial_bcast(size, len);
+    check(g, API(MPICAST_Goal_load_text)(g, text), "load binomial");
+    unsigned char *buf = malloc((size_t)len);
+    for (int iter = 0; iter < 3; iter++) {
+      uint64_t seed = tc_pattern_seed(0, (uint64_t)iter, (size_t)len);
+      if (rank == 0)
+        tc_fill(buf, (size_t)len, seed);
+      else
+        tc_poison(buf, (size_t)len, seed);
+      check(g, API(MPICAST_Goal_bind_buffer)(g, "buf", buf, (size_t)len), "bind");
+      MPICAST_Request *req = NULL;
+      check(g, API(MPICAST_Goal_start)(g, &req), "start");
+      if (iter == 1) {
+        /* Poll progress with test. */
+        int done = 0;
+        while (!done)
+          check(g, API(MPICAST_Goal_test)(req, &done), "test");
+      } else {
+        check(g, API(MPICAST_Goal_wait)(req), "wait");
+      }
+      tc_check(buf, (size_t)len, seed, "goal binomial bcast", 0, (uint64_t)iter);
+    }
+    free(buf);
+  }
+
+  /* (a2) seed 004's Example 2 on three ranks: rank 0 adds what ranks 1 and 2 send. */
+  if (size == 3) {
+    const char *ex2 = "num_ranks 3;\n"
+                      "rank #0 {\n"
+                      "  r1: recv 503,1 from 1;\n"
+                      "  r2: recv 504,1 from 2;\n"
+                      "  e1: exec sumInt8 with 501,1 503,1;\n"
+                      "  e2: exec sumInt8 with 502,1, 504,1;\n"
+                      "  requ e1 -> r1;\n"
+                      "  requ e2 -> r2;\n"
+                      "}\n"
+                      "rank #1, #2 { send 501,1 to 0; }\n";
+    check(g, API(MPICAST_Goal_load_text)(g, ex2), "load example 2");
+    unsigned char b[505] = {0};
+    b[501] = (unsigned char)(10 * (rank + 1));
+    b[502] = 7;
+    check(g, API(MPICAST_Goal_bind_buffer)(g, "buf", b, sizeof b), "bind");
+    MPICAST_Request *req = NULL;
+    check(g, API(MPICAST_Goal_start)(g, &req), "start");
+    check(g, API(MPICAST_Goal_wait)(req), "wait");
+    if (rank == 0 && (b[503] != 30 || b[504] != 37))
+      tc_fail("example 2: got %d and %d, want 30 and 37", b[503], b[504]);
+  }
+
+  /* (b) allreduce: the dissemination schedule must equal MPI_Allreduce. */
+  if ((size & (size - 1)) == 0) {
+    int count = 1025;
+    dissemination(size, count);
+    check(g, API(MPICAST_Goal_load_text)(g, text), "load dissemination");
+    int32_t *in = malloc(sizeof(int32_t) * (size_t)count);
+    int32_t *out = malloc(sizeof(int32_t) * (size_t)count);
+    int32_t *want = malloc(sizeof(int32_t) * (size_t)count);
+    for (int i = 0; i < count; i++)
+      in[i] = out[i] = (int32_t)((rank + 1) * 1000003 + i * (rank + 7));
+    MPI_Allreduce(in, want, count, MPI_INT32_T, MPI_SUM, MPI_COMM_WORLD);
+    check(g, API(MPICAST_Goal_bind_buffer)(g, "buf", out, sizeof(int32_t) * (size_t)count),
+          "bind");
+    check(g, API(MPICAST_Goal_bind_buffer)(g, "tmp", want + 0, 0), "bind empty tmp");
+    int32_t *tmp = malloc(sizeof(int32_t) * (size_t)count);
+    MPICAST_Request *req = NULL;
+    if (API(MPICAST_Goal_start)(g, &req) != MPICAST_ERR_GOAL_STATE)
+      tc_fail("start with a 0-byte tmp was accepted");
+    check(g, API(MPICAST_Goal_bind_buffer)(g, "tmp", tmp, sizeof(int32_t) * (size_t)count),
+          "bind tmp");
+    check(g, API(MPICAST_Goal_start)(g, &req), "start");
+    check(g, API(MPICAST_Goal_wait)(req), "wait");
+    for (int i = 0; i < count; i++)
+      if (out[i] != want[i])
+        tc_fail("goal allreduce: element %d is %d, MPI_Allreduce gave %d", i, out[i], want[i]);
+    free(tmp);
+    free(in);
+    free(out);
+    free(want);
+  } else if (rank == 0) {
+    printf("int_goal: %d ranks is not a power of two, allreduce part skipped\n", size);
+  }
+
+  /* (c) errors: a misspelt action is reported with line and column, and leaves the
+   * previous program loaded; a buffer too small for the program is refused at start. */
+  const char *bad = "num_ranks 2;\nrank #0 {\n  sned 0,4 to 1;\n}\n";
+  int rc = API(MPICAST_Goal_load_text)(g, bad);
+  const char *msg = API(MPICAST_Goal_error)(g);
+  if (rc != MPICAST_ERR_GOAL_INVALID)
+    tc_fail("bad program: status %d, want MPICAST_ERR_GOAL_INVALID", rc);
+  if (!msg || !strstr(msg, "goal:3:3:"))
+    tc_fail("bad program: message \"%s\" lacks goal:3:3:", msg ? msg : "(null)");
+  binomial_bcast(size, 64);
+  check(g, API(MPICAST_Goal_load_text)(g, text), "reload");
+  char small[8];
+  check(g, API(MPICAST_Goal_bind_buffer)(g, "buf", small, sizeof small), "bind small");
+  MPICAST_Request *req = NULL;
+  rc = API(MPICAST_Goal_start)(g, &req);
+  if (rc != MPICAST_ERR_GOAL_STATE || req != NULL)
+    tc_fail("small buffer: status %d, want MPICAST_ERR_GOAL_STATE", rc);
+  if (!strstr(API(MPICAST_Goal_error)(g), "buf"))
+    tc_fail("small buffer: message \"%s\" does not name the buffer", API(MPICAST_Goal_error)(g));
+  if (API(MPICAST_Goal_load_text)(g, NULL) != MPICAST_ERR_NULL_ARG)
+    tc_fail("NULL text accepted");
+
+  API(MPICAST_Goal_free)(g);
+  API(MPICAST_Goal_free)(NULL);
+  free(text);
+  if (rank == 0)
+    printf("int_goal: ok on %d ranks\n", size);
+  MPI_Finalize();
+  return 0;
+}

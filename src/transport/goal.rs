@@ -1,0 +1,266 @@
+//! Running a loaded GOAL program (seed 004) over the host MPI: `load` turns text into this
+//! rank's schedule and checks what the executor can run; `GoalBackend` is the
+//! `sched::Backend` that performs its actions. Sends and receives are non-blocking PMPI
+//! calls on a private duplicate of the user's communicator (so application receives, even
+//! wildcard ones, never match them), with the schedule's own tags; `exec` runs
+//! `sched::func::apply`; `calc` spins for its nanoseconds. Multicast actions are refused at
+//! load time (not wired to the multicast channel yet). Owns no memory of the application:
+//! buffers arrive as `host::p2p::Region`s bound by whoever holds the handle (`ffi::ext`).
+
+use crate::goal::{self, validate};
+use crate::host::p2p::{self, Region, Requests};
+use crate::host::{MPI_Comm, MpiError};
+use crate::sched::SCRATCH_SLOT;
+use crate::sched::{func, ActionId, Backend, BufRef, Func, Op, Schedule, ANY_PEER, ANY_TAG};
+use func::FuncError;
+use std::fmt;
+use std::os::raw::c_int;
+use std::time::{Duration, Instant};
+
+/// The largest tag every MPI must accept (MPI_TAG_UB is at least this).
+pub const MAX_TAG: u32 = 32767;
+
+/// This rank's part of a loaded program, with what binding needs.
+#[derive(Clone, Debug)]
+pub struct Loaded {
+    pub schedule: Schedule,
+    /// Names of the slots (`buffers[slot]`); `SCRATCH_SLOT` is not listed.
+    pub buffers: Vec<String>,
+    /// Per slot, the bytes the schedule touches (the end of its furthest reference).
+    pub needed: Vec<usize>,
+    /// Bytes of scratch the schedule needs.
+    pub scratch_len: usize,
+}
+
+/// Parses `text` (either dialect), validates the whole program, and keeps rank `rank`'s
+/// schedule. Errors are rendered `goal:line:col: error: message`.
+pub fn load(text: &[u8], rank: u32, size: u32) -> Result<Loaded, String> {
+    let parsed = goal::parse_any(text).map_err(|d| d.render("goal"))?;
+    let diags = validate::validate(
+        &parsed.program,
+        Some(&parsed.source),
+        &validate::BufferSizes(Default::default()),
+    );
+    if let Some(d) = diags.iter().find(|d| d.is_error()) {
+        return Err(d.render("goal"));
+    }
+    let p = parsed.program;
+    let mine = if p.local_view {
+        0
+    } else if p.num_ranks() != size {
+        return Err(format!(
+            "goal: error: the program describes {} ranks, the communicator has {size}",
+            p.num_ranks()
+        ));
+    } else {
+        rank as usize
+    };
+    let schedule = p.ranks[mine].schedule.clone();
+    let mut needed = vec![0usize; p.buffers.len()];
+    let mut scratch_len = 0usize;
+    let mut note = |b: &BufRef| {
+        if b.slot == SCRATCH_SLOT {
+            scratch_len = scratch_len.max(b.len);
+        } else if let Some(n) = needed.get_mut(b.slot as usize) {
+            *n = (*n).max(b.offset.saturating_add(b.len));
+        }
+    };
+    for (id, op) in schedule.actions() {
+        let at = || format!("goal: error (rank {mine}, action {id})");
+        match op {
+            Op::Send { tag, buf, .. } | Op::Recv { tag, buf, .. } => {
+                if *tag != ANY_TAG && *tag > MAX_TAG {
+                    return Err(format!("{}: tag {tag} exceeds {MAX_TAG}", at()));
+                }
+                note(buf);
+            }
+            Op::Exec { func, src, dst } => {
+                if let Func::User(n) = func {
+                    return Err(format!("{}: user function {n} is not supported", at()));
+                }
+                note(src);
+                note(dst);
+            }
+            Op::Calc { .. } => {}
+            Op::McastSend { .. } | Op::McastRecv { .. } => {
+                return Err(format!(
+                    "{}: multicast actions are not supported by the GOAL executor yet",
+                    at()
+                ));
+            }
+        }
+    }
+    Ok(Loaded {
+        schedule,
+        buffers: p.buffers,
+        needed,
+        scratch_len,
+    })
+}
+
+/// Why a run failed.
+#[derive(Debug)]
+pub enum GoalError {
+    Mpi(MpiError),
+    Func(FuncError),
+    /// A buffer reference outside the bound memory.
+    OutOfRange {
+        id: ActionId,
+        slot: u16,
+    },
+}
+
+impl fmt::Display for GoalError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            GoalError::Mpi(e) => write!(f, "{e}"),
+            GoalError::Func(e) => write!(f, "exec: {e}"),
+            GoalError::OutOfRange { id, slot } => {
+                write!(
+                    f,
+                    "action {id} reaches outside the memory bound to slot {slot}"
+                )
+            }
+        }
+    }
+}
+
+impl From<MpiError> for GoalError {
+    fn from(e: MpiError) -> Self {
+        GoalError::Mpi(e)
+    }
+}
+
+/// The actions of one run on one rank.
+pub struct GoalBackend {
+    // Dropped first: outstanding requests complete before anything else goes.
+    reqs: Requests,
+    comm: MPI_Comm,
+    slots: Vec<Option<Region>>,
+    scratch: Region,
+    calcs: Vec<(ActionId, Instant)>,
+}
+
+impl GoalBackend {
+    /// `slots[i]` is the memory of slot i (None: unbound); `scratch` the scratch area.
+    pub fn new(comm: MPI_Comm, slots: Vec<Option<Region>>, scratch: Region) -> Self {
+        GoalBackend {
+            reqs: Requests::default(),
+            comm,
+            slots,
+            scratch,
+            calcs: Vec::new(),
+        }
+    }
+
+    fn region(&self, id: ActionId, b: &BufRef) -> Result<Region, GoalError> {
+        let whole = if b.slot == SCRATCH_SLOT {
+            Some(self.scratch)
+        } else {
+            self.slots.get(b.slot as usize).copied().flatten()
+        };
+        let offset = if b.slot == SCRATCH_SLOT { 0 } else { b.offset };
+        whole
+            .and_then(|r| r.sub(offset, b.len))
+            .ok_or(GoalError::OutOfRange { id, slot: b.slot })
+    }
+}
+
+fn mpi_tag(tag: u32) -> c_int {
+    if tag == ANY_TAG {
+        p2p::any_tag()
+    } else {
+        tag as c_int
+    }
+}
+
+impl Backend for GoalBackend {
+    type Error = GoalError;
+
+    fn start(&mut self, id: ActionId, op: &Op, done: &mut Vec<ActionId>) -> Result<(), GoalError> {
+        match op {
+            Op::Send { peer, tag, buf } => {
+                let r = self.region(id, buf)?;
+                self.reqs
+                    .isend_region(self.comm, *peer, mpi_tag(*tag), r, id)?;
+            }
+            Op::Recv { peer, tag, buf } => {
+                let r = self.region(id, buf)?;
+                let src = if *peer == ANY_PEER {
+                    crate::host::any_source()
+                } else {
+                    *peer as c_int
+                };
+                self.reqs
+                    .irecv_region(self.comm, src, mpi_tag(*tag), r, id)?;
+            }
+            Op::Exec { func, src, dst } => {
+                // A copy of the source: it may overlap the destination.
+                let s = self.region(id, src)?.to_vec();
+                let d = self.region(id, dst)?;
+                d.with_mut(|d| func::apply(*func, &s, d))
+                    .map_err(GoalError::Func)?;
+                done.push(id);
+            }
+            Op::Calc { nanos } => {
+                self.calcs
+                    .push((id, Instant::now() + Duration::from_nanos(*nanos)));
+            }
+            Op::McastSend { .. } | Op::McastRecv { .. } => {
+                unreachable!("load refuses multicast actions")
+            }
+        }
+        Ok(())
+    }
+
+    fn progress(&mut self, done: &mut Vec<ActionId>) -> Result<(), GoalError> {
+        self.reqs.testsome(done)?;
+        if !self.calcs.is_empty() {
+            let now = Instant::now();
+            self.calcs.retain(|&(id, until)| {
+                let over = now >= until;
+                if over {
+                    done.push(id);
+                }
+                !over
+            });
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn load_keeps_this_ranks_schedule_and_sizes() {
+        let text = b"num_ranks 2;\nrank #0 { l1: send 0,8 to 1 tag 3; }\n\
+                     rank #1 { l1: recv 0,8 from 0 tag 3; }\n";
+        let l = load(text, 1, 2).unwrap();
+        assert_eq!(l.schedule.len(), 1);
+        assert!(matches!(
+            l.schedule.op(0),
+            Op::Recv {
+                peer: 0,
+                tag: 3,
+                ..
+            }
+        ));
+        assert_eq!(l.needed, vec![8]);
+    }
+
+    #[test]
+    fn load_reports_line_and_column() {
+        let e = load(b"num_ranks 2;\nrank #0 { l1: sned 0,8 to 1; }\n", 0, 2).unwrap_err();
+        assert!(e.starts_with("goal:2:"), "{e}");
+    }
+
+    #[test]
+    fn load_rejects_a_group_size_mismatch() {
+        let text = b"num_ranks 2;\nrank #0 { l1: send 0,8 to 1 tag 3; }\n\
+                     rank #1 { l1: recv 0,8 from 0 tag 3; }\n";
+        let e = load(text, 0, 4).unwrap_err();
+        assert!(e.contains("2 ranks"), "{e}");
+    }
+}

@@ -1,12 +1,24 @@
-! MPI_Bcast and MPI_Barrier from Fortran through mpif.h (-DTC_MPIF_H) or `use mpi`:
+! MPI_Bcast and MPI_Barrier from Fortran through mpif.h (-DTC_MPIF_H), `use mpi`, or
+! `use mpi_f08` (-DTC_F08: there with and without the optional ierror, and with
+! -DTC_LARGE_COUNT the MPI-4 large-count form, integer(MPI_COUNT_KIND) counts, where the MPI
+! has it):
 ! integer, real(8), character and derived-type data from every root, array sections
 ! (strided and 2-D), several communicators, MPI_BOTTOM with absolute addresses, a
 ! barrier nobody leaves before a late rank entered it, and MPI_IN_PLACE giving the same
 ! error code as the host's own PMPI_Bcast. Every received element is checked, and the
 ! stats show which path each call took (TC_EXPECT, see tc_fortran.f90). Linked builds
 ! (-DTC_LINKED) also read the counters through the `mpicast` Fortran module.
+#ifdef TC_F08
+#define COMM_T type(MPI_Comm)
+#define DTYPE_T type(MPI_Datatype)
+#else
+#define COMM_T integer
+#define DTYPE_T integer
+#endif
 program f_bcast
-#ifndef TC_MPIF_H
+#if defined(TC_F08)
+  use mpi_f08
+#elif !defined(TC_MPIF_H)
   use mpi
 #endif
   use tc_fortran
@@ -19,7 +31,9 @@ program f_bcast
   include 'mpif.h'
 #endif
   integer, parameter :: NI = 1000, NR = 5000, NC = 3000, NP = 100
-#ifdef TC_MPIF_H
+#if defined(TC_F08)
+  character(*), parameter :: WHAT = 'f_f08'
+#elif defined(TC_MPIF_H)
   character(*), parameter :: WHAT = 'f_mpif'
 #else
   character(*), parameter :: WHAT = 'f_usempi'
@@ -30,7 +44,8 @@ program f_bcast
     character :: tag(5)
   end type particle
   integer :: ierr, rank, nprocs, root, nbcast, nplain, nbarrier
-  integer :: comms(3), ncomms, k
+  COMM_T :: comms(3)
+  integer :: ncomms, k
   integer(c_int64_t) :: before(10)
   logical :: found
 
@@ -68,6 +83,11 @@ program f_bcast
   end do
 
   call late_barrier(MPI_COMM_WORLD)
+#ifdef TC_LARGE_COUNT
+  do root = 0, nprocs - 1
+    call bcast_large_count(MPI_COMM_WORLD, root, 50)
+  end do
+#endif
   call bcast_bottom(MPI_COMM_WORLD, nprocs - 1, 40)
   call in_place_as_host()
 
@@ -92,15 +112,21 @@ contains
   end subroutine
 
   subroutine bcast_integers(comm, root, seed)
-    integer, intent(in) :: comm, root, seed
+    COMM_T, intent(in) :: comm
+    integer, intent(in) :: root, seed
     integer :: a(NI), i, me
     call MPI_Comm_rank(comm, me, ierr)
     do i = 1, NI
       a(i) = merge(tc_ival(seed + root, i), -1, me == root)
     end do
+#ifdef TC_F08
+    ! Without the optional ierror (the entry point gets NULL for it).
+    call MPI_Bcast(a, NI, MPI_INTEGER, root, comm)
+#else
     ierr = -12345
     call MPI_Bcast(a, NI, MPI_INTEGER, root, comm, ierr)
     call check_ierr('integer broadcast')
+#endif
     call counted(.true.)
     do i = 1, NI
       if (a(i) /= tc_ival(seed + root, i)) call tc_fail('integer broadcast: wrong element')
@@ -108,7 +134,8 @@ contains
   end subroutine
 
   subroutine bcast_reals(comm, root, seed)
-    integer, intent(in) :: comm, root, seed
+    COMM_T, intent(in) :: comm
+    integer, intent(in) :: root, seed
     real(8) :: a(NR)
     integer :: i, me
     call MPI_Comm_rank(comm, me, ierr)
@@ -124,7 +151,8 @@ contains
   end subroutine
 
   subroutine bcast_chars(comm, root, seed)
-    integer, intent(in) :: comm, root, seed
+    COMM_T, intent(in) :: comm
+    integer, intent(in) :: root, seed
     character(len=NC) :: s
     integer :: i, me
     call MPI_Comm_rank(comm, me, ierr)
@@ -141,10 +169,12 @@ contains
 
   ! An array of a derived type, described by a struct datatype resized to its extent.
   subroutine bcast_particles(comm, root, seed)
-    integer, intent(in) :: comm, root, seed
+    COMM_T, intent(in) :: comm
+    integer, intent(in) :: root, seed
     type(particle) :: p(NP)
-    integer :: i, j, me, ptype, tmp
-    integer :: blocks(3), types(3)
+    integer :: i, j, me
+    DTYPE_T :: ptype, tmp, types(3)
+    integer :: blocks(3)
     integer(kind=MPI_ADDRESS_KIND) :: disp(3), base, lb, extent
     call MPI_Comm_rank(comm, me, ierr)
     call MPI_Get_address(p(1), base, ierr)
@@ -190,7 +220,8 @@ contains
   ! Non-contiguous sections: every other element, and a block of rows of a 2-D array.
   ! The elements outside the section must stay as they were.
   subroutine bcast_sections(comm, root, seed)
-    integer, intent(in) :: comm, root, seed
+    COMM_T, intent(in) :: comm
+    integer, intent(in) :: root, seed
     integer :: a(2 * NI), i, me
     real(8) :: m(40, 30)
     integer :: r, c
@@ -232,12 +263,37 @@ contains
     end do
   end subroutine
 
+#ifdef TC_LARGE_COUNT
+  ! The MPI-4 large-count form: an integer(MPI_COUNT_KIND) count picks MPI_Bcast_c's
+  ! binding, which mpicast must see as well.
+  subroutine bcast_large_count(comm, root, seed)
+    type(MPI_Comm), intent(in) :: comm
+    integer, intent(in) :: root, seed
+    real(8) :: a(NR)
+    integer(kind=MPI_COUNT_KIND) :: n
+    integer :: i, me
+    call MPI_Comm_rank(comm, me, ierr)
+    do i = 1, NR
+      a(i) = merge(tc_rval(seed + root, i), -1d0, me == root)
+    end do
+    n = NR
+    call MPI_Bcast(a, n, MPI_DOUBLE_PRECISION, root, comm, ierr)
+    call check_ierr('large-count broadcast')
+    call counted(.true.)
+    do i = 1, NR
+      if (a(i) /= tc_rval(seed + root, i)) call tc_fail('large-count broadcast: wrong element')
+    end do
+  end subroutine
+#endif
+
   ! MPI_BOTTOM with a datatype of absolute addresses: two separate arrays in one call.
   subroutine bcast_bottom(comm, root, seed)
-    integer, intent(in) :: comm, root, seed
-    integer :: a(NI), me, i, btype
+    COMM_T, intent(in) :: comm
+    integer, intent(in) :: root, seed
+    integer :: a(NI), me, i
+    DTYPE_T :: btype, types(2)
     real(8) :: b(NI)
-    integer :: blocks(2), types(2)
+    integer :: blocks(2)
     integer(kind=MPI_ADDRESS_KIND) :: disp(2)
     call MPI_Comm_rank(comm, me, ierr)
     do i = 1, NI
@@ -263,7 +319,8 @@ contains
   ! MPI_IN_PLACE is not an argument MPI_Bcast knows: whatever the host makes of it, the
   ! error code must be the one the host's own PMPI_Bcast gives.
   subroutine in_place_as_host()
-    integer :: c, ierr_mpi, ierr_host
+    COMM_T :: c
+    integer :: ierr_mpi, ierr_host
     integer(c_int64_t) :: v0(10), v1(10)
     call MPI_Comm_dup(MPI_COMM_WORLD, c, ierr)
     call MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN, ierr)
@@ -282,7 +339,7 @@ contains
 
   ! The last rank enters 300 ms late; nobody may leave before it entered.
   subroutine late_barrier(comm)
-    integer, intent(in) :: comm
+    COMM_T, intent(in) :: comm
     integer :: me, n
     double precision :: t(1), entered(1), left
     call MPI_Comm_rank(comm, me, ierr)
@@ -290,7 +347,16 @@ contains
     if (me == n - 1) call tc_sleep_ms(300)
     t(1) = tc_now()
     ierr = -12345
+#ifdef TC_F08
+    if (mod(nbarrier, 2) == 0) then
+      call MPI_Barrier(comm, ierr)
+    else
+      call MPI_Barrier(comm)
+      ierr = MPI_SUCCESS
+    end if
+#else
     call MPI_Barrier(comm, ierr)
+#endif
     left = tc_now()
     call check_ierr('barrier')
     nbarrier = nbarrier + 1

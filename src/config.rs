@@ -80,8 +80,9 @@ pub struct Config {
     pub sync: SyncAlgo,
     /// `MPICAST_TOPO`.
     pub topo: Topo,
-    /// `MPICAST_MIN_BYTES`: smaller messages go to the host MPI; 0 multicasts everything.
-    pub min_bytes: usize,
+    /// `MPICAST_MIN_BYTES`: smaller messages go to the host MPI; 0 multicasts everything;
+    /// `auto` (the default) picks the threshold from the number of hosts that multicast.
+    pub min_bytes: MinBytes,
     /// `MPICAST_FRAG_BYTES`: datagram payload size; `None` derives it from the MTU.
     pub frag_bytes: Option<usize>,
     /// `MPICAST_RCVBUF`: socket receive buffer to ask the kernel for.
@@ -98,7 +99,6 @@ pub struct Config {
 
 const DEFAULT_GROUP: (Ipv4Addr, u8) = (Ipv4Addr::new(239, 255, 0, 0), 16);
 const DEFAULT_PORTS: (u16, u16) = (23000, 23999);
-const DEFAULT_MIN_BYTES: usize = 1500;
 const DEFAULT_RCVBUF: usize = 8 << 20;
 const MIN_RCVBUF: usize = 64 << 10;
 // The kernel doubles the request and stores it in an int; staying at 1 GiB keeps clear of that.
@@ -117,7 +117,7 @@ impl Default for Config {
             ports: DEFAULT_PORTS,
             sync: SyncAlgo::Tree,
             topo: Topo::Auto,
-            min_bytes: DEFAULT_MIN_BYTES,
+            min_bytes: MinBytes::Auto,
             frag_bytes: None,
             rcvbuf: DEFAULT_RCVBUF,
             timeout_ms: 30_000,
@@ -174,8 +174,10 @@ pub const VARIABLES: &[(&str, &str, &str)] = &[
     ),
     (
         "MPICAST_MIN_BYTES",
-        "1500",
-        "smaller broadcasts go to the host MPI; 0 multicasts every size (suffixes k, m, KiB, MiB)",
+        "auto",
+        "smaller broadcasts go to the host MPI; 0 multicasts every size (suffixes k, m, KiB, MiB); \
+         auto: 4 KiB for 3-4 multicasting hosts, 3 KiB for 5-8, 2 KiB from 9, never for 2 \
+         (crossovers measured at 100 Mbit/s; faster links need more, see BENCHMARKS.md)",
     ),
     (
         "MPICAST_FRAG_BYTES",
@@ -234,8 +236,8 @@ impl std::error::Error for ConfigError {}
 
 const EXPECT_BOOL: &str = "one of 0, 1, true, false, yes, no, on, off";
 const EXPECT_SYNC: &str = "tree or linear";
-const EXPECT_SIZE: &str =
-    "a size in bytes, optionally with a binary suffix k, KiB, m, MiB, g or GiB (e.g. 1500, 64k, 8MiB)";
+const EXPECT_MIN_BYTES: &str =
+    "auto, or a size in bytes, optionally with a binary suffix k, KiB, m, MiB, g or GiB (e.g. 1500, 64k, 8MiB)";
 
 fn err(var: &str, value: &str, expected: impl Into<String>) -> ConfigError {
     ConfigError {
@@ -311,8 +313,8 @@ impl Config {
             };
         }
         if let Some((raw, v)) = val("MPICAST_MIN_BYTES") {
-            c.min_bytes =
-                parse_size(&v).ok_or_else(|| err("MPICAST_MIN_BYTES", &raw, EXPECT_SIZE))?;
+            c.min_bytes = parse_min_bytes(&v)
+                .ok_or_else(|| err("MPICAST_MIN_BYTES", &raw, EXPECT_MIN_BYTES))?;
         }
         if let Some((raw, v)) = val("MPICAST_FRAG_BYTES") {
             let (lo, hi) = FRAG_RANGE;
@@ -447,13 +449,59 @@ impl Config {
     }
 }
 
+/// The smallest broadcast that goes by multicast.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MinBytes {
+    /// From the number of hosts taking part in the multicast: [`MinBytes::resolve`].
+    Auto,
+    /// This many bytes whatever the communicator (0: every size).
+    Fixed(usize),
+}
+
+/// `Auto`'s thresholds by the number of multicast members (hosts with `MPICAST_TOPO` leaders,
+/// ranks with flat), from the crossovers measured on the emulated cluster at 100 Mbit/s
+/// (BENCHMARKS.md): the smallest size from which mpicast beat the host MPI's broadcast, rounded
+/// up. With two members both send one copy and the host MPI's point-to-point has the lower
+/// latency, so they never multicast.
+const AUTO_MIN_BYTES: [(u32, usize); 3] = [(4, 4096), (8, 3072), (u32::MAX, 2048)];
+
+impl MinBytes {
+    /// The threshold for a communicator whose multicast has `members` members.
+    pub fn resolve(self, members: u32) -> usize {
+        match self {
+            MinBytes::Fixed(n) => n,
+            MinBytes::Auto if members <= 2 => usize::MAX,
+            MinBytes::Auto => AUTO_MIN_BYTES
+                .iter()
+                .find(|(upto, _)| members <= *upto)
+                .map_or(0, |&(_, n)| n),
+        }
+    }
+
+    /// The smallest threshold any communicator can get: smaller broadcasts skip the lookup.
+    pub fn floor(self) -> usize {
+        match self {
+            MinBytes::Fixed(n) => n,
+            MinBytes::Auto => AUTO_MIN_BYTES.iter().map(|&(_, n)| n).min().unwrap_or(0),
+        }
+    }
+}
+
+fn parse_min_bytes(v: &str) -> Option<MinBytes> {
+    if v.trim().eq_ignore_ascii_case("auto") {
+        Some(MinBytes::Auto)
+    } else {
+        parse_size(v).map(MinBytes::Fixed)
+    }
+}
+
 /// Per-communicator hints from `MPI_Info`. Keys: `mpicast` = on|off, `mpicast_sync` = tree|linear,
-/// `mpicast_min_bytes` = a size. `None` leaves the process-wide value.
+/// `mpicast_min_bytes` = a size or `auto`. `None` leaves the process-wide value.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Hints {
     pub enabled: Option<bool>,
     pub sync: Option<SyncAlgo>,
-    pub min_bytes: Option<usize>,
+    pub min_bytes: Option<MinBytes>,
 }
 
 impl Hints {
@@ -481,7 +529,7 @@ impl Hints {
                 self.min_bytes = if v.is_empty() {
                     None
                 } else {
-                    Some(parse_size(v).ok_or_else(|| err(&var(), value, EXPECT_SIZE))?)
+                    Some(parse_min_bytes(v).ok_or_else(|| err(&var(), value, EXPECT_MIN_BYTES))?)
                 };
             }
             _ if key.to_ascii_lowercase().starts_with("mpicast_") => {
@@ -669,7 +717,7 @@ mod tests {
         assert_eq!(c.group, (Ipv4Addr::new(239, 255, 0, 0), 16));
         assert_eq!(c.ports, (23000, 23999));
         assert_eq!(c.sync, SyncAlgo::Tree);
-        assert_eq!(c.min_bytes, 1500);
+        assert_eq!(c.min_bytes, MinBytes::Auto);
         assert_eq!(c.frag_bytes, None);
         assert_eq!(c.rcvbuf, 8 * 1024 * 1024);
         assert_eq!(c.timeout_ms, 30_000);
@@ -853,7 +901,10 @@ mod tests {
 
     #[test]
     fn sizes_and_suffixes() {
-        let f = |v| cfg(&[("MPICAST_MIN_BYTES", v)]).unwrap().min_bytes;
+        let f = |v| match cfg(&[("MPICAST_MIN_BYTES", v)]).unwrap().min_bytes {
+            MinBytes::Fixed(n) => n,
+            MinBytes::Auto => panic!("{v} gave auto"),
+        };
         assert_eq!(f("0"), 0);
         assert_eq!(f("1500"), 1500);
         assert_eq!(f("4k"), 4096);
@@ -955,7 +1006,7 @@ mod tests {
                 ports: (30000, 30099),
                 sync: SyncAlgo::Linear,
                 topo: Topo::Leaders,
-                min_bytes: 0,
+                min_bytes: MinBytes::Fixed(0),
                 frag_bytes: Some(8000),
                 rcvbuf: 16 << 20,
                 timeout_ms: 100,
@@ -1026,6 +1077,27 @@ mod tests {
     }
 
     #[test]
+    fn min_bytes_auto_follows_the_member_count() {
+        let auto = |m| MinBytes::Auto.resolve(m);
+        assert_eq!(auto(2), usize::MAX);
+        assert_eq!(auto(3), 4096);
+        assert_eq!(auto(4), 4096);
+        assert_eq!(auto(6), 3072);
+        assert_eq!(auto(9), 2048);
+        assert_eq!(auto(1000), 2048);
+        // Never below the floor used to skip the lookup, never above for fixed values.
+        assert!((2..100).all(|m| auto(m) >= MinBytes::Auto.floor()));
+        assert_eq!(MinBytes::Fixed(7).resolve(2), 7);
+        assert_eq!(MinBytes::Fixed(7).floor(), 7);
+        let e = cfg(&[("MPICAST_MIN_BYTES", "automatic")]).unwrap_err();
+        assert!(e.expected.contains("auto"), "{}", e.expected);
+        assert_eq!(
+            cfg(&[("MPICAST_MIN_BYTES", " Auto ")]).unwrap().min_bytes,
+            MinBytes::Auto
+        );
+    }
+
+    #[test]
     fn hints() {
         let mut h = Hints::default();
         assert_eq!(h.set("mpicast", "off"), Ok(true));
@@ -1037,13 +1109,15 @@ mod tests {
             Hints {
                 enabled: Some(false),
                 sync: Some(SyncAlgo::Linear),
-                min_bytes: Some(65536)
+                min_bytes: Some(MinBytes::Fixed(65536))
             }
         );
         let c = Config::default().with_hints(&h);
         assert!(c.disable);
         assert_eq!(c.sync, SyncAlgo::Linear);
-        assert_eq!(c.min_bytes, 65536);
+        assert_eq!(c.min_bytes, MinBytes::Fixed(65536));
+        assert_eq!(h.set("mpicast_min_bytes", "AUTO"), Ok(true));
+        assert_eq!(h.min_bytes, Some(MinBytes::Auto));
 
         // Empty clears; "on" cannot undo the process-wide kill switch.
         assert_eq!(h.set("mpicast_sync", ""), Ok(true));

@@ -83,6 +83,8 @@ pub struct CommState {
     pub seq: u64,
     pub cfg: Config,
     pub path: Path,
+    /// Smaller broadcasts go to the host MPI (`cfg.min_bytes` resolved for this path).
+    pub min_bytes: usize,
 }
 
 /// The per-communicator MPI_Info keys that belong to mpicast.
@@ -154,7 +156,7 @@ fn start() -> Result<Arc<Session>, SessionError> {
     let self_keyval = host::attr::create_keyval(&FINALIZE).map_err(SessionError::Mpi)?;
     host::attr::set(host::comm_self(), self_keyval, 0).map_err(SessionError::Mpi)?;
     let world_rank = host::comm::rank(host::comm_world()).map_err(SessionError::Mpi)?;
-    let min_floor = cfg.min_bytes;
+    let min_floor = cfg.min_bytes.floor();
     Ok(Arc::new(Session {
         cfg,
         keyval,
@@ -214,7 +216,7 @@ impl Session {
         for (k, v) in &entries {
             let mut h = crate::config::Hints::default();
             if let (Ok(true), Some(m)) = (h.set(k, v), h.min_bytes) {
-                self.min_floor.fetch_min(m, Ordering::Relaxed);
+                self.min_floor.fetch_min(m.floor(), Ordering::Relaxed);
             }
         }
         match host::attr::get(comm, self.hint_keyval)? {
@@ -277,6 +279,11 @@ impl Session {
         } else {
             self.multicast_path(private, size, rank, &cfg)?
         };
+        let members = match &path {
+            Path::Hier(h) => h.hosts.hosts() as u32,
+            _ => size,
+        };
+        let min_bytes = cfg.min_bytes.resolve(members);
         Ok(CommState {
             private: host::SendComm(private),
             size,
@@ -284,6 +291,7 @@ impl Session {
             seq: 0,
             cfg,
             path,
+            min_bytes,
         })
     }
 

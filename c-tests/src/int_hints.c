@@ -3,6 +3,7 @@
  * - "mpicast"="off" on a duplicate: its broadcasts go to the host MPI (this
  *   rank's bcast_pmpi grows, bcast_mcast does not), data still correct.
  * - "mpicast_min_bytes"="1MiB": 1000 B goes to the host MPI, 2 MiB multicasts.
+ * - "mpicast_min_bytes"="auto": the threshold for the communicator's size.
  * - "mpicast_sync"="linear": correct data by multicast.
  * - MPI_Comm_dup of a communicator with "mpicast"="off" keeps the hint (MPI
  *   copies hints on dup); MPI_Comm_dup_with_info sets it on the new one.
@@ -99,6 +100,23 @@ int main(int argc, char **argv) {
   expect_path("hint mpicast_min_bytes=1MiB, 1000 B", dm, dp, 0);
   bcast_checked(big, 2 << 20, size - 1, 3, "hint min_bytes, large", &dm, &dp);
   expect_path("hint mpicast_min_bytes=1MiB, 2 MiB", dm, dp, 1);
+
+  /* "auto" on a flat communicator: the threshold follows the member count
+   * (never with 2, 4 KiB with 3-4, 3 KiB with 5-8, 2 KiB from 9). */
+  MPI_Comm aut = dup_with("mpicast_min_bytes", "auto");
+  size_t auto_min = size <= 2 ? 0 : size <= 4 ? 4096 : size <= 8 ? 3072 : 2048;
+  bcast_checked(aut, 2000, 0, 5, "hint min_bytes=auto, 2000 B", &dm, &dp);
+  expect_path("hint mpicast_min_bytes=auto, 2000 B", dm, dp, 0);
+  if (auto_min) {
+    bcast_checked(aut, auto_min - 1, 0, 6, "hint min_bytes=auto, below", &dm, &dp);
+    expect_path("hint mpicast_min_bytes=auto, just below the threshold", dm, dp, 0);
+    bcast_checked(aut, auto_min, size - 1, 7, "hint min_bytes=auto, at", &dm, &dp);
+    expect_path("hint mpicast_min_bytes=auto, at the threshold", dm, dp, 1);
+  } else {
+    bcast_checked(aut, 1 << 20, 0, 6, "hint min_bytes=auto, 2 ranks", &dm, &dp);
+    expect_path("hint mpicast_min_bytes=auto, 2 ranks, 1 MiB", dm, dp, 0);
+  }
+  MPI_Comm_free(&aut);
 
   MPI_Comm lin = dup_with("mpicast_sync", "linear");
   for (int root = 0; root < size; root++) {

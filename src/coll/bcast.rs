@@ -74,7 +74,7 @@ pub fn bcast(
         Path::Host(_) => return to_host(buf, count, dtype, root, comm),
         Path::Mcast(_) | Path::Hier(_) => {}
     }
-    if bytes < st.cfg.min_bytes {
+    if bytes < st.min_bytes {
         return to_host(buf, count, dtype, root, comm);
     }
     stats::add(&COUNTERS.bcast_mcast, 1);

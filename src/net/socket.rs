@@ -82,6 +82,10 @@ impl McastSocket {
             .map_err(|e| ctx("O_NONBLOCK", e))?;
         let rcv = set_buffer(&sock, Buf::Recv, rcvbuf).map_err(|e| ctx("SO_RCVBUF", e))?;
         let snd = set_buffer(&sock, Buf::Send, rcvbuf).map_err(|e| ctx("SO_SNDBUF", e))?;
+        // Without IP_RECVERR, Linux reports success for a UDP datagram that the interface's
+        // queue discipline dropped (counting it only in SndbufErrors); with it, sendmsg fails
+        // with ENOBUFS and the sender backs off instead of overrunning its own link.
+        set_recverr(&sock).map_err(|e| ctx("IP_RECVERR", e))?;
         Ok(McastSocket {
             sock,
             group: group_addr,
@@ -175,7 +179,14 @@ impl McastSocket {
     /// it cannot be one of ours, whose size the caller bounds.
     pub fn recv(&self, buf: &mut [u8]) -> io::Result<Option<usize>> {
         loop {
-            match recv_raw(self.sock.as_raw_fd(), buf, None)? {
+            let got = match recv_raw(self.sock.as_raw_fd(), buf, None) {
+                Ok(got) => got,
+                // IP_RECVERR reports a queued error once through recv; it concerns an earlier
+                // send (none is expected for multicast), never this datagram: drop it.
+                Err(_) if drain_errqueue(self.sock.as_raw_fd()) => continue,
+                Err(e) => return Err(e),
+            };
+            match got {
                 None => return Ok(None),
                 Some(n) if n > buf.len() => {
                     self.truncated.fetch_add(1, Ordering::Relaxed);
@@ -438,6 +449,51 @@ fn recv_raw(
             _ => return Err(e),
         }
     }
+}
+
+fn set_recverr(sock: &Socket) -> io::Result<()> {
+    let on: libc::c_int = 1;
+    // SAFETY: setsockopt reads sizeof(c_int) bytes from a live c_int on an open socket.
+    let rc = unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::IPPROTO_IP,
+            libc::IP_RECVERR,
+            &on as *const libc::c_int as *const libc::c_void,
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Empties the socket's error queue; true when there was something in it.
+fn drain_errqueue(fd: RawFd) -> bool {
+    let mut any = false;
+    let mut buf = [0u8; 256];
+    let mut ctl = [0u8; 256];
+    for _ in 0..64 {
+        let mut iov = libc::iovec {
+            iov_base: buf.as_mut_ptr() as *mut libc::c_void,
+            iov_len: buf.len(),
+        };
+        // SAFETY: msghdr is a plain C struct for which all-zero is valid.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = ctl.as_mut_ptr() as *mut libc::c_void;
+        msg.msg_controllen = ctl.len();
+        // SAFETY: msg points at a live iovec and control buffer of the stated lengths.
+        let rc = unsafe { libc::recvmsg(fd, &mut msg, libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT) };
+        if rc < 0 {
+            break;
+        }
+        any = true;
+    }
+    any
 }
 
 #[derive(Clone, Copy)]

@@ -15,7 +15,8 @@
 !   do i = 1, 64; if (s(i) == c_null_char) exit; end do
 !   print *, s(1:i-1)
 module mpicast
-  use, intrinsic :: iso_c_binding, only: c_int, c_int64_t, c_ptr, c_intptr_t, c_size_t, c_char
+  use, intrinsic :: iso_c_binding, only: c_int, c_int64_t, c_ptr, c_intptr_t, c_size_t, c_char, &
+    c_funptr
   implicit none
   private
 
@@ -45,7 +46,23 @@ module mpicast
   public :: MPICAST_Get_stats, MPICAST_Version, MPICAST_Status_string
   public :: MPICAST_Goal_create, MPICAST_Goal_load_text, MPICAST_Goal_bind_buffer
   public :: MPICAST_Goal_start, MPICAST_Goal_wait, MPICAST_Goal_test, MPICAST_Goal_error
-  public :: MPICAST_Goal_free
+  public :: MPICAST_Goal_free, MPICAST_Goal_load_file, MPICAST_Goal_load_binary
+  public :: MPICAST_Goal_reg_func, MPICAST_Goal_send, MPICAST_Goal_recv, MPICAST_Goal_exec
+  public :: MPICAST_Goal_requ, MPICAST_Goal_compile, MPICAST_Goal_function
+
+  ! The shape of a user function for GOAL exec actions (MPICAST_Goal_reg_func takes
+  ! c_funloc of a bind(C) function like this): dst = f(src, dst), returns 0 on success.
+  abstract interface
+    function MPICAST_Goal_function(src, src_len, dst, dst_len, ctx) bind(C) result(status)
+      import :: c_int, c_ptr, c_size_t
+      type(c_ptr), value :: src
+      integer(c_size_t), value :: src_len
+      type(c_ptr), value :: dst
+      integer(c_size_t), value :: dst_len
+      type(c_ptr), value :: ctx
+      integer(c_int) :: status
+    end function MPICAST_Goal_function
+  end interface
 
   interface
     ! Copies this process's counters into stats_out. Thread-safe; callable at any time,
@@ -126,6 +143,92 @@ module mpicast
       type(c_ptr), value :: goal
       type(c_ptr) :: text
     end function MPICAST_Goal_error
+
+    ! Like load_text, from a file (text of either dialect, or a binary schedule).
+    function MPICAST_Goal_load_file(goal, path) bind(C, name="MPICAST_Goal_load_file") &
+        result(status)
+      import :: c_int, c_ptr, c_char
+      type(c_ptr), value :: goal
+      character(kind=c_char), dimension(*), intent(in) :: path
+      integer(c_int) :: status
+    end function MPICAST_Goal_load_file
+
+    ! Like load_text, from len bytes at bytes (a binary schedule, or text).
+    function MPICAST_Goal_load_binary(goal, bytes, len) &
+        bind(C, name="MPICAST_Goal_load_binary") result(status)
+      import :: c_int, c_ptr, c_size_t
+      type(c_ptr), value :: goal
+      type(c_ptr), value :: bytes
+      integer(c_size_t), value :: len
+      integer(c_int) :: status
+    end function MPICAST_Goal_load_binary
+
+    ! Registers c_funloc(f) (an MPICAST_Goal_function) as user function id_out (0, 1, ...).
+    function MPICAST_Goal_reg_func(goal, func, ctx, id_out) &
+        bind(C, name="MPICAST_Goal_reg_func") result(status)
+      import :: c_int, c_ptr, c_funptr
+      type(c_ptr), value :: goal
+      type(c_funptr), value :: func
+      type(c_ptr), value :: ctx
+      integer(c_int), intent(out) :: id_out
+      integer(c_int) :: status
+    end function MPICAST_Goal_reg_func
+
+    ! Builder calls: buffers are c_loc of memory that stays valid (target attribute) for the
+    ! life of the program; len in bytes; action_out numbers the action for MPICAST_Goal_requ.
+    function MPICAST_Goal_send(goal, buf, len, dest, tag, action_out) &
+        bind(C, name="MPICAST_Goal_send") result(status)
+      import :: c_int, c_ptr, c_size_t
+      type(c_ptr), value :: goal
+      type(c_ptr), value :: buf
+      integer(c_size_t), value :: len
+      integer(c_int), value :: dest
+      integer(c_int), value :: tag
+      integer(c_int), intent(out) :: action_out
+      integer(c_int) :: status
+    end function MPICAST_Goal_send
+
+    function MPICAST_Goal_recv(goal, buf, len, source, tag, action_out) &
+        bind(C, name="MPICAST_Goal_recv") result(status)
+      import :: c_int, c_ptr, c_size_t
+      type(c_ptr), value :: goal
+      type(c_ptr), value :: buf
+      integer(c_size_t), value :: len
+      integer(c_int), value :: source
+      integer(c_int), value :: tag
+      integer(c_int), intent(out) :: action_out
+      integer(c_int) :: status
+    end function MPICAST_Goal_recv
+
+    ! function: "sumInt32", "maxFloat64", ... or "user N", ending in c_null_char.
+    function MPICAST_Goal_exec(goal, function, src, src_len, dst, dst_len, action_out) &
+        bind(C, name="MPICAST_Goal_exec") result(status)
+      import :: c_int, c_ptr, c_size_t, c_char
+      type(c_ptr), value :: goal
+      character(kind=c_char), dimension(*), intent(in) :: function
+      type(c_ptr), value :: src
+      integer(c_size_t), value :: src_len
+      type(c_ptr), value :: dst
+      integer(c_size_t), value :: dst_len
+      integer(c_int), intent(out) :: action_out
+      integer(c_int) :: status
+    end function MPICAST_Goal_exec
+
+    ! action waits for required to complete.
+    function MPICAST_Goal_requ(goal, action, required) bind(C, name="MPICAST_Goal_requ") &
+        result(status)
+      import :: c_int, c_ptr
+      type(c_ptr), value :: goal
+      integer(c_int), value :: action
+      integer(c_int), value :: required
+      integer(c_int) :: status
+    end function MPICAST_Goal_requ
+
+    function MPICAST_Goal_compile(goal) bind(C, name="MPICAST_Goal_compile") result(status)
+      import :: c_int, c_ptr
+      type(c_ptr), value :: goal
+      integer(c_int) :: status
+    end function MPICAST_Goal_compile
 
     subroutine MPICAST_Goal_free(goal) bind(C, name="MPICAST_Goal_free")
       import :: c_ptr

@@ -101,6 +101,16 @@ typedef struct MPICAST_Stats {
   uint64_t fallbacks;
 } MPICAST_Stats;
 
+/*
+ A user function for GOAL `exec` actions: computes into `dst` (`dst_len` bytes) from `src`
+ (`src_len` bytes), with the `ctx` given at registration; returns 0 on success.
+ */
+typedef int (*MPICAST_Goal_function)(const void *src,
+                                     uintptr_t src_len,
+                                     void *dst,
+                                     uintptr_t dst_len,
+                                     void *ctx);
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -147,6 +157,113 @@ int MPICAST_Goal_create(MPI_Comm comm, struct MPICAST_Goal **goal_out);
  `goal` is NULL or a live handle; `text` is NULL or a NUL-terminated string.
  */
 int MPICAST_Goal_load_text(struct MPICAST_Goal *goal, const char *text);
+
+/*
+ Like MPICAST_Goal_load_text, from the file at `path`: GOAL text of either dialect, or a
+ binary schedule (`mpicast goal asm`), recognised by its magic. Errors name the file
+ (`path:line:col: error: ...`); a file that cannot be read gives MPICAST_ERR_GOAL_INVALID
+ with the system's reason. Not collective.
+
+ # Safety
+ `goal` is NULL or a live handle; `path` is NULL or a NUL-terminated string.
+ */
+int MPICAST_Goal_load_file(struct MPICAST_Goal *goal, const char *path);
+
+/*
+ Like MPICAST_Goal_load_text, from `len` bytes at `bytes`: a binary schedule (or text). The
+ bytes are copied. Not collective.
+
+ # Safety
+ `goal` is NULL or a live handle; `bytes` is NULL or valid for reads of `len` bytes.
+ */
+int MPICAST_Goal_load_binary(struct MPICAST_Goal *goal, const void *bytes, uintptr_t len);
+
+/*
+ Registers `func` with `ctx` as this handle's next user function and writes its number to
+ `*id_out` (0 for the first, then 1, 2, ...): `exec user N` in GOAL text, or "user N" in
+ MPICAST_Goal_exec, calls it as `func(src, src_len, dst, dst_len, ctx)`. It must return 0 on
+ success; anything else ends the run with MPICAST_ERR_GOAL_INVALID. `src` may overlap `dst`.
+ The function runs on the thread that drives progress (see MPICAST_PROGRESS).
+
+ # Safety
+ `goal` is NULL or a live handle; `func` a function of the stated type that stays callable
+ while the handle lives; `id_out` NULL or writable.
+ */
+int MPICAST_Goal_reg_func(struct MPICAST_Goal *goal,
+                          MPICAST_Goal_function func,
+                          void *ctx,
+                          int *id_out);
+
+/*
+ Adds to the schedule being built (this rank's local view; the other ranks build theirs)
+ a send of `len` bytes at `buf` to rank `dest` of the communicator with `tag` (0..32767),
+ and writes the action's number to `*action_out`. The memory must stay valid until the
+ handle is freed or another program is compiled or loaded. See MPICAST_Goal_compile.
+
+ # Safety
+ `goal` is NULL or a live handle; `buf` valid for reads of `len` bytes (NULL only with 0)
+ for the life of the program; `action_out` NULL or writable.
+ */
+int MPICAST_Goal_send(struct MPICAST_Goal *goal,
+                      const void *buf,
+                      uintptr_t len,
+                      int dest,
+                      int tag,
+                      int *action_out);
+
+/*
+ Adds a receive of up to `len` bytes into `buf` from rank `source` (or MPI_ANY_SOURCE) with
+ `tag` (0..32767 or MPI_ANY_TAG). Otherwise as MPICAST_Goal_send.
+
+ # Safety
+ As MPICAST_Goal_send, with `buf` valid for writes.
+ */
+int MPICAST_Goal_recv(struct MPICAST_Goal *goal,
+                      void *buf,
+                      uintptr_t len,
+                      int source,
+                      int tag,
+                      int *action_out);
+
+/*
+ Adds a local computation `dst = src (function) dst`, element-wise: `function` is a GOAL
+ function name such as "sumInt32", "maxFloat64", "copyUInt8" (predefined: equal lengths, a
+ whole number of elements) or "user N" (a function from MPICAST_Goal_reg_func, registered
+ by the time the program starts). Otherwise as MPICAST_Goal_send.
+
+ # Safety
+ As MPICAST_Goal_send; `function` NULL or NUL-terminated; `src` readable for `src_len`
+ bytes and `dst` writable for `dst_len` bytes.
+ */
+int MPICAST_Goal_exec(struct MPICAST_Goal *goal,
+                      const char *function,
+                      const void *src,
+                      uintptr_t src_len,
+                      void *dst,
+                      uintptr_t dst_len,
+                      int *action_out);
+
+/*
+ Makes action `action` wait until action `required` has completed (GOAL's
+ `requ action -> required`). Both are numbers returned by the builder calls of the schedule
+ being built. Cycles are reported by MPICAST_Goal_compile.
+
+ # Safety
+ `goal` is NULL or a live handle.
+ */
+int MPICAST_Goal_requ(struct MPICAST_Goal *goal, int action, int required);
+
+/*
+ Ends the schedule being built and makes it this handle's program, replacing any earlier
+ one (as MPICAST_Goal_load_text would); the builder starts empty again. Every rank of the
+ communicator compiles its own part, and the parts must match (each send a receive, sizes
+ that fit): unlike loaded text, a built schedule is not checked across ranks. Errors:
+ MPICAST_ERR_GOAL_INVALID for a dependency cycle, MPICAST_ERR_GOAL_STATE during a run.
+
+ # Safety
+ `goal` is NULL or a live handle.
+ */
+int MPICAST_Goal_compile(struct MPICAST_Goal *goal);
 
 /*
  Binds the buffer named `name` (`buf` is the default buffer of un-named references) to

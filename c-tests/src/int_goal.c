@@ -1,6 +1,9 @@
 /* The GOAL executor through the C API (docs/goal.md): a binomial broadcast and a
  * dissemination allreduce written as GOAL text in this file, run over MPI and compared
- * with what MPI computes; then the error reports of a bad program and of an unbound buffer.
+ * with what MPI computes; then the error reports of a bad program and of an unbound buffer;
+ * user functions (MPICAST_Goal_reg_func, `exec user N`); schedules built with the builder
+ * calls (a binomial broadcast, a recursive-doubling allreduce against MPI_Allreduce, a user
+ * function); loading from a file; and the errors of each.
  * Plain binary: the MPICAST_Goal_* calls are resolved from the preloaded library. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -8,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <mpicast.h>
 
@@ -108,6 +112,192 @@ static void dissemination(int n, int count) {
     }
     put("}\n");
   }
+}
+
+/* dst[i] += k * src[i] over int32, k from ctx; returns 7 when ctx says so. */
+static int scale_add(const void *src, size_t src_len, void *dst, size_t dst_len, void *ctx) {
+  int k = *(const int *)ctx;
+  if (k == 7)
+    return 7;
+  if (src_len != dst_len || src_len % 4)
+    return 1;
+  const int32_t *s = src;
+  int32_t *d = dst;
+  for (size_t i = 0; i < src_len / 4; i++)
+    d[i] += k * s[i];
+  return 0;
+}
+
+static void run(MPICAST_Goal *g, const char *what) {
+  MPICAST_Request *req = NULL;
+  check(g, API(MPICAST_Goal_start)(g, &req), what);
+  check(g, API(MPICAST_Goal_wait)(req), what);
+}
+
+/* (d) user functions in text programs. */
+static void user_functions(int rank) {
+  MPICAST_Goal *g = NULL;
+  check(NULL, API(MPICAST_Goal_create)(MPI_COMM_WORLD, &g), "create (user)");
+  const char *prog = "e1: exec user 0 with 0,16 16,16;\n"
+                     "e2: exec user 1 with 0,16 16,16;\n"
+                     "requ e2 -> e1;\n";
+  check(g, API(MPICAST_Goal_load_text)(g, prog), "load user program");
+  int32_t b[8] = {1, 2, 3, 4, 10 * rank, 0, 0, 0};
+  check(g, API(MPICAST_Goal_bind_buffer)(g, "buf", b, sizeof b), "bind (user)");
+  MPICAST_Request *req = NULL;
+  int rc = API(MPICAST_Goal_start)(g, &req);
+  if (rc != MPICAST_ERR_GOAL_STATE || !strstr(API(MPICAST_Goal_error)(g), "user function"))
+    tc_fail("start without registered functions: status %d, \"%s\"", rc,
+            API(MPICAST_Goal_error)(g));
+  int two = 2, three = 3, seven = 7, id = -1;
+  check(g, API(MPICAST_Goal_reg_func)(g, scale_add, &two, &id), "reg 0");
+  if (id != 0)
+    tc_fail("first user function got id %d", id);
+  check(g, API(MPICAST_Goal_reg_func)(g, scale_add, &three, &id), "reg 1");
+  if (id != 1)
+    tc_fail("second user function got id %d", id);
+  run(g, "user program");
+  /* b[4..8] = b[4..8] + 2*b[0..4] + 3*b[0..4] */
+  for (int i = 0; i < 4; i++) {
+    int32_t want = (i == 0 ? 10 * rank : 0) + 5 * (i + 1);
+    if (b[4 + i] != want)
+      tc_fail("user functions: element %d is %d, want %d", i, b[4 + i], want);
+  }
+  /* A function that fails ends the run with its code in the message. */
+  check(g, API(MPICAST_Goal_reg_func)(g, scale_add, &seven, &id), "reg 2");
+  check(g, API(MPICAST_Goal_load_text)(g, "e: exec user 2 with 0,4 4,4;\n"), "load failing");
+  rc = API(MPICAST_Goal_start)(g, &req);
+  if (rc == MPICAST_OK)
+    rc = API(MPICAST_Goal_wait)(req);
+  if (rc != MPICAST_ERR_GOAL_INVALID || !strstr(API(MPICAST_Goal_error)(g), "returned 7"))
+    tc_fail("failing user function: status %d, \"%s\"", rc, API(MPICAST_Goal_error)(g));
+  if (API(MPICAST_Goal_reg_func)(g, NULL, NULL, &id) != MPICAST_ERR_NULL_ARG)
+    tc_fail("NULL user function accepted");
+  API(MPICAST_Goal_free)(g);
+}
+
+/* (e) the builder calls. */
+static void builder(int rank, int size) {
+  MPICAST_Goal *g = NULL;
+  check(NULL, API(MPICAST_Goal_create)(MPI_COMM_WORLD, &g), "create (builder)");
+  /* Binomial broadcast of 5000 bytes from rank size-1 (ranks relative to the root). */
+  int root = size - 1, len = 5000;
+  unsigned char *buf = malloc((size_t)len);
+  uint64_t seed = tc_pattern_seed(root, 99, (size_t)len);
+  if (rank == root)
+    tc_fill(buf, (size_t)len, seed);
+  else
+    tc_poison(buf, (size_t)len, seed);
+  int rel = (rank - root + size) % size, lim = rel & -rel, rv = -1, a;
+  if (rel == 0)
+    for (lim = 1; lim < size; lim <<= 1)
+      ;
+  if (rel != 0)
+    check(g, API(MPICAST_Goal_recv)(g, buf, (size_t)len, (rel - lim + root) % size, 5, &rv),
+          "builder recv");
+  for (int m = lim >> 1; m > 0; m >>= 1)
+    if (rel + m < size) {
+      check(g, API(MPICAST_Goal_send)(g, buf, (size_t)len, (rel + m + root) % size, 5, &a),
+            "builder send");
+      if (rv >= 0)
+        check(g, API(MPICAST_Goal_requ)(g, a, rv), "builder requ");
+    }
+  check(g, API(MPICAST_Goal_compile)(g), "compile bcast");
+  run(g, "builder bcast");
+  tc_check(buf, (size_t)len, seed, "builder binomial bcast", 0, 99);
+  free(buf);
+
+  /* Recursive-doubling allreduce (power-of-two sizes) of int32, then a user function
+   * doubling the result: equals 2 x MPI_Allreduce. */
+  if ((size & (size - 1)) == 0) {
+    enum { COUNT = 333 };
+    static int32_t acc[COUNT], in[COUNT], want[COUNT], tmp[32][COUNT];
+    for (int i = 0; i < COUNT; i++)
+      acc[i] = in[i] = (int32_t)(rank * 7919 + i * (rank + 3));
+    MPI_Allreduce(in, want, COUNT, MPI_INT32_T, MPI_SUM, MPI_COMM_WORLD);
+    int one = 1, uid;
+    check(g, API(MPICAST_Goal_reg_func)(g, scale_add, &one, &uid), "reg (builder)");
+    int prev = -1, k = 0;
+    for (int d = 1; d < size; d <<= 1, k++) {
+      int s, r, e;
+      check(g, API(MPICAST_Goal_send)(g, acc, sizeof acc, rank ^ d, k, &s), "rd send");
+      check(g, API(MPICAST_Goal_recv)(g, tmp[k], sizeof acc, rank ^ d, k, &r), "rd recv");
+      check(g, API(MPICAST_Goal_exec)(g, "sumInt32", tmp[k], sizeof acc, acc, sizeof acc, &e),
+            "rd exec");
+      check(g, API(MPICAST_Goal_requ)(g, e, s), "rd requ e s");
+      check(g, API(MPICAST_Goal_requ)(g, e, r), "rd requ e r");
+      if (prev >= 0)
+        check(g, API(MPICAST_Goal_requ)(g, s, prev), "rd requ s prev");
+      prev = e;
+    }
+    char name[32];
+    snprintf(name, sizeof name, "user %d", uid);
+    /* acc += 1 * acc through the user function (source and destination overlap). */
+    check(g, API(MPICAST_Goal_exec)(g, name, acc, sizeof acc, acc, sizeof acc, &a), "user exec");
+    if (prev >= 0)
+      check(g, API(MPICAST_Goal_requ)(g, a, prev), "requ user");
+    check(g, API(MPICAST_Goal_compile)(g), "compile allreduce");
+    run(g, "builder allreduce");
+    for (int i = 0; i < COUNT; i++)
+      if (acc[i] != 2 * want[i])
+        tc_fail("builder allreduce: element %d is %d, want 2 x %d", i, acc[i], want[i]);
+  }
+
+  /* Errors: unknown function, bad action numbers, bad ranks and tags, a cycle. */
+  int32_t x[4] = {0}, y[4] = {0};
+  if (API(MPICAST_Goal_exec)(g, "avgInt32", x, 16, y, 16, &a) != MPICAST_ERR_GOAL_INVALID ||
+      !strstr(API(MPICAST_Goal_error)(g), "avgInt32"))
+    tc_fail("unknown function accepted or not named: %s", API(MPICAST_Goal_error)(g));
+  if (API(MPICAST_Goal_exec)(g, "sumInt32", x, 16, y, 12, &a) != MPICAST_ERR_GOAL_INVALID)
+    tc_fail("exec with unequal lengths accepted");
+  if (API(MPICAST_Goal_send)(g, x, 16, size, 0, &a) != MPICAST_ERR_GOAL_INVALID)
+    tc_fail("send to rank %d accepted", size);
+  if (API(MPICAST_Goal_send)(g, x, 16, 0, MPI_ANY_TAG, &a) != MPICAST_ERR_GOAL_INVALID)
+    tc_fail("send with MPI_ANY_TAG accepted");
+  int e1, e2;
+  check(g, API(MPICAST_Goal_exec)(g, "copyUInt8", x, 16, y, 16, &e1), "cycle e1");
+  check(g, API(MPICAST_Goal_exec)(g, "copyUInt8", y, 16, x, 16, &e2), "cycle e2");
+  if (e1 != 0 || e2 != 1)
+    tc_fail("a fresh builder numbered its actions %d, %d", e1, e2);
+  if (API(MPICAST_Goal_requ)(g, e1, 2) != MPICAST_ERR_GOAL_INVALID)
+    tc_fail("requ on an unknown action accepted");
+  check(g, API(MPICAST_Goal_requ)(g, e1, e2), "requ e1 e2");
+  check(g, API(MPICAST_Goal_requ)(g, e2, e1), "requ e2 e1");
+  if (API(MPICAST_Goal_compile)(g) != MPICAST_ERR_GOAL_INVALID)
+    tc_fail("a cycle compiled");
+  API(MPICAST_Goal_free)(g);
+}
+
+/* (f) loading from a file. */
+static void from_file(int rank, int size) {
+  MPICAST_Goal *g = NULL;
+  check(NULL, API(MPICAST_Goal_create)(MPI_COMM_WORLD, &g), "create (file)");
+  char path[256];
+  snprintf(path, sizeof path, "%s/mpicast-int-goal-%d-%d.goal",
+           getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid(), rank);
+  binomial_bcast(size, 256);
+  FILE *f = fopen(path, "w");
+  if (!f || fputs(text, f) < 0 || fclose(f) != 0)
+    tc_fail("cannot write %s", path);
+  check(g, API(MPICAST_Goal_load_file)(g, path), "load_file");
+  unsigned char b[256];
+  uint64_t seed = tc_pattern_seed(0, 5, sizeof b);
+  if (rank == 0)
+    tc_fill(b, sizeof b, seed);
+  else
+    tc_poison(b, sizeof b, seed);
+  check(g, API(MPICAST_Goal_bind_buffer)(g, "buf", b, sizeof b), "bind (file)");
+  run(g, "file program");
+  tc_check(b, sizeof b, seed, "goal from file", 0, 5);
+  remove(path);
+  if (API(MPICAST_Goal_load_file)(g, path) != MPICAST_ERR_GOAL_INVALID ||
+      !strstr(API(MPICAST_Goal_error)(g), path))
+    tc_fail("missing file: \"%s\" does not name %s", API(MPICAST_Goal_error)(g), path);
+  /* The bytes of a text program through load_binary work too. */
+  check(g, API(MPICAST_Goal_load_binary)(g, text, strlen(text)), "load_binary (text)");
+  if (API(MPICAST_Goal_load_binary)(g, "\x7fGOAL\r\n\x1a\x01", 9) != MPICAST_ERR_GOAL_INVALID)
+    tc_fail("a truncated binary schedule loaded");
+  API(MPICAST_Goal_free)(g);
 }
 
 int main(int argc, char **argv) {
@@ -226,6 +416,10 @@ int main(int argc, char **argv) {
 
   API(MPICAST_Goal_free)(g);
   API(MPICAST_Goal_free)(NULL);
+
+  user_functions(rank);
+  builder(rank, size);
+  from_file(rank, size);
   free(text);
   if (rank == 0)
     printf("int_goal: ok on %d ranks\n", size);

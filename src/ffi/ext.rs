@@ -5,8 +5,8 @@
 use super::guard;
 use crate::host::p2p::Region;
 use crate::host::{self, MPI_Comm};
-use crate::sched::Execution;
-use crate::transport::goal::{self as core, GoalBackend, Loaded};
+use crate::sched::{Builder, BufRef, Execution, Func, Op, Schedule, ANY_PEER, ANY_TAG};
+use crate::transport::goal::{self as core, GoalBackend, Loaded, UserFunc};
 use std::ffi::{CStr, CString};
 use std::os::raw::{c_char, c_int, c_void};
 
@@ -127,7 +127,34 @@ pub struct MPICAST_Goal {
     size: u32,
     bound: Vec<(String, Region)>,
     scratch: Vec<u8>,
+    /// Registered user functions; `exec user N` calls `users[N]`.
+    users: Vec<UserFunc>,
+    /// The schedule being built with MPICAST_Goal_send/_recv/_exec/_requ.
+    building: Option<Building>,
     error: CString,
+}
+
+/// A schedule under construction through the builder calls: each action's memory becomes a
+/// buffer of its own, named `_builder<k>` and bound at compile time.
+#[derive(Default)]
+struct Building {
+    b: Builder,
+    regions: Vec<Region>,
+}
+
+impl Building {
+    fn buf(&mut self, r: Region) -> Result<BufRef, String> {
+        let slot = u16::try_from(self.regions.len() + 1)
+            .ok()
+            .filter(|&s| s < crate::sched::SCRATCH_SLOT)
+            .ok_or("goal: error: too many builder buffers")?;
+        self.regions.push(r);
+        Ok(BufRef {
+            slot,
+            offset: 0,
+            len: r.len(),
+        })
+    }
 }
 
 /// A run of a GOAL program, returned by MPICAST_Goal_start. Owned by its MPICAST_Goal: valid
@@ -145,6 +172,47 @@ const INVALID: c_int = MPICAST_Status::MPICAST_ERR_GOAL_INVALID as c_int;
 const STATE: c_int = MPICAST_Status::MPICAST_ERR_GOAL_STATE as c_int;
 
 impl MPICAST_Goal {
+    /// Installs a loaded (or compiled) program, or records why there is none.
+    fn install(&mut self, l: Result<Loaded, String>) -> c_int {
+        match l {
+            Ok(l) => {
+                self.loaded = Some(Box::new(l));
+                self.error = CString::default();
+                OK
+            }
+            Err(msg) => self.fail(INVALID, msg),
+        }
+    }
+
+    /// A peer rank of the communicator (`any`: MPI_ANY_SOURCE allowed).
+    fn peer(&self, r: c_int, any: bool) -> Option<u32> {
+        if any && r == crate::host::any_source() {
+            Some(ANY_PEER)
+        } else {
+            u32::try_from(r).ok().filter(|&r| r < self.size)
+        }
+    }
+
+    /// Adds an action to the schedule being built.
+    fn add(
+        &mut self,
+        op: impl FnOnce(&mut Building) -> Result<Op, String>,
+        action_out: *mut c_int,
+    ) -> c_int {
+        let bd = self.building.get_or_insert_with(Building::default);
+        if bd.b.len() >= c_int::MAX as usize {
+            return self.fail(STATE, "goal: error: the schedule being built is full");
+        }
+        let op = match op(bd) {
+            Ok(op) => op,
+            Err(m) => return self.fail(STATE, m),
+        };
+        let id = bd.b.add(op);
+        // SAFETY: the exported callers checked `action_out` is non-NULL and writable.
+        unsafe { action_out.write(id as c_int) };
+        OK
+    }
+
     fn fail(&mut self, status: c_int, msg: impl Into<String>) -> c_int {
         let msg: String = msg.into().replace('\0', " ");
         self.error = CString::new(msg).unwrap_or_default();
@@ -231,6 +299,8 @@ pub unsafe extern "C" fn MPICAST_Goal_create(
                 size,
                 bound: Vec::new(),
                 scratch: Vec::new(),
+                users: Vec::new(),
+                building: None,
                 error: CString::default(),
             });
             let p: *mut MPICAST_Goal = &mut *g;
@@ -268,16 +338,378 @@ pub unsafe extern "C" fn MPICAST_Goal_load_text(
             }
             // SAFETY: checked non-NULL; NUL-terminated per the contract.
             let bytes = unsafe { CStr::from_ptr(text) }.to_bytes();
-            match core::load(bytes, g.rank, g.size) {
-                Ok(l) => {
-                    g.loaded = Some(Box::new(l));
-                    g.error = CString::default();
-                    OK
-                }
-                Err(msg) => g.fail(INVALID, msg),
+            g.install(core::load(bytes, "goal", g.rank, g.size))
+        },
+    )
+}
+
+/// Like MPICAST_Goal_load_text, from the file at `path`: GOAL text of either dialect, or a
+/// binary schedule (`mpicast goal asm`), recognised by its magic. Errors name the file
+/// (`path:line:col: error: ...`); a file that cannot be read gives MPICAST_ERR_GOAL_INVALID
+/// with the system's reason. Not collective.
+///
+/// # Safety
+/// `goal` is NULL or a live handle; `path` is NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn MPICAST_Goal_load_file(
+    goal: *mut MPICAST_Goal,
+    path: *const c_char,
+) -> c_int {
+    guard(
+        "MPICAST_Goal_load_file",
+        || INTERNAL,
+        || {
+            if goal.is_null() || path.is_null() {
+                return NULL_ARG;
+            }
+            // SAFETY: checked non-NULL; a live handle used by one thread at a time.
+            let g = unsafe { &mut *goal };
+            if g.run.is_some() {
+                return g.fail(STATE, "goal: error: a run is active");
+            }
+            // SAFETY: checked non-NULL; NUL-terminated per the contract.
+            let path = unsafe { CStr::from_ptr(path) }.to_string_lossy().into_owned();
+            match std::fs::read(&path) {
+                Ok(bytes) => g.install(core::load(&bytes, &path, g.rank, g.size)),
+                Err(e) => g.fail(INVALID, format!("{path}: error: cannot read: {e}")),
             }
         },
     )
+}
+
+/// Like MPICAST_Goal_load_text, from `len` bytes at `bytes`: a binary schedule (or text). The
+/// bytes are copied. Not collective.
+///
+/// # Safety
+/// `goal` is NULL or a live handle; `bytes` is NULL or valid for reads of `len` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn MPICAST_Goal_load_binary(
+    goal: *mut MPICAST_Goal,
+    bytes: *const c_void,
+    len: usize,
+) -> c_int {
+    guard(
+        "MPICAST_Goal_load_binary",
+        || INTERNAL,
+        || {
+            if goal.is_null() || (bytes.is_null() && len > 0) {
+                return NULL_ARG;
+            }
+            // SAFETY: checked non-NULL; a live handle used by one thread at a time.
+            let g = unsafe { &mut *goal };
+            if g.run.is_some() {
+                return g.fail(STATE, "goal: error: a run is active");
+            }
+            let data: &[u8] = if len == 0 {
+                &[]
+            } else {
+                // SAFETY: checked non-NULL; valid for `len` bytes per the contract.
+                unsafe { std::slice::from_raw_parts(bytes as *const u8, len) }
+            };
+            g.install(core::load(data, "goal", g.rank, g.size))
+        },
+    )
+}
+
+/// A user function for GOAL `exec` actions: computes into `dst` (`dst_len` bytes) from `src`
+/// (`src_len` bytes), with the `ctx` given at registration; returns 0 on success.
+#[allow(non_camel_case_types)]
+pub type MPICAST_Goal_function = Option<
+    unsafe extern "C" fn(
+        src: *const c_void,
+        src_len: usize,
+        dst: *mut c_void,
+        dst_len: usize,
+        ctx: *mut c_void,
+    ) -> c_int,
+>;
+
+/// Registers `func` with `ctx` as this handle's next user function and writes its number to
+/// `*id_out` (0 for the first, then 1, 2, ...): `exec user N` in GOAL text, or "user N" in
+/// MPICAST_Goal_exec, calls it as `func(src, src_len, dst, dst_len, ctx)`. It must return 0 on
+/// success; anything else ends the run with MPICAST_ERR_GOAL_INVALID. `src` may overlap `dst`.
+/// The function runs on the thread that drives progress (see MPICAST_PROGRESS).
+///
+/// # Safety
+/// `goal` is NULL or a live handle; `func` a function of the stated type that stays callable
+/// while the handle lives; `id_out` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn MPICAST_Goal_reg_func(
+    goal: *mut MPICAST_Goal,
+    func: MPICAST_Goal_function,
+    ctx: *mut c_void,
+    id_out: *mut c_int,
+) -> c_int {
+    guard(
+        "MPICAST_Goal_reg_func",
+        || INTERNAL,
+        || {
+            let (false, Some(f), false) = (goal.is_null(), func, id_out.is_null()) else {
+                return NULL_ARG;
+            };
+            // SAFETY: checked non-NULL; a live handle.
+            let g = unsafe { &mut *goal };
+            if g.users.len() > u16::MAX as usize {
+                return g.fail(STATE, "goal: error: 65536 user functions are registered");
+            }
+            g.users.push(UserFunc { f, ctx });
+            // SAFETY: checked non-NULL.
+            unsafe { id_out.write((g.users.len() - 1) as c_int) };
+            OK
+        },
+    )
+}
+
+/// Adds to the schedule being built (this rank's local view; the other ranks build theirs)
+/// a send of `len` bytes at `buf` to rank `dest` of the communicator with `tag` (0..32767),
+/// and writes the action's number to `*action_out`. The memory must stay valid until the
+/// handle is freed or another program is compiled or loaded. See MPICAST_Goal_compile.
+///
+/// # Safety
+/// `goal` is NULL or a live handle; `buf` valid for reads of `len` bytes (NULL only with 0)
+/// for the life of the program; `action_out` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn MPICAST_Goal_send(
+    goal: *mut MPICAST_Goal,
+    buf: *const c_void,
+    len: usize,
+    dest: c_int,
+    tag: c_int,
+    action_out: *mut c_int,
+) -> c_int {
+    guard(
+        "MPICAST_Goal_send",
+        || INTERNAL,
+        || {
+            if goal.is_null() || action_out.is_null() || (buf.is_null() && len > 0) {
+                return NULL_ARG;
+            }
+            // SAFETY: checked non-NULL; a live handle.
+            let g = unsafe { &mut *goal };
+            let Some(peer) = g.peer(dest, false) else {
+                return g.fail(INVALID, format!("goal: error: send to rank {dest}: no such rank"));
+            };
+            let Some(tag) = tag_of(tag, false) else {
+                return g.fail(INVALID, format!("goal: error: send tag {tag} is not 0..32767"));
+            };
+            // SAFETY: the caller promises `buf` stays valid for `len` bytes; sends only read.
+            let r = unsafe { Region::new(buf as *mut u8, len) };
+            g.add(|bd| Ok(Op::Send { peer, tag, buf: bd.buf(r)? }), action_out)
+        },
+    )
+}
+
+/// Adds a receive of up to `len` bytes into `buf` from rank `source` (or MPI_ANY_SOURCE) with
+/// `tag` (0..32767 or MPI_ANY_TAG). Otherwise as MPICAST_Goal_send.
+///
+/// # Safety
+/// As MPICAST_Goal_send, with `buf` valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn MPICAST_Goal_recv(
+    goal: *mut MPICAST_Goal,
+    buf: *mut c_void,
+    len: usize,
+    source: c_int,
+    tag: c_int,
+    action_out: *mut c_int,
+) -> c_int {
+    guard(
+        "MPICAST_Goal_recv",
+        || INTERNAL,
+        || {
+            if goal.is_null() || action_out.is_null() || (buf.is_null() && len > 0) {
+                return NULL_ARG;
+            }
+            // SAFETY: checked non-NULL; a live handle.
+            let g = unsafe { &mut *goal };
+            let Some(peer) = g.peer(source, true) else {
+                return g.fail(INVALID, format!("goal: error: receive from rank {source}: no such rank"));
+            };
+            let Some(tag) = tag_of(tag, true) else {
+                return g.fail(INVALID, format!("goal: error: receive tag {tag} is not 0..32767 or MPI_ANY_TAG"));
+            };
+            // SAFETY: the caller promises `buf` stays valid for `len` bytes.
+            let r = unsafe { Region::new(buf as *mut u8, len) };
+            g.add(|bd| Ok(Op::Recv { peer, tag, buf: bd.buf(r)? }), action_out)
+        },
+    )
+}
+
+/// Adds a local computation `dst = src (function) dst`, element-wise: `function` is a GOAL
+/// function name such as "sumInt32", "maxFloat64", "copyUInt8" (predefined: equal lengths, a
+/// whole number of elements) or "user N" (a function from MPICAST_Goal_reg_func, registered
+/// by the time the program starts). Otherwise as MPICAST_Goal_send.
+///
+/// # Safety
+/// As MPICAST_Goal_send; `function` NULL or NUL-terminated; `src` readable for `src_len`
+/// bytes and `dst` writable for `dst_len` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn MPICAST_Goal_exec(
+    goal: *mut MPICAST_Goal,
+    function: *const c_char,
+    src: *const c_void,
+    src_len: usize,
+    dst: *mut c_void,
+    dst_len: usize,
+    action_out: *mut c_int,
+) -> c_int {
+    guard(
+        "MPICAST_Goal_exec",
+        || INTERNAL,
+        || {
+            if goal.is_null()
+                || function.is_null()
+                || action_out.is_null()
+                || (src.is_null() && src_len > 0)
+                || (dst.is_null() && dst_len > 0)
+            {
+                return NULL_ARG;
+            }
+            // SAFETY: checked non-NULL; a live handle.
+            let g = unsafe { &mut *goal };
+            // SAFETY: NUL-terminated per the contract.
+            let name = unsafe { CStr::from_ptr(function) }.to_string_lossy().into_owned();
+            let Some(func) = Func::from_name(&name) else {
+                return g.fail(
+                    INVALID,
+                    format!(
+                        "goal: error: `{name}` is not a function: expected e.g. sumInt32 \
+                         (max min sum prod land lor lxor band bor bxor copy with Int, UInt or \
+                         Float and 8, 16, 32 or 64) or `user N`"
+                    ),
+                );
+            };
+            if let Func::Predef(p) = func {
+                if let Err(e) = crate::sched::func::check_lengths(p, src_len, dst_len) {
+                    return g.fail(INVALID, format!("goal: error: exec {name}: {e}"));
+                }
+            }
+            // SAFETY: the caller promises both stay valid for their lengths.
+            let (s, d) = unsafe {
+                (
+                    Region::new(src as *mut u8, src_len),
+                    Region::new(dst as *mut u8, dst_len),
+                )
+            };
+            g.add(
+                |bd| {
+                    Ok(Op::Exec {
+                        func,
+                        src: bd.buf(s)?,
+                        dst: bd.buf(d)?,
+                    })
+                },
+                action_out,
+            )
+        },
+    )
+}
+
+/// Makes action `action` wait until action `required` has completed (GOAL's
+/// `requ action -> required`). Both are numbers returned by the builder calls of the schedule
+/// being built. Cycles are reported by MPICAST_Goal_compile.
+///
+/// # Safety
+/// `goal` is NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn MPICAST_Goal_requ(
+    goal: *mut MPICAST_Goal,
+    action: c_int,
+    required: c_int,
+) -> c_int {
+    guard(
+        "MPICAST_Goal_requ",
+        || INTERNAL,
+        || {
+            if goal.is_null() {
+                return NULL_ARG;
+            }
+            // SAFETY: checked non-NULL; a live handle.
+            let g = unsafe { &mut *goal };
+            let n = g.building.as_ref().map_or(0, |b| b.b.len());
+            let ok = |a: c_int| a >= 0 && (a as usize) < n;
+            if !ok(action) || !ok(required) {
+                return g.fail(
+                    INVALID,
+                    format!(
+                        "goal: error: requ {action} -> {required}: the schedule being built has \
+                         actions 0..{n}"
+                    ),
+                );
+            }
+            if let Some(b) = g.building.as_mut() {
+                b.b.requ(required as u32, action as u32);
+            }
+            OK
+        },
+    )
+}
+
+/// Ends the schedule being built and makes it this handle's program, replacing any earlier
+/// one (as MPICAST_Goal_load_text would); the builder starts empty again. Every rank of the
+/// communicator compiles its own part, and the parts must match (each send a receive, sizes
+/// that fit): unlike loaded text, a built schedule is not checked across ranks. Errors:
+/// MPICAST_ERR_GOAL_INVALID for a dependency cycle, MPICAST_ERR_GOAL_STATE during a run.
+///
+/// # Safety
+/// `goal` is NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn MPICAST_Goal_compile(goal: *mut MPICAST_Goal) -> c_int {
+    guard(
+        "MPICAST_Goal_compile",
+        || INTERNAL,
+        || {
+            if goal.is_null() {
+                return NULL_ARG;
+            }
+            // SAFETY: checked non-NULL; a live handle.
+            let g = unsafe { &mut *goal };
+            if g.run.is_some() {
+                return g.fail(STATE, "goal: error: a run is active");
+            }
+            let Building { b, regions } = g.building.take().unwrap_or_default();
+            let schedule: Schedule = match b.build() {
+                Ok(s) => s,
+                Err(e) => return g.fail(INVALID, format!("goal: error: {e}")),
+            };
+            let mut buffers = vec![crate::goal::DEFAULT_BUFFER.to_string()];
+            let mut needed = vec![0usize];
+            g.bound.retain(|(n, _)| !n.starts_with("_builder"));
+            for (k, r) in regions.into_iter().enumerate() {
+                let name = format!("_builder{}", k + 1);
+                needed.push(r.len());
+                g.bound.push((name.clone(), r));
+                buffers.push(name);
+            }
+            let mut users: Vec<u16> = schedule
+                .actions()
+                .filter_map(|(_, op)| match op {
+                    Op::Exec {
+                        func: Func::User(n),
+                        ..
+                    } => Some(*n),
+                    _ => None,
+                })
+                .collect();
+            users.sort_unstable();
+            users.dedup();
+            g.install(Ok(Loaded {
+                schedule,
+                buffers,
+                needed,
+                scratch_len: 0,
+                users,
+            }))
+        },
+    )
+}
+
+fn tag_of(tag: c_int, recv: bool) -> Option<u32> {
+    if recv && tag == crate::host::p2p::any_tag() {
+        Some(ANY_TAG)
+    } else {
+        u32::try_from(tag).ok().filter(|&t| t <= core::MAX_TAG)
+    }
 }
 
 /// Binds the buffer named `name` (`buf` is the default buffer of un-named references) to
@@ -366,6 +798,14 @@ pub unsafe extern "C" fn MPICAST_Goal_start(
                     _ => slots.push(r),
                 }
             }
+            if let Some(n) = l.users.iter().find(|&&n| n as usize >= g.users.len()) {
+                let m = format!(
+                    "goal: error: the program calls user function {n}, but {} are registered (MPICAST_Goal_reg_func)",
+                    g.users.len()
+                );
+                return g.fail(STATE, m);
+            }
+            let users = g.users.iter().copied().map(Some).collect();
             let scratch_len = l.scratch_len;
             if g.scratch.len() < scratch_len {
                 g.scratch.resize(scratch_len, 0);
@@ -378,7 +818,7 @@ pub unsafe extern "C" fn MPICAST_Goal_start(
             // (load_text refuses during a run) nor dropped while `run` exists (`run` is declared
             // first and `abandon` clears it first), so the reference outlives its use.
             let sched: &'static crate::sched::Schedule = unsafe { &*sched };
-            let mut backend = GoalBackend::new(g.comm, slots, scratch);
+            let mut backend = GoalBackend::new(g.comm, slots, scratch, users);
             let mut run = Execution::new(sched);
             if let Err(e) = run.start(&mut backend) {
                 drop(run);

@@ -234,6 +234,28 @@ impl Region {
         // SAFETY: `new`'s contract; the slice does not outlive this call.
         f(unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) })
     }
+
+    /// Calls a registered C function `f(src, src_len, self, self_len, ctx)` (a GOAL
+    /// `exec user N`) and returns its status. `src` may overlap `self`: the function sees
+    /// the raw pointers, as C code would.
+    pub fn call_user(
+        &self,
+        src: Region,
+        f: unsafe extern "C" fn(*const c_void, usize, *mut c_void, usize, *mut c_void) -> c_int,
+        ctx: *mut c_void,
+    ) -> c_int {
+        // SAFETY: both regions are valid per `new`'s contract; the function was registered
+        // by the application with the documented signature, and gets exactly the lengths.
+        unsafe {
+            f(
+                src.ptr as *const c_void,
+                src.len,
+                self.ptr as *mut c_void,
+                self.len,
+                ctx,
+            )
+        }
+    }
 }
 
 /// Blocking send of a small control message (eager on every MPI we target).

@@ -162,6 +162,26 @@ pub enum Func {
     User(u16),
 }
 
+impl Func {
+    /// A function by its GOAL name: `sumInt32` (or `sum Int32`), `user N`. Bitwise
+    /// operations on Float types (and Float8, which has no format) have none.
+    pub fn from_name(name: &str) -> Option<Func> {
+        let name = name.trim();
+        if let Some(n) = name.strip_prefix("user") {
+            let n = n.trim();
+            if n.len() == name.len() - 4 && !n.is_empty() {
+                return None; // `user7`: the number needs a space
+            }
+            return n.parse::<u16>().ok().map(Func::User);
+        }
+        let op = Opcode::ALL
+            .into_iter()
+            .find(|o| name.starts_with(o.name()))?;
+        let ty = Dtype::from_name(name[op.name().len()..].trim_start())?;
+        Predef::new(op, ty).map(Func::Predef)
+    }
+}
+
 impl fmt::Display for Func {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -526,5 +546,28 @@ mod tests {
         )
         .unwrap();
         assert_eq!(Half(u16::from_ne_bytes(d)).to_f32(), 3.5);
+    }
+
+    #[test]
+    fn functions_by_name() {
+        let p = |op, ty| Some(Func::Predef(Predef::new(op, ty).unwrap()));
+        assert_eq!(Func::from_name("sumInt32"), p(Opcode::Sum, Dtype::Int32));
+        assert_eq!(Func::from_name(" sum Int32 "), p(Opcode::Sum, Dtype::Int32));
+        assert_eq!(Func::from_name("bxorUInt8"), p(Opcode::Bxor, Dtype::UInt8));
+        assert_eq!(Func::from_name("copyFloat64"), p(Opcode::Copy, Dtype::Float64));
+        assert_eq!(Func::from_name("user 3"), Some(Func::User(3)));
+        for bad in ["user", "user7", "user -1", "user 65536", "sum", "sumInt", "bandFloat32",
+                    "sumFloat8", "avgInt32", ""] {
+            assert_eq!(Func::from_name(bad), None, "{bad}");
+        }
+        // Every printed name reads back.
+        for op in Opcode::ALL {
+            for ty in [Dtype::Int8, Dtype::UInt64, Dtype::Float16, Dtype::Float64] {
+                if let Some(pd) = Predef::new(op, ty) {
+                    let f = Func::Predef(pd);
+                    assert_eq!(Func::from_name(&f.to_string()), Some(f));
+                }
+            }
+        }
     }
 }

@@ -30,21 +30,51 @@ pub struct Loaded {
     pub needed: Vec<usize>,
     /// Bytes of scratch the schedule needs.
     pub scratch_len: usize,
+    /// The user functions (`exec user N`) the schedule calls, ascending.
+    pub users: Vec<u16>,
 }
 
-/// Parses `text` (either dialect), validates the whole program, and keeps rank `rank`'s
-/// schedule. Errors are rendered `goal:line:col: error: message`.
-pub fn load(text: &[u8], rank: u32, size: u32) -> Result<Loaded, String> {
-    let parsed = goal::parse_any(text).map_err(|d| d.render("goal"))?;
-    let diags = validate::validate(
-        &parsed.program,
-        Some(&parsed.source),
-        &validate::BufferSizes(Default::default()),
-    );
-    if let Some(d) = diags.iter().find(|d| d.is_error()) {
-        return Err(d.render("goal"));
-    }
-    let p = parsed.program;
+/// A registered user function: `f(src, src_len, dst, dst_len, ctx)`, 0 on success.
+pub type UserFn = unsafe extern "C" fn(
+    src: *const std::os::raw::c_void,
+    src_len: usize,
+    dst: *mut std::os::raw::c_void,
+    dst_len: usize,
+    ctx: *mut std::os::raw::c_void,
+) -> c_int;
+
+/// A user function with the context pointer it was registered with.
+#[derive(Clone, Copy)]
+pub struct UserFunc {
+    pub f: UserFn,
+    pub ctx: *mut std::os::raw::c_void,
+}
+
+/// Parses `bytes` (text of either dialect, or a binary schedule recognised by its magic),
+/// validates the whole program, and keeps rank `rank`'s schedule. Errors are rendered
+/// `NAME:line:col: error: message` for text and `NAME: error: byte N: ...` for binary.
+pub fn load(bytes: &[u8], name: &str, rank: u32, size: u32) -> Result<Loaded, String> {
+    let sizes = validate::BufferSizes(Default::default());
+    let p = if bytes.starts_with(&goal::binary::MAGIC) {
+        let p = goal::binary::load(bytes).map_err(|e| format!("{name}: error: {e}"))?;
+        let diags = validate::validate(&p, None, &sizes);
+        if let Some(d) = diags.iter().find(|d| d.is_error()) {
+            return Err(d.render(name));
+        }
+        p
+    } else {
+        let parsed = goal::parse_any(bytes).map_err(|d| d.render(name))?;
+        let diags = validate::validate(&parsed.program, Some(&parsed.source), &sizes);
+        if let Some(d) = diags.iter().find(|d| d.is_error()) {
+            return Err(d.render(name));
+        }
+        parsed.program
+    };
+    from_program(&p, rank, size)
+}
+
+/// This rank's part of a valid program `p` for a communicator of `size` ranks.
+pub fn from_program(p: &goal::Program, rank: u32, size: u32) -> Result<Loaded, String> {
     let mine = if p.local_view {
         0
     } else if p.num_ranks() != size {
@@ -56,6 +86,7 @@ pub fn load(text: &[u8], rank: u32, size: u32) -> Result<Loaded, String> {
         rank as usize
     };
     let schedule = p.ranks[mine].schedule.clone();
+    let mut users = Vec::new();
     let mut needed = vec![0usize; p.buffers.len()];
     let mut scratch_len = 0usize;
     let mut note = |b: &BufRef| {
@@ -76,7 +107,7 @@ pub fn load(text: &[u8], rank: u32, size: u32) -> Result<Loaded, String> {
             }
             Op::Exec { func, src, dst } => {
                 if let Func::User(n) = func {
-                    return Err(format!("{}: user function {n} is not supported", at()));
+                    users.push(*n);
                 }
                 note(src);
                 note(dst);
@@ -90,11 +121,14 @@ pub fn load(text: &[u8], rank: u32, size: u32) -> Result<Loaded, String> {
             }
         }
     }
+    users.sort_unstable();
+    users.dedup();
     Ok(Loaded {
         schedule,
-        buffers: p.buffers,
+        buffers: p.buffers.clone(),
         needed,
         scratch_len,
+        users,
     })
 }
 
@@ -103,6 +137,12 @@ pub fn load(text: &[u8], rank: u32, size: u32) -> Result<Loaded, String> {
 pub enum GoalError {
     Mpi(MpiError),
     Func(FuncError),
+    /// A user function returned this nonzero code.
+    User {
+        id: ActionId,
+        func: u16,
+        code: c_int,
+    },
     /// A buffer reference outside the bound memory.
     OutOfRange {
         id: ActionId,
@@ -115,6 +155,9 @@ impl fmt::Display for GoalError {
         match self {
             GoalError::Mpi(e) => write!(f, "{e}"),
             GoalError::Func(e) => write!(f, "exec: {e}"),
+            GoalError::User { id, func, code } => {
+                write!(f, "action {id}: user function {func} returned {code}")
+            }
             GoalError::OutOfRange { id, slot } => {
                 write!(
                     f,
@@ -138,17 +181,26 @@ pub struct GoalBackend {
     comm: MPI_Comm,
     slots: Vec<Option<Region>>,
     scratch: Region,
+    users: Vec<Option<UserFunc>>,
     calcs: Vec<(ActionId, Instant)>,
 }
 
 impl GoalBackend {
     /// `slots[i]` is the memory of slot i (None: unbound); `scratch` the scratch area.
-    pub fn new(comm: MPI_Comm, slots: Vec<Option<Region>>, scratch: Region) -> Self {
+    /// `users[n]` is user function n (the caller checked that every one the schedule calls
+    /// is there).
+    pub fn new(
+        comm: MPI_Comm,
+        slots: Vec<Option<Region>>,
+        scratch: Region,
+        users: Vec<Option<UserFunc>>,
+    ) -> Self {
         GoalBackend {
             reqs: Requests::default(),
             comm,
             slots,
             scratch,
+            users,
             calcs: Vec::new(),
         }
     }
@@ -194,6 +246,29 @@ impl Backend for GoalBackend {
                 self.reqs
                     .irecv_region(self.comm, src, mpi_tag(*tag), r, id)?;
             }
+            Op::Exec {
+                func: Func::User(n),
+                src,
+                dst,
+            } => {
+                let s = self.region(id, src)?;
+                let d = self.region(id, dst)?;
+                let u = self
+                    .users
+                    .get(*n as usize)
+                    .copied()
+                    .flatten()
+                    .ok_or(GoalError::Func(FuncError::User(*n)))?;
+                let code = d.call_user(s, u.f, u.ctx);
+                if code != 0 {
+                    return Err(GoalError::User {
+                        id,
+                        func: *n,
+                        code,
+                    });
+                }
+                done.push(id);
+            }
             Op::Exec { func, src, dst } => {
                 // A copy of the source: it may overlap the destination.
                 let s = self.region(id, src)?.to_vec();
@@ -237,7 +312,7 @@ mod tests {
     fn load_keeps_this_ranks_schedule_and_sizes() {
         let text = b"num_ranks 2;\nrank #0 { l1: send 0,8 to 1 tag 3; }\n\
                      rank #1 { l1: recv 0,8 from 0 tag 3; }\n";
-        let l = load(text, 1, 2).unwrap();
+        let l = load(text, "goal", 1, 2).unwrap();
         assert_eq!(l.schedule.len(), 1);
         assert!(matches!(
             l.schedule.op(0),
@@ -252,7 +327,7 @@ mod tests {
 
     #[test]
     fn load_reports_line_and_column() {
-        let e = load(b"num_ranks 2;\nrank #0 { l1: sned 0,8 to 1; }\n", 0, 2).unwrap_err();
+        let e = load(b"num_ranks 2;\nrank #0 { l1: sned 0,8 to 1; }\n", "goal", 0, 2).unwrap_err();
         assert!(e.starts_with("goal:2:"), "{e}");
     }
 
@@ -260,7 +335,24 @@ mod tests {
     fn load_rejects_a_group_size_mismatch() {
         let text = b"num_ranks 2;\nrank #0 { l1: send 0,8 to 1 tag 3; }\n\
                      rank #1 { l1: recv 0,8 from 0 tag 3; }\n";
-        let e = load(text, 0, 4).unwrap_err();
+        let e = load(text, "goal", 0, 4).unwrap_err();
         assert!(e.contains("2 ranks"), "{e}");
+    }
+
+    #[test]
+    fn load_reads_binary_schedules_and_names_the_source() {
+        let text = b"num_ranks 2;\nrank #0 { l1: send 0,8 to 1 tag 3; e: exec user 4 with 0,8 tmp+0,8; }\n\
+                     rank #1 { l1: recv 0,8 from 0 tag 3; }\n";
+        let p = goal::parse_any(text).unwrap().program;
+        let bin = goal::binary::assemble(&p).unwrap();
+        let l = load(&bin, "x.bin", 0, 2).unwrap();
+        assert_eq!(l.schedule.len(), 2);
+        assert_eq!(l.users, vec![4]);
+        assert_eq!(l.buffers, vec!["buf".to_string(), "tmp".to_string()]);
+        assert_eq!(l.needed, vec![8, 8]);
+        let e = load(&bin[..bin.len() - 3], "x.bin", 0, 2).unwrap_err();
+        assert!(e.starts_with("x.bin: error: byte "), "{e}");
+        let e = load(b"rank #0 { sned 0,1 to 0; }", "f.goal", 0, 1).unwrap_err();
+        assert!(e.starts_with("f.goal:1:"), "{e}");
     }
 }

@@ -12,6 +12,9 @@
 //! - `mpicast_fortran_f08_bcast`: the same for mpi_f08's `mpi_bcast_f08_` (Open MPI; MPICH's
 //!   `mpi_bcast_f08ts_` reaches the C `MPI_Bcast`/`MPI_Bcast_c`).
 //! - `mpicast_fortran_f08_barrier`: mpi_f08's `mpi_barrier_f08_` goes to PMPI in both.
+//! - `mpicast_fortran_f08_init`: mpi_f08's `mpi_init_f08_` / `mpi_init_thread_f08_` go to
+//!   PMPI in both (the mpif.h ones do in Open MPI: `mpicast_fortran_mpif` covers them), so
+//!   the library exports them to ask for MPI_THREAD_MULTIPLE when MPICAST_PROGRESS=thread.
 //!
 //! The test `link_fortran_route` (scripts/fortran_route.sh) checks these facts against the
 //! installed MPI: it watches which C entry points each Fortran binding reaches and requires
@@ -28,6 +31,7 @@ fn main() {
         "mpicast_fortran_mpif",
         "mpicast_fortran_f08_bcast",
         "mpicast_fortran_f08_barrier",
+        "mpicast_fortran_f08_init",
     ] {
         println!("cargo:rustc-check-cfg=cfg({cfg})");
     }
@@ -58,8 +62,12 @@ fn main() {
             println!("cargo:rustc-cfg=mpicast_fortran_mpif");
             println!("cargo:rustc-cfg=mpicast_fortran_f08_bcast");
             println!("cargo:rustc-cfg=mpicast_fortran_f08_barrier");
+            println!("cargo:rustc-cfg=mpicast_fortran_f08_init");
         }
-        Flavour::Mpich => println!("cargo:rustc-cfg=mpicast_fortran_f08_barrier"),
+        Flavour::Mpich => {
+            println!("cargo:rustc-cfg=mpicast_fortran_f08_barrier");
+            println!("cargo:rustc-cfg=mpicast_fortran_f08_init");
+        }
         Flavour::Other => {
             println!("cargo:warning=mpicast: neither Open MPI nor MPICH: no Fortran entry points")
         }

@@ -95,6 +95,18 @@ pub struct Config {
     pub stats: bool,
     /// `MPICAST_VERBOSE`: 0 silent .. 3 chatty.
     pub verbose: u8,
+    /// `MPICAST_PROGRESS`: who drives non-blocking GOAL runs.
+    pub progress: Progress,
+}
+
+/// How non-blocking GOAL runs make progress.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Progress {
+    /// Only inside MPICAST_Goal_test / MPICAST_Goal_wait.
+    Poll,
+    /// Also in a progress thread of the library (needs MPI_THREAD_MULTIPLE, which mpicast
+    /// then asks for in MPI_Init / MPI_Init_thread).
+    Thread,
 }
 
 const DEFAULT_GROUP: (Ipv4Addr, u8) = (Ipv4Addr::new(239, 255, 0, 0), 16);
@@ -124,6 +136,7 @@ impl Default for Config {
             probe_ms: 500,
             stats: false,
             verbose: 0,
+            progress: Progress::Poll,
         }
     }
 }
@@ -208,6 +221,13 @@ pub const VARIABLES: &[(&str, &str, &str)] = &[
         "MPICAST_VERBOSE",
         "0",
         "diagnostics on stderr: 0 warnings only, 1 setup decisions, 2 also every operation",
+    ),
+    (
+        "MPICAST_PROGRESS",
+        "poll",
+        "non-blocking GOAL runs progress in MPICAST_Goal_test/wait only (poll), or also in a \
+         progress thread (thread: MPI_Init/MPI_Init_thread then ask the host MPI for \
+         MPI_THREAD_MULTIPLE; without it mpicast warns and polls)",
     ),
 ];
 
@@ -370,6 +390,13 @@ impl Config {
             c.verbose = parse_uint::<u8>(&v)
                 .filter(|&n| n <= MAX_VERBOSE)
                 .ok_or_else(|| err("MPICAST_VERBOSE", &raw, "an integer 0..=2"))?;
+        }
+        if let Some((raw, v)) = val("MPICAST_PROGRESS") {
+            c.progress = match v.to_ascii_lowercase().as_str() {
+                "poll" => Progress::Poll,
+                "thread" => Progress::Thread,
+                _ => return Err(err("MPICAST_PROGRESS", &raw, "poll or thread")),
+            };
         }
         Ok(c)
     }
@@ -740,7 +767,7 @@ mod tests {
             assert!(n.starts_with(PREFIX));
             assert_eq!(names.iter().filter(|m| *m == n).count(), 1, "{n} twice");
         }
-        assert_eq!(names.len(), 14);
+        assert_eq!(names.len(), 15);
     }
 
     #[test]
@@ -994,6 +1021,7 @@ mod tests {
             ("MPICAST_PROBE_MS", "50"),
             ("MPICAST_STATS", "on"),
             ("MPICAST_VERBOSE", "2"),
+            ("MPICAST_PROGRESS", "Thread"),
         ])
         .unwrap();
         assert_eq!(
@@ -1013,6 +1041,7 @@ mod tests {
                 probe_ms: 50,
                 stats: true,
                 verbose: 2,
+                progress: Progress::Thread,
             }
         );
     }

@@ -1,4 +1,5 @@
-! One Fortran call, named by the first argument (bcast, barrier, bcast_large), through
+! One Fortran call, named by the first argument (bcast, barrier, bcast_large, init,
+! init_thread: the program initialises with MPI_Init_thread instead of MPI_Init), through
 ! mpif.h (-DTC_MPIF_H), `use mpi` (default) or `use mpi_f08` (-DTC_F08). Run by
 ! scripts/fortran_route.sh with route_probe.c preloaded: which C entry points does the
 ! host's binding reach?
@@ -12,15 +13,20 @@ program f_route
 #ifdef TC_MPIF_H
   include 'mpif.h'
 #endif
-  integer :: ierr, a(1000)
+  integer :: ierr, a(1000), provided
   character(len=32) :: what
 #ifdef TC_LARGE_COUNT
   integer(kind=MPI_COUNT_KIND) :: n
 #endif
-  call MPI_Init(ierr)
-  a = 7
   call get_command_argument(1, what)
+  if (trim(what) == 'init_thread') then
+    call MPI_Init_thread(MPI_THREAD_FUNNELED, provided, ierr)
+  else
+    call MPI_Init(ierr)
+  end if
+  a = 7
   select case (trim(what))
+  case ('init', 'init_thread')
   case ('bcast')
     call MPI_Bcast(a, 1000, MPI_INTEGER, 0, MPI_COMM_WORLD, ierr)
   case ('barrier')

@@ -1,6 +1,6 @@
 /* Preloaded instead of libmpicast by the link_fortran_route test: counts the calls that
- * reach the C entry points mpicast replaces (MPI_Bcast, MPI_Barrier and, where the MPI has
- * it, MPI_Bcast_c), forwards each to PMPI, and at exit writes the counts to
+ * reach the C entry points mpicast replaces (MPI_Bcast, MPI_Barrier, MPI_Init,
+ * MPI_Init_thread and, where the MPI has it, MPI_Bcast_c), forwards each to PMPI, and at exit writes the counts to
  * $ROUTE_PROBE_DIR/<pid>. A Fortran binding whose calls never reach these needs Fortran
  * entry points of mpicast's own. */
 #include <mpi.h>
@@ -8,7 +8,17 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-static long n_bcast, n_barrier, n_bcast_c;
+static long n_bcast, n_barrier, n_bcast_c, n_init, n_init_thread;
+
+int MPI_Init(int *argc, char ***argv) {
+  n_init++;
+  return PMPI_Init(argc, argv);
+}
+
+int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
+  n_init_thread++;
+  return PMPI_Init_thread(argc, argv, required, provided);
+}
 
 int MPI_Bcast(void *buf, int count, MPI_Datatype t, int root, MPI_Comm comm) {
   n_bcast++;
@@ -34,6 +44,7 @@ __attribute__((destructor)) static void route_probe_report(void) {
   snprintf(path, sizeof path, "%s/%ld", dir, (long)getpid());
   FILE *f = fopen(path, "w");
   if (!f) return;
-  fprintf(f, "MPI_Bcast=%ld MPI_Barrier=%ld MPI_Bcast_c=%ld\n", n_bcast, n_barrier, n_bcast_c);
+  fprintf(f, "MPI_Bcast=%ld MPI_Barrier=%ld MPI_Bcast_c=%ld MPI_Init=%ld MPI_Init_thread=%ld\n",
+          n_bcast, n_barrier, n_bcast_c, n_init, n_init_thread);
   fclose(f);
 }

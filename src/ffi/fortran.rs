@@ -7,6 +7,12 @@
 //! | mpif.h, `use mpi`  | `mpi_bcast_`, `mpi_barrier_` (and `__`, no underscore, UPPER) | exported | not: the host's call C `MPI_Bcast` / `MPI_Barrier` |
 //! | `use mpi_f08`      | `mpi_bcast_f08_` (MPICH: `mpi_bcast_f08ts_`) | exported | not: reaches C `MPI_Bcast` (`MPI_Bcast_c` for large counts) |
 //! | `use mpi_f08`      | `mpi_barrier_f08_`                     | exported     | exported  |
+//! | mpif.h, `use mpi`  | `mpi_init_`, `mpi_init_thread_` (all manglings) | exported | not: the host's call C `MPI_Init` / `MPI_Init_thread` |
+//! | `use mpi_f08`      | `mpi_init_f08_`, `mpi_init_thread_f08_` | exported    | exported  |
+//!
+//! The init entries exist for `MPICAST_PROGRESS=thread` (see `host::init`): they do what the
+//! hosts' own do (C `PMPI_Init` / `PMPI_Init_thread` without arguments), asking for
+//! MPI_THREAD_MULTIPLE when the progress thread is wanted.
 //!
 //! Each converts the handles (the host's f2c), takes the same path as the C call, and writes
 //! `ierror` (optional in mpi_f08, NULL when absent). Calls with Fortran-specific arguments
@@ -113,6 +119,60 @@ unsafe fn barrier_f(host_entry: &'static [u8], comm: *const Fint, ierr: *mut Fin
     unsafe { set_ierr(ierr, rc) };
 }
 
+/// MPI_Init from Fortran (the entry name is unused: the C path is the hosts' own).
+///
+/// # Safety
+/// `ierr` is NULL or the caller's INTEGER.
+#[cfg(any(mpicast_fortran_mpif, mpicast_fortran_f08_init))]
+unsafe fn init_f(_entry: &'static [u8], ierr: *mut Fint) {
+    let rc = guard("MPI_Init (Fortran)", host::err_other, || {
+        // SAFETY: MPI_Init accepts NULL argc/argv, as the hosts' Fortran bindings pass.
+        unsafe {
+            host::init::init(
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                None,
+                std::ptr::null_mut(),
+            )
+        }
+    });
+    // SAFETY: the caller's ierror, or NULL.
+    unsafe { set_ierr(ierr, rc) };
+}
+
+/// MPI_Init_thread from Fortran.
+///
+/// # Safety
+/// `required` points to an INTEGER; `provided` and `ierr` are NULL or the caller's INTEGERs.
+#[cfg(any(mpicast_fortran_mpif, mpicast_fortran_f08_init))]
+unsafe fn init_thread_f(
+    _entry: &'static [u8],
+    required: *const Fint,
+    provided: *mut Fint,
+    ierr: *mut Fint,
+) {
+    // SAFETY: by reference from Fortran; a missing one asks for the least.
+    let req = if required.is_null() { 0 } else { unsafe { *required } };
+    let mut granted: c_int = 0;
+    let rc = guard("MPI_Init_thread (Fortran)", host::err_other, || {
+        // SAFETY: NULL argc/argv as above; `granted` is a local int.
+        unsafe {
+            host::init::init(
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                Some(req),
+                &mut granted,
+            )
+        }
+    });
+    if rc == host::SUCCESS && !provided.is_null() {
+        // SAFETY: non-NULL, the caller's INTEGER.
+        unsafe { *provided = granted };
+    }
+    // SAFETY: the caller's ierror, or NULL.
+    unsafe { set_ierr(ierr, rc) };
+}
+
 /// Exports `$imp` under each Fortran name given (the parameter list is one token tree so
 /// that it can repeat once per name).
 macro_rules! fortran_entries {
@@ -161,3 +221,20 @@ fortran_entries!("mpi_f08 MPI_Bcast", bcast_f(b"pmpi_bcast_f08_\0";
 fortran_entries!("mpi_f08 MPI_Barrier", barrier_f(b"pmpi_barrier_f08_\0";
     (comm: *const Fint, ierror: *mut Fint))
     as mpi_barrier_f08_);
+
+#[cfg(mpicast_fortran_mpif)]
+fortran_entries!("MPI_Init", init_f(b"\0"; (ierror: *mut Fint))
+    as mpi_init_, mpi_init__, mpi_init, MPI_INIT);
+
+#[cfg(mpicast_fortran_mpif)]
+fortran_entries!("MPI_Init_thread", init_thread_f(b"\0";
+    (required: *const Fint, provided: *mut Fint, ierror: *mut Fint))
+    as mpi_init_thread_, mpi_init_thread__, mpi_init_thread, MPI_INIT_THREAD);
+
+#[cfg(mpicast_fortran_f08_init)]
+fortran_entries!("mpi_f08 MPI_Init", init_f(b"\0"; (ierror: *mut Fint)) as mpi_init_f08_);
+
+#[cfg(mpicast_fortran_f08_init)]
+fortran_entries!("mpi_f08 MPI_Init_thread", init_thread_f(b"\0";
+    (required: *const Fint, provided: *mut Fint, ierror: *mut Fint))
+    as mpi_init_thread_f08_);

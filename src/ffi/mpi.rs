@@ -4,7 +4,38 @@
 use super::guard;
 use crate::coll;
 use crate::host::{self, MPI_Comm, MPI_Datatype, MPI_Info};
-use std::os::raw::{c_int, c_void};
+use std::os::raw::{c_char, c_int, c_void};
+
+/// MPI_Init: the host's, asking for MPI_THREAD_MULTIPLE when MPICAST_PROGRESS=thread
+/// (`host::init`).
+///
+/// # Safety
+/// The arguments of MPI_Init.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
+    guard("MPI_Init", host::err_other, || {
+        // SAFETY: the application's arguments.
+        unsafe { host::init::init(argc, argv, None, std::ptr::null_mut()) }
+    })
+}
+
+/// MPI_Init_thread: as MPI_Init; `*provided` is what the host granted (at least
+/// `required` when it can, MPI_THREAD_MULTIPLE under MPICAST_PROGRESS=thread if it can).
+///
+/// # Safety
+/// The arguments of MPI_Init_thread.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Init_thread(
+    argc: *mut c_int,
+    argv: *mut *mut *mut c_char,
+    required: c_int,
+    provided: *mut c_int,
+) -> c_int {
+    guard("MPI_Init_thread", host::err_other, || {
+        // SAFETY: the application's arguments.
+        unsafe { host::init::init(argc, argv, Some(required), provided) }
+    })
+}
 
 /// MPI_Bcast over IP multicast (see the README for when the host's own is used instead).
 ///

@@ -11,6 +11,7 @@ pub mod buffer;
 pub mod comm;
 pub mod flavour;
 pub mod fortran;
+pub mod init;
 pub mod p2p;
 
 pub use mpi_sys::{MPI_Comm, MPI_Datatype, MPI_Info, MPI_Request};

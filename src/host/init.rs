@@ -1,0 +1,90 @@
+//! MPI initialisation on behalf of the application. With `MPICAST_PROGRESS=thread` mpicast
+//! runs GOAL schedules from a thread of its own, which calls the host MPI concurrently with
+//! the application: that needs MPI_THREAD_MULTIPLE, so every initialisation entry point the
+//! program can reach (C MPI_Init / MPI_Init_thread here; the Fortran ones the host does not
+//! route through them, in `ffi::fortran`) asks the host for it. Otherwise initialisation is
+//! the host's, unchanged. A host that grants less is reported once, and GOAL runs then
+//! progress by polling; `progress_thread_allowed` asks the host (MPI_Query_thread), so a
+//! path that bypassed all of this is caught as well.
+
+use super::{query_thread, thread_multiple, SUCCESS};
+use crate::config::{Config, Progress};
+use std::os::raw::{c_char, c_int};
+
+/// Whether the configuration asks for the progress thread (and mpicast is not disabled).
+/// A configuration error is not reported here: the first collective reports it.
+pub fn progress_thread_wanted() -> bool {
+    matches!(Config::from_env(), Ok(c) if !c.disable && c.progress == Progress::Thread)
+}
+
+/// Whether a progress thread may call the host MPI now: wanted, and the host granted
+/// MPI_THREAD_MULTIPLE.
+pub fn progress_thread_allowed() -> bool {
+    progress_thread_wanted() && super::is_active() && query_thread() >= thread_multiple()
+}
+
+fn level_name(level: c_int) -> String {
+    // SAFETY: initialised constants of mpi-sys' C shim.
+    let named = unsafe {
+        [
+            (mpi_sys::RSMPI_THREAD_SINGLE, "MPI_THREAD_SINGLE"),
+            (mpi_sys::RSMPI_THREAD_FUNNELED, "MPI_THREAD_FUNNELED"),
+            (mpi_sys::RSMPI_THREAD_SERIALIZED, "MPI_THREAD_SERIALIZED"),
+            (mpi_sys::RSMPI_THREAD_MULTIPLE, "MPI_THREAD_MULTIPLE"),
+        ]
+    };
+    named
+        .iter()
+        .find(|(l, _)| *l == level)
+        .map_or_else(|| format!("thread level {level}"), |(_, n)| n.to_string())
+}
+
+/// After a successful initialisation that asked for MPI_THREAD_MULTIPLE: says (once, from
+/// rank 0 of MPI_COMM_WORLD) when the host granted less.
+fn report(provided: c_int) {
+    if provided >= thread_multiple() {
+        return;
+    }
+    if super::comm::rank(super::comm_world()).unwrap_or(0) == 0 {
+        eprintln!(
+            "mpicast: warning: MPICAST_PROGRESS=thread needs MPI_THREAD_MULTIPLE, but the host \
+             MPI provides only {}: GOAL runs progress inside MPICAST_Goal_test/MPICAST_Goal_wait \
+             only (as with MPICAST_PROGRESS=poll)",
+            level_name(provided)
+        );
+    }
+}
+
+/// MPI_Init (`required` None) or MPI_Init_thread: the host's, asking for
+/// MPI_THREAD_MULTIPLE instead when the progress thread is wanted. `*provided` (if not
+/// NULL) receives what the host granted, which MPI allows to exceed `required`.
+///
+/// # Safety
+/// The arguments of MPI_Init / MPI_Init_thread (`argc`/`argv` NULL or the program's).
+pub unsafe fn init(
+    argc: *mut c_int,
+    argv: *mut *mut *mut c_char,
+    required: Option<c_int>,
+    provided: *mut c_int,
+) -> c_int {
+    if progress_thread_wanted() {
+        let mut granted: c_int = 0;
+        // SAFETY: the application's arguments; `granted` is a local int.
+        let rc =
+            unsafe { mpi_sys::PMPI_Init_thread(argc, argv, thread_multiple(), &mut granted) };
+        if rc == SUCCESS {
+            if !provided.is_null() {
+                // SAFETY: non-NULL, the application's output argument.
+                unsafe { *provided = granted };
+            }
+            report(granted);
+        }
+        return rc;
+    }
+    match required {
+        // SAFETY: the application's arguments, unchanged.
+        None => unsafe { mpi_sys::PMPI_Init(argc, argv) },
+        // SAFETY: as above.
+        Some(r) => unsafe { mpi_sys::PMPI_Init_thread(argc, argv, r, provided) },
+    }
+}

@@ -45,11 +45,21 @@ program f_bcast
   end type particle
   integer :: ierr, rank, nprocs, root, nbcast, nplain, nbarrier
   COMM_T :: comms(3)
-  integer :: ncomms, k
+  integer :: ncomms, k, level
+  character(len=16) :: progress
   integer(c_int64_t) :: before(10)
   logical :: found
 
   call MPI_Init(ierr)
+  ! MPICAST_PROGRESS=thread: mpicast made the init ask for MPI_THREAD_MULTIPLE.
+  call get_environment_variable('MPICAST_PROGRESS', progress)
+  if (trim(progress) == 'thread') then
+    call MPI_Query_thread(level, ierr)
+    if (level /= MPI_THREAD_MULTIPLE) then
+      print '(a,i0)', 'f_bcast: MPICAST_PROGRESS=thread, but MPI_Query_thread gives ', level
+      call MPI_Abort(MPI_COMM_WORLD, 1, ierr)
+    end if
+  end if
   call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
   call MPI_Comm_size(MPI_COMM_WORLD, nprocs, ierr)
   nbcast = 0

@@ -300,6 +300,63 @@ static void from_file(int rank, int size) {
   API(MPICAST_Goal_free)(g);
 }
 
+/* (g) MPICAST_PROGRESS=thread: the host granted MPI_THREAD_MULTIPLE (mpicast's MPI_Init
+ * asked for it), and a run completes in the background: with 4+ ranks, rank 3 gets rank 0's
+ * data through rank 2 while no rank makes any MPI or mpicast call (each only watches its own
+ * memory), which needs rank 2's progress thread to forward it. */
+static void background_progress(int rank, int size) {
+  const char *p = getenv("MPICAST_PROGRESS");
+  int thread = p && strcmp(p, "thread") == 0, level = -1;
+  MPI_Query_thread(&level);
+  if (!thread)
+    return;
+  if (level != MPI_THREAD_MULTIPLE)
+    tc_fail("MPICAST_PROGRESS=thread: MPI_Query_thread gives %d, not MPI_THREAD_MULTIPLE", level);
+  if (size < 4)
+    return;
+  MPICAST_Goal *g = NULL;
+  check(NULL, API(MPICAST_Goal_create)(MPI_COMM_WORLD, &g), "create (progress)");
+  size_t len = 1 << 20;
+  binomial_bcast(size, (int)len);
+  check(g, API(MPICAST_Goal_load_text)(g, text), "load (progress)");
+  unsigned char *buf = malloc(len);
+  uint64_t seed = tc_pattern_seed(0, 77, len);
+  if (rank == 0)
+    tc_fill(buf, len, seed);
+  else
+    memset(buf, 0, len);
+  check(g, API(MPICAST_Goal_bind_buffer)(g, "buf", buf, len), "bind (progress)");
+  MPI_Barrier(MPI_COMM_WORLD);
+  MPICAST_Request *req = NULL;
+  check(g, API(MPICAST_Goal_start)(g, &req), "start (progress)");
+  if (rank == 3) {
+    /* The last byte of the pattern is nonzero for this seed or the next ones; wait for the
+     * whole buffer to match, watching memory only, for at most 20 s. */
+    unsigned char *want = malloc(len);
+    tc_fill(want, len, seed);
+    int ok = 0;
+    for (int i = 0; i < 2000 && !ok; i++) {
+      usleep(10000);
+      __atomic_thread_fence(__ATOMIC_SEQ_CST);
+      ok = memcmp((const void *)buf, want, len) == 0;
+    }
+    free(want);
+    if (!ok)
+      tc_fail("MPICAST_PROGRESS=thread: rank 3 did not receive the data within 20 s without "
+              "calling MPICAST_Goal_test/wait: no background progress");
+  } else {
+    usleep(200000);
+  }
+  check(g, API(MPICAST_Goal_wait)(req), "wait (progress)");
+  if (rank != 0)
+    tc_check(buf, len, seed, "goal bcast with progress thread", 0, 77);
+  free(buf);
+  API(MPICAST_Goal_free)(g);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0)
+    printf("int_goal: background progress ok (MPICAST_PROGRESS=thread)\n");
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   int rank = tc_world_rank(), size = tc_world_size();
@@ -420,6 +477,7 @@ int main(int argc, char **argv) {
   user_functions(rank);
   builder(rank, size);
   from_file(rank, size);
+  background_progress(rank, size);
   free(text);
   if (rank == 0)
     printf("int_goal: ok on %d ranks\n", size);

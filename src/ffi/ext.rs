@@ -3,9 +3,10 @@
 //! on success; NULL where a pointer is required gives `MPICAST_ERR_NULL_ARG`.
 
 use super::guard;
+use super::progress::{self, Run, SharedRun};
 use crate::host::p2p::Region;
 use crate::host::{self, MPI_Comm};
-use crate::sched::{Builder, BufRef, Execution, Func, Op, Schedule, ANY_PEER, ANY_TAG};
+use crate::sched::{BufRef, Builder, Execution, Func, Op, Schedule, ANY_PEER, ANY_TAG};
 use crate::transport::goal::{self as core, GoalBackend, Loaded, UserFunc};
 use std::ffi::{CStr, CString};
 use std::os::raw::{c_char, c_int, c_void};
@@ -117,9 +118,9 @@ pub extern "C" fn MPICAST_Status_string(status: c_int) -> *const c_char {
 /// by the caller until MPICAST_Goal_free. One handle is used by one thread at a time.
 #[allow(non_camel_case_types)]
 pub struct MPICAST_Goal {
-    // Declared first so that it drops before the program whose schedule it borrows.
-    run: Option<Execution<'static>>,
-    backend: Option<GoalBackend>,
+    // Declared first so that it drops before the program whose schedule it borrows (and
+    // `abandon` ends it first in any case).
+    run: Option<SharedRun>,
     request: Box<MPICAST_Request>,
     loaded: Option<Box<Loaded>>,
     comm: MPI_Comm,
@@ -219,34 +220,40 @@ impl MPICAST_Goal {
         status
     }
 
-    /// Ends an active run; outstanding requests complete or are cancelled first.
+    /// Ends an active run; outstanding requests are cancelled first. Under the run's lock,
+    /// so the progress thread never touches it afterwards.
     fn abandon(&mut self) {
-        self.run = None;
-        self.backend = None;
+        if let Some(r) = self.run.take() {
+            r.lock().unwrap_or_else(|p| p.into_inner()).abandon();
+        }
     }
 
-    /// One progress step of the active run (`block`: until done). Returns done.
+    /// Drives the active run (`block`: until done). Returns done.
     fn drive(&mut self, block: bool) -> Result<bool, c_int> {
-        let (Some(run), Some(b)) = (self.run.as_mut(), self.backend.as_mut()) else {
+        let Some(run) = self.run.clone() else {
             return Ok(true);
         };
-        let r = if block {
-            run.wait(b).map(|()| true)
-        } else {
-            run.test(b)
-        };
-        match r {
-            Ok(true) => {
-                self.abandon();
-                Ok(true)
+        let outcome = loop {
+            let mut r = run.lock().unwrap_or_else(|p| p.into_inner());
+            // Blocking with the lock held would stall the progress thread for nothing:
+            // step, and let go between steps.
+            if r.step(false) {
+                break r.take_outcome();
             }
-            Ok(false) => Ok(false),
-            Err(e) => {
+            if !block {
+                return Ok(false);
+            }
+            drop(r);
+            std::thread::yield_now();
+        };
+        self.abandon();
+        match outcome {
+            None | Some(Ok(())) => Ok(true),
+            Some(Err(e)) => {
                 let status = match e {
                     core::GoalError::Mpi(_) => ERR_MPI,
                     _ => INVALID,
                 };
-                self.abandon();
                 Err(self.fail(status, format!("goal: run failed: {e}")))
             }
         }
@@ -289,7 +296,6 @@ pub unsafe extern "C" fn MPICAST_Goal_create(
             };
             let mut g = Box::new(MPICAST_Goal {
                 run: None,
-                backend: None,
                 request: Box::new(MPICAST_Request {
                     goal: std::ptr::null_mut(),
                 }),
@@ -368,7 +374,9 @@ pub unsafe extern "C" fn MPICAST_Goal_load_file(
                 return g.fail(STATE, "goal: error: a run is active");
             }
             // SAFETY: checked non-NULL; NUL-terminated per the contract.
-            let path = unsafe { CStr::from_ptr(path) }.to_string_lossy().into_owned();
+            let path = unsafe { CStr::from_ptr(path) }
+                .to_string_lossy()
+                .into_owned();
             match std::fs::read(&path) {
                 Ok(bytes) => g.install(core::load(&bytes, &path, g.rank, g.size)),
                 Err(e) => g.fail(INVALID, format!("{path}: error: cannot read: {e}")),
@@ -487,14 +495,29 @@ pub unsafe extern "C" fn MPICAST_Goal_send(
             // SAFETY: checked non-NULL; a live handle.
             let g = unsafe { &mut *goal };
             let Some(peer) = g.peer(dest, false) else {
-                return g.fail(INVALID, format!("goal: error: send to rank {dest}: no such rank"));
+                return g.fail(
+                    INVALID,
+                    format!("goal: error: send to rank {dest}: no such rank"),
+                );
             };
             let Some(tag) = tag_of(tag, false) else {
-                return g.fail(INVALID, format!("goal: error: send tag {tag} is not 0..32767"));
+                return g.fail(
+                    INVALID,
+                    format!("goal: error: send tag {tag} is not 0..32767"),
+                );
             };
             // SAFETY: the caller promises `buf` stays valid for `len` bytes; sends only read.
             let r = unsafe { Region::new(buf as *mut u8, len) };
-            g.add(|bd| Ok(Op::Send { peer, tag, buf: bd.buf(r)? }), action_out)
+            g.add(
+                |bd| {
+                    Ok(Op::Send {
+                        peer,
+                        tag,
+                        buf: bd.buf(r)?,
+                    })
+                },
+                action_out,
+            )
         },
     )
 }
@@ -523,14 +546,29 @@ pub unsafe extern "C" fn MPICAST_Goal_recv(
             // SAFETY: checked non-NULL; a live handle.
             let g = unsafe { &mut *goal };
             let Some(peer) = g.peer(source, true) else {
-                return g.fail(INVALID, format!("goal: error: receive from rank {source}: no such rank"));
+                return g.fail(
+                    INVALID,
+                    format!("goal: error: receive from rank {source}: no such rank"),
+                );
             };
             let Some(tag) = tag_of(tag, true) else {
-                return g.fail(INVALID, format!("goal: error: receive tag {tag} is not 0..32767 or MPI_ANY_TAG"));
+                return g.fail(
+                    INVALID,
+                    format!("goal: error: receive tag {tag} is not 0..32767 or MPI_ANY_TAG"),
+                );
             };
             // SAFETY: the caller promises `buf` stays valid for `len` bytes.
             let r = unsafe { Region::new(buf as *mut u8, len) };
-            g.add(|bd| Ok(Op::Recv { peer, tag, buf: bd.buf(r)? }), action_out)
+            g.add(
+                |bd| {
+                    Ok(Op::Recv {
+                        peer,
+                        tag,
+                        buf: bd.buf(r)?,
+                    })
+                },
+                action_out,
+            )
         },
     )
 }
@@ -568,7 +606,9 @@ pub unsafe extern "C" fn MPICAST_Goal_exec(
             // SAFETY: checked non-NULL; a live handle.
             let g = unsafe { &mut *goal };
             // SAFETY: NUL-terminated per the contract.
-            let name = unsafe { CStr::from_ptr(function) }.to_string_lossy().into_owned();
+            let name = unsafe { CStr::from_ptr(function) }
+                .to_string_lossy()
+                .into_owned();
             let Some(func) = Func::from_name(&name) else {
                 return g.fail(
                     INVALID,
@@ -829,8 +869,9 @@ pub unsafe extern "C" fn MPICAST_Goal_start(
                 };
                 return g.fail(status, format!("goal: start failed: {e}"));
             }
-            g.run = Some(run);
-            g.backend = Some(backend);
+            let shared = Run::new(run, backend);
+            progress::register(&shared);
+            g.run = Some(shared);
             let req: *mut MPICAST_Request = &mut *g.request;
             // SAFETY: checked non-NULL.
             unsafe { request_out.write(req) };

@@ -152,7 +152,11 @@ unsafe fn init_thread_f(
     ierr: *mut Fint,
 ) {
     // SAFETY: by reference from Fortran; a missing one asks for the least.
-    let req = if required.is_null() { 0 } else { unsafe { *required } };
+    let req = if required.is_null() {
+        0
+    } else {
+        unsafe { *required }
+    };
     let mut granted: c_int = 0;
     let rc = guard("MPI_Init_thread (Fortran)", host::err_other, || {
         // SAFETY: NULL argc/argv as above; `granted` is a local int.

@@ -4,6 +4,7 @@
 pub mod ext;
 pub mod fortran;
 pub mod mpi;
+pub mod progress;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 

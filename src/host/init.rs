@@ -70,8 +70,7 @@ pub unsafe fn init(
     if progress_thread_wanted() {
         let mut granted: c_int = 0;
         // SAFETY: the application's arguments; `granted` is a local int.
-        let rc =
-            unsafe { mpi_sys::PMPI_Init_thread(argc, argv, thread_multiple(), &mut granted) };
+        let rc = unsafe { mpi_sys::PMPI_Init_thread(argc, argv, thread_multiple(), &mut granted) };
         if rc == SUCCESS {
             if !provided.is_null() {
                 // SAFETY: non-NULL, the application's output argument.

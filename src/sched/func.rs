@@ -554,10 +554,23 @@ mod tests {
         assert_eq!(Func::from_name("sumInt32"), p(Opcode::Sum, Dtype::Int32));
         assert_eq!(Func::from_name(" sum Int32 "), p(Opcode::Sum, Dtype::Int32));
         assert_eq!(Func::from_name("bxorUInt8"), p(Opcode::Bxor, Dtype::UInt8));
-        assert_eq!(Func::from_name("copyFloat64"), p(Opcode::Copy, Dtype::Float64));
+        assert_eq!(
+            Func::from_name("copyFloat64"),
+            p(Opcode::Copy, Dtype::Float64)
+        );
         assert_eq!(Func::from_name("user 3"), Some(Func::User(3)));
-        for bad in ["user", "user7", "user -1", "user 65536", "sum", "sumInt", "bandFloat32",
-                    "sumFloat8", "avgInt32", ""] {
+        for bad in [
+            "user",
+            "user7",
+            "user -1",
+            "user 65536",
+            "sum",
+            "sumInt",
+            "bandFloat32",
+            "sumFloat8",
+            "avgInt32",
+            "",
+        ] {
             assert_eq!(Func::from_name(bad), None, "{bad}");
         }
         // Every printed name reads back.

@@ -261,11 +261,7 @@ impl Backend for GoalBackend {
                     .ok_or(GoalError::Func(FuncError::User(*n)))?;
                 let code = d.call_user(s, u.f, u.ctx);
                 if code != 0 {
-                    return Err(GoalError::User {
-                        id,
-                        func: *n,
-                        code,
-                    });
+                    return Err(GoalError::User { id, func: *n, code });
                 }
                 done.push(id);
             }
@@ -327,7 +323,13 @@ mod tests {
 
     #[test]
     fn load_reports_line_and_column() {
-        let e = load(b"num_ranks 2;\nrank #0 { l1: sned 0,8 to 1; }\n", "goal", 0, 2).unwrap_err();
+        let e = load(
+            b"num_ranks 2;\nrank #0 { l1: sned 0,8 to 1; }\n",
+            "goal",
+            0,
+            2,
+        )
+        .unwrap_err();
         assert!(e.starts_with("goal:2:"), "{e}");
     }
 

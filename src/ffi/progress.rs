@@ -1,0 +1,225 @@
+//! Runs of GOAL programs and the progress thread (`MPICAST_PROGRESS=thread`).
+//!
+//! A run (`Run`) is shared between the application thread, which drives it in
+//! MPICAST_Goal_test / MPICAST_Goal_wait, and, when allowed, the library's progress thread,
+//! which drives every registered run in the background. A mutex around each run serialises
+//! the two; the thread only holds weak references and skips a run that is locked or gone.
+//!
+//! The thread starts with the first run registered after MPI granted MPI_THREAD_MULTIPLE
+//! (`host::init`), and stops at the very start of MPI_Finalize, from the delete callback of
+//! an attribute it sets on MPI_COMM_SELF (MPI deletes those first, on every finalize path:
+//! C, Fortran, or a binding that calls PMPI_Finalize directly).
+
+use crate::host::{self, attr};
+use crate::sched::Execution;
+use crate::transport::goal::{GoalBackend, GoalError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// The live part of a run: dropped (outstanding MPI requests cancelled) when the run ends
+/// or is abandoned.
+struct Live {
+    exec: Execution<'static>,
+    backend: GoalBackend,
+}
+
+/// One run of a GOAL program.
+pub struct Run {
+    live: Option<Live>,
+    outcome: Option<Result<(), GoalError>>,
+}
+
+// SAFETY: a Run holds raw views of the application's memory and MPI handles (GoalBackend)
+// and a reference to a schedule owned by its MPICAST_Goal. It moves between the application
+// thread and the progress thread only behind its mutex, only once the host granted
+// MPI_THREAD_MULTIPLE (so either thread may call MPI), and the owning handle clears `live`
+// under that mutex before it frees the schedule or the memory (`Run::abandon`).
+unsafe impl Send for Run {}
+
+pub type SharedRun = Arc<Mutex<Run>>;
+
+impl Run {
+    pub fn new(exec: Execution<'static>, backend: GoalBackend) -> SharedRun {
+        Arc::new(Mutex::new(Run {
+            live: Some(Live { exec, backend }),
+            outcome: None,
+        }))
+    }
+
+    /// Drives the run one step (`block`: to completion). True once it has an outcome.
+    pub fn step(&mut self, block: bool) -> bool {
+        if self.outcome.is_some() {
+            return true;
+        }
+        let Some(l) = self.live.as_mut() else {
+            return true;
+        };
+        let r = if block {
+            l.exec.wait(&mut l.backend).map(|()| true)
+        } else {
+            l.exec.test(&mut l.backend)
+        };
+        match r {
+            Ok(false) => false,
+            Ok(true) => {
+                self.live = None;
+                self.outcome = Some(Ok(()));
+                true
+            }
+            Err(e) => {
+                self.live = None;
+                self.outcome = Some(Err(e));
+                true
+            }
+        }
+    }
+
+    /// The outcome, once (None while the run goes on).
+    pub fn take_outcome(&mut self) -> Option<Result<(), GoalError>> {
+        self.outcome.take()
+    }
+
+    /// Ends the run where it stands: requests cancelled, nothing of it used afterwards.
+    pub fn abandon(&mut self) {
+        self.live = None;
+    }
+}
+
+struct Engine {
+    runs: Arc<Mutex<Vec<Weak<Mutex<Run>>>>>,
+    stop: Arc<AtomicBool>,
+    thread: JoinHandle<()>,
+}
+
+static ENGINE: Mutex<Option<Engine>> = Mutex::new(None);
+/// Set once the thread was stopped at finalize: never start another.
+static FINISHED: AtomicBool = AtomicBool::new(false);
+static WARNED: AtomicBool = AtomicBool::new(false);
+
+static AT_FINALIZE: attr::Callbacks = attr::Callbacks {
+    copy: None,
+    delete: on_finalize,
+};
+
+fn on_finalize(_token: usize) {
+    stop();
+}
+
+/// Hands `run` to the progress thread when `MPICAST_PROGRESS=thread` and the host granted
+/// MPI_THREAD_MULTIPLE (starting the thread if needed). Returns whether it did; otherwise the
+/// run progresses only in test/wait (a refusal by the host is reported once).
+pub fn register(run: &SharedRun) -> bool {
+    if !host::init::progress_thread_wanted() || FINISHED.load(Ordering::Acquire) {
+        return false;
+    }
+    if !host::init::progress_thread_allowed() {
+        if !WARNED.swap(true, Ordering::Relaxed) {
+            eprintln!(
+                "mpicast: warning: MPICAST_PROGRESS=thread, but MPI was initialised without \
+                 MPI_THREAD_MULTIPLE (initialise through MPI_Init or MPI_Init_thread with mpicast \
+                 loaded, and a host MPI that grants it): GOAL runs progress in \
+                 MPICAST_Goal_test/MPICAST_Goal_wait only"
+            );
+        }
+        return false;
+    }
+    let mut eng = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
+    if eng.is_none() {
+        match start() {
+            Ok(e) => *eng = Some(e),
+            Err(why) => {
+                if !WARNED.swap(true, Ordering::Relaxed) {
+                    eprintln!("mpicast: warning: no progress thread ({why}): GOAL runs progress in MPICAST_Goal_test/MPICAST_Goal_wait only");
+                }
+                return false;
+            }
+        }
+    }
+    let Some(e) = eng.as_ref() else {
+        return false;
+    };
+    e.runs
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(Arc::downgrade(run));
+    e.thread.thread().unpark();
+    true
+}
+
+fn start() -> Result<Engine, String> {
+    let key = attr::create_keyval(&AT_FINALIZE).map_err(|e| format!("keyval: {e}"))?;
+    attr::set(host::comm_self(), key, 0).map_err(|e| format!("MPI_COMM_SELF attribute: {e}"))?;
+    let runs: Arc<Mutex<Vec<Weak<Mutex<Run>>>>> = Arc::default();
+    let stop = Arc::new(AtomicBool::new(false));
+    let (r, s) = (runs.clone(), stop.clone());
+    let thread = std::thread::Builder::new()
+        .name("mpicast-progress".into())
+        .spawn(move || progress_loop(&r, &s))
+        .map_err(|e| format!("spawn: {e}"))?;
+    Ok(Engine { runs, stop, thread })
+}
+
+fn progress_loop(runs: &Mutex<Vec<Weak<Mutex<Run>>>>, stop: &AtomicBool) {
+    let mut idle: u32 = 0;
+    while !stop.load(Ordering::Acquire) {
+        let list: Vec<Weak<Mutex<Run>>> = runs.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        if list.is_empty() {
+            // Parked until a run is registered or finalize stops us.
+            std::thread::park_timeout(Duration::from_millis(100));
+            continue;
+        }
+        let mut finished = Vec::new();
+        for (i, w) in list.iter().enumerate() {
+            let Some(run) = w.upgrade() else {
+                finished.push(i);
+                continue;
+            };
+            // A run the application is driving right now needs nothing from us.
+            let Ok(mut r) = run.try_lock() else {
+                continue;
+            };
+            let before = r.live.as_ref().map(|l| l.exec.completed());
+            if r.step(false) {
+                finished.push(i);
+                idle = 0;
+            } else if r.live.as_ref().map(|l| l.exec.completed()) != before {
+                idle = 0;
+            }
+        }
+        if !finished.is_empty() {
+            let mut all = runs.lock().unwrap_or_else(|p| p.into_inner());
+            // Keep what may still need us: alive, and unfinished (or locked, so unknown).
+            all.retain(|w| {
+                w.upgrade()
+                    .is_some_and(|r| r.try_lock().map_or(true, |g| g.live.is_some()))
+            });
+        }
+        // Poll hard while actions complete, then back off so that an idle wait (a message
+        // not yet sent by a peer) leaves the cores to the ranks.
+        idle = idle.saturating_add(1);
+        if idle < 64 {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(Duration::from_micros(if idle < 1024 { 5 } else { 50 }));
+        }
+    }
+}
+
+/// Stops and joins the progress thread (at MPI_Finalize); runs still registered stay where
+/// they are and progress only in test/wait from then on.
+pub fn stop() {
+    FINISHED.store(true, Ordering::Release);
+    let eng = ENGINE.lock().unwrap_or_else(|p| p.into_inner()).take();
+    if let Some(e) = eng {
+        e.stop.store(true, Ordering::Release);
+        e.thread.thread().unpark();
+        let _ = e.thread.join();
+    }
+}
+
+/// Whether the progress thread is running (for tests and diagnostics).
+pub fn running() -> bool {
+    ENGINE.lock().map(|e| e.is_some()).unwrap_or(false)
+}

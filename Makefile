@@ -7,7 +7,9 @@
 #   make check     cargo fmt --check and clippy -D warnings
 #   make unit      cargo test
 #   make ctest     the C tests of c-tests/ under mpirun, per flavour (CTEST_ARGS=... to filter)
-#   make test      deps lib check unit ctest bench-smoke
+#   make test      deps lib goal-tools check unit ctest bench-smoke
+#   make goal-tools  build/<flavour>/bin/mpicast-goal-run (the runner of `mpicast goal run`)
+#   make goal-bench  the GOAL executor benchmark (bench/goal.sh runs it; see BENCHMARKS.md)
 #   make demo      bench/bcast_bench, host MPI against mpicast (Open MPI), side by side
 #                  (DEMO_NP, DEMO_SIZES, DEMO_REPS to change the run)
 #   make bench     the emulated-cluster benchmarks of bench/full.sh (root; about an hour):
@@ -40,6 +42,9 @@ mpicc_openmpi := mpicc.openmpi
 mpicc_mpich := mpicc.mpich
 mpiexec_openmpi := mpirun.openmpi
 mpiexec_mpich := mpiexec.mpich
+
+# mpicast-goal-run and the GOAL benchmark (goal-tools, goal-bench).
+include tools/goal.mk
 
 # Open MPI refuses root without these; harmless for MPICH.
 export OMPI_ALLOW_RUN_AS_ROOT := 1
@@ -136,7 +141,7 @@ ctest:
 	done; \
 	if [ -n "$$failed" ]; then echo "ctest failed for:$$failed" >&2; exit 1; fi
 
-test: deps lib check unit ctest bench-smoke
+test: deps lib goal-tools check unit ctest bench-smoke
 
 DEMO_DIR := build/openmpi/bench
 demo: deps lib

@@ -189,8 +189,8 @@ pub const VARIABLES: &[(&str, &str, &str)] = &[
         "MPICAST_MIN_BYTES",
         "auto",
         "smaller broadcasts go to the host MPI; 0 multicasts every size (suffixes k, m, KiB, MiB); \
-         auto: 4 KiB for 3-4 multicasting hosts, 3 KiB for 5-8, 2 KiB from 9, never for 2 \
-         (crossovers measured at 100 Mbit/s; faster links need more, see BENCHMARKS.md)",
+         auto: 32 KiB with 3 or more multicasting hosts, never with 2 (the largest crossover \
+         measured, at 1 Gbit/s; on 100 Mbit/s links 2 KiB is enough, see BENCHMARKS.md)",
     ),
     (
         "MPICAST_FRAG_BYTES",
@@ -486,11 +486,13 @@ pub enum MinBytes {
 }
 
 /// `Auto`'s thresholds by the number of multicast members (hosts with `MPICAST_TOPO` leaders,
-/// ranks with flat), from the crossovers measured on the emulated cluster at 100 Mbit/s
-/// (BENCHMARKS.md): the smallest size from which mpicast beat the host MPI's broadcast, rounded
-/// up. With two members both send one copy and the host MPI's point-to-point has the lower
-/// latency, so they never multicast.
-const AUTO_MIN_BYTES: [(u32, usize); 3] = [(4, 4096), (8, 3072), (u32::MAX, 2048)];
+/// ranks with flat), from the crossovers measured on the emulated cluster (BENCHMARKS.md): the
+/// smallest size from which mpicast beat the host MPI's broadcast at every larger size was
+/// 1500 B to 4 KiB at 100 Mbit/s but 32 KiB at 1 Gbit/s for 4, 6 and 9 hosts, and a library
+/// cannot tell the link rate, so the largest one holds for every member count. With two
+/// members both send one copy and the host MPI's point-to-point has the lower latency, so they
+/// never multicast.
+const AUTO_MIN_BYTES: [(u32, usize); 1] = [(u32::MAX, 32 << 10)];
 
 impl MinBytes {
     /// The threshold for a communicator whose multicast has `members` members.
@@ -1109,11 +1111,9 @@ mod tests {
     fn min_bytes_auto_follows_the_member_count() {
         let auto = |m| MinBytes::Auto.resolve(m);
         assert_eq!(auto(2), usize::MAX);
-        assert_eq!(auto(3), 4096);
-        assert_eq!(auto(4), 4096);
-        assert_eq!(auto(6), 3072);
-        assert_eq!(auto(9), 2048);
-        assert_eq!(auto(1000), 2048);
+        assert_eq!(auto(3), 32768);
+        assert_eq!(auto(9), 32768);
+        assert_eq!(auto(1000), 32768);
         // Never below the floor used to skip the lookup, never above for fixed values.
         assert!((2..100).all(|m| auto(m) >= MinBytes::Auto.floor()));
         assert_eq!(MinBytes::Fixed(7).resolve(2), 7);

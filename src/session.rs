@@ -280,7 +280,7 @@ impl Session {
             self.multicast_path(private, size, rank, &cfg)?
         };
         let members = match &path {
-            Path::Hier(h) => h.hosts.hosts() as u32,
+            Path::Hier(h) => h.hosts.hosts(),
             _ => size,
         };
         let min_bytes = cfg.min_bytes.resolve(members);

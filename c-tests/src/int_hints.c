@@ -102,9 +102,9 @@ int main(int argc, char **argv) {
   expect_path("hint mpicast_min_bytes=1MiB, 2 MiB", dm, dp, 1);
 
   /* "auto" on a flat communicator: the threshold follows the member count
-   * (never with 2, 4 KiB with 3-4, 3 KiB with 5-8, 2 KiB from 9). */
+   * (never with 2, 32 KiB from 3). */
   MPI_Comm aut = dup_with("mpicast_min_bytes", "auto");
-  size_t auto_min = size <= 2 ? 0 : size <= 4 ? 4096 : size <= 8 ? 3072 : 2048;
+  size_t auto_min = size <= 2 ? 0 : 32768;
   bcast_checked(aut, 2000, 0, 5, "hint min_bytes=auto, 2000 B", &dm, &dp);
   expect_path("hint mpicast_min_bytes=auto, 2000 B", dm, dp, 0);
   if (auto_min) {

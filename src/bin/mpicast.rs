@@ -18,6 +18,9 @@ mod goal;
 #[path = "../sched/mod.rs"]
 mod sched;
 
+#[path = "mpicast/run.rs"]
+mod run;
+
 use goal::{
     binary, dot,
     gen::{self, algo_from_name},
@@ -45,8 +48,13 @@ usage: mpicast goal <command> ...
         mcast-barrier; FUNC like sumInt32 (dissemination only)
   dot FILE
         print the schedule as a Graphviz digraph
-  run FILE
-        not available yet: running a schedule under mpirun needs the executor over MPI
+  run FILE -n N [--mpi openmpi|mpich] [--buffer NAME=SIZE]... [--reps R] [--check] [--dry-run]
+        check FILE as `check` does (and that it fits N ranks and names no buffer left out),
+        then run it on N ranks: mpirun.openmpi (default) or mpiexec.mpich launches
+        mpicast-goal-run ($MPICAST_GOAL_RUNNER, else next to this executable, else
+        build/<mpi>/bin/ under the current directory). Without MPICAST_IFACE in the
+        environment the ranks get MPICAST_IFACE=lo MPICAST_TTL=0 (this host only).
+        --check: `buf` must end identical on every rank; --dry-run prints the command
 
 FILE may be `-` for standard input. Exit status: 0 fine, 1 errors found, 2 bad usage.";
 
@@ -54,6 +62,8 @@ enum Fail {
     Usage(String),
     Errors,
     Io(String),
+    /// Reported already; exit with this status.
+    Exit(u8),
 }
 
 fn main() -> ExitCode {
@@ -69,6 +79,7 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(Fail::Errors) => ExitCode::from(1),
+        Err(Fail::Exit(code)) => ExitCode::from(code),
         Err(Fail::Io(m)) => {
             eprintln!("mpicast: {m}");
             ExitCode::from(1)
@@ -92,6 +103,10 @@ struct Opts {
     size: Option<usize>,
     ways: Option<u32>,
     op: Option<Func>,
+    mpi: Option<run::Mpi>,
+    reps: Option<u64>,
+    check: bool,
+    dry_run: bool,
 }
 
 fn num<T: std::str::FromStr>(flag: &str, v: &str) -> Result<T, Fail> {
@@ -139,6 +154,21 @@ fn opts(args: &[String]) -> Result<Opts, Fail> {
             "--size" => o.size = Some(num(a, &value(a)?)?),
             "--ways" => o.ways = Some(num(a, &value(a)?)?),
             "--op" => o.op = Some(parse_func(&value(a)?)?),
+            "--mpi" => {
+                let v = value(a)?;
+                o.mpi = Some(run::Mpi::from_name(&v).ok_or_else(|| {
+                    Fail::Usage(format!("--mpi wants openmpi or mpich, not `{v}`"))
+                })?)
+            }
+            "--reps" => {
+                let r: u64 = num(a, &value(a)?)?;
+                if !(1..=100_000_000).contains(&r) {
+                    return Err(Fail::Usage("--reps wants 1 to 100000000".into()));
+                }
+                o.reps = Some(r)
+            }
+            "--check" => o.check = true,
+            "--dry-run" => o.dry_run = true,
             s if s.starts_with('-') && s != "-" => {
                 return Err(Fail::Usage(format!("unknown option `{s}`")))
             }
@@ -236,25 +266,8 @@ fn goal_cmd(args: &[String]) -> Result<(), Fail> {
     match cmd.as_str() {
         "check" => {
             let f = one_file(&o, "check")?;
-            let p = load(&f, o.dialect)?;
-            let sizes = BufferSizes(o.buffers.iter().cloned().collect());
-            for (name, _) in &o.buffers {
-                if p.program.slot_of(name).is_none() {
-                    eprintln!("{f}: warning: no action uses buffer `{name}`");
-                }
-            }
-            let diags = validate::validate(&p.program, Some(&p.source), &sizes);
-            for d in &diags {
-                eprintln!("{}", d.render(&f));
-            }
-            let errors = diags.iter().filter(|d| d.is_error()).count();
-            let warnings = diags.len() - errors + p.warnings.len();
-            println!(
-                "{f}: {} dialect, {} ranks, {} actions: {errors} errors, {warnings} warnings",
-                p.program.dialect.name(),
-                p.program.num_ranks(),
-                p.program.action_count()
-            );
+            let (_, summary, errors) = check(&f, &o)?;
+            println!("{summary}");
             if errors > 0 {
                 return Err(Fail::Errors);
             }
@@ -305,11 +318,97 @@ fn goal_cmd(args: &[String]) -> Result<(), Fail> {
                 ),
             }
         }
-        "run" => Err(Fail::Io(
-            "goal run is not available yet: it needs the schedule executor over MPI (issue 4); \
-             `check`, `asm`, `disasm`, `gen` and `dot` work without MPI"
-                .into(),
-        )),
+        "run" => run_cmd(&o),
         other => Err(Fail::Usage(format!("unknown goal command `{other}`"))),
     }
+}
+
+/// `goal check`'s work: loads and validates `f` (diagnostics to stderr); gives the program,
+/// the summary line and the number of errors.
+fn check(f: &str, o: &Opts) -> Result<(Program, String, usize), Fail> {
+    let p = load(f, o.dialect)?;
+    let sizes = BufferSizes(o.buffers.iter().cloned().collect());
+    for (name, _) in &o.buffers {
+        if p.program.slot_of(name).is_none() {
+            eprintln!("{f}: warning: no action uses buffer `{name}`");
+        }
+    }
+    let diags = validate::validate(&p.program, Some(&p.source), &sizes);
+    for d in &diags {
+        eprintln!("{}", d.render(f));
+    }
+    let errors = diags.iter().filter(|d| d.is_error()).count();
+    let warnings = diags.len() - errors + p.warnings.len();
+    let summary = format!(
+        "{f}: {} dialect, {} ranks, {} actions: {errors} errors, {warnings} warnings",
+        p.program.dialect.name(),
+        p.program.num_ranks(),
+        p.program.action_count()
+    );
+    Ok((p.program, summary, errors))
+}
+
+/// `goal run`: check, find the runner, exec the launcher (or print it with --dry-run).
+fn run_cmd(o: &Opts) -> Result<(), Fail> {
+    let f = one_file(o, "run")?;
+    if f == "-" {
+        return Err(Fail::Usage(
+            "run needs a FILE that every rank can read, not `-`".into(),
+        ));
+    }
+    let ranks = o
+        .ranks
+        .ok_or_else(|| Fail::Usage("run needs -n N (the number of ranks)".into()))?;
+    if ranks == 0 {
+        return Err(Fail::Usage("-n wants at least 1 rank".into()));
+    }
+    let (program, summary, errors) = check(&f, o)?;
+    if errors > 0 {
+        eprintln!("{summary}");
+        return Err(Fail::Errors);
+    }
+    let problems = run::problems(&program, ranks, &o.buffers);
+    if !problems.is_empty() {
+        for m in &problems {
+            eprintln!("{f}: error: {m}");
+        }
+        return Err(Fail::Exit(2));
+    }
+    let mpi = o.mpi.unwrap_or(run::Mpi::OpenMpi);
+    let runner = run::find_runner(
+        std::env::var_os("MPICAST_GOAL_RUNNER"),
+        std::env::current_exe().ok(),
+        std::path::Path::new(""),
+        mpi,
+    )
+    .map_err(Fail::Io)?;
+    let spec = run::RunSpec {
+        mpi,
+        ranks,
+        runner: &runner,
+        file: &f,
+        buffers: &o.buffers,
+        reps: o.reps,
+        check: o.check,
+    };
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    let l = run::launch(
+        &spec,
+        &|v| std::env::var_os(v).map(|s| s.to_string_lossy().into_owned()),
+        root,
+    );
+    if o.dry_run {
+        println!("{}", run::render(&l));
+        return Ok(());
+    }
+    if l.env.iter().any(|(k, _)| k == "MPICAST_IFACE") {
+        eprintln!("mpicast: MPICAST_IFACE is not set: running on loopback (MPICAST_IFACE=lo MPICAST_TTL=0)");
+    }
+    use std::os::unix::process::CommandExt;
+    let err = std::process::Command::new(&l.program)
+        .args(&l.args)
+        .envs(l.env.iter().map(|(k, v)| (k, v)))
+        .exec();
+    Err(Fail::Io(format!("cannot run {}: {err}", run::render(&l))))
 }

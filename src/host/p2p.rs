@@ -237,7 +237,8 @@ impl Region {
 
     /// Calls a registered C function `f(src, src_len, self, self_len, ctx)` (a GOAL
     /// `exec user N`) and returns its status. `src` may overlap `self`: the function sees
-    /// the raw pointers, as C code would.
+    /// the raw pointers, as C code would. `ctx` is opaque here: only the function reads it.
+    #[allow(clippy::not_unsafe_ptr_arg_deref)]
     pub fn call_user(
         &self,
         src: Region,

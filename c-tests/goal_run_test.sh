@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# `mpicast goal run` end to end on 4 ranks of one MPI flavour, on loopback:
+#
+#   c-tests/goal_run_test.sh [openmpi|mpich]       (default: $TC_FLAVOUR)
+#
+# Generates a binomial broadcast (4096 B) and a dissemination allreduce (64 B) with
+# `mpicast goal gen`, runs both (and the broadcast as a binary schedule, and under
+# MPICAST_PROGRESS=thread) through `mpicast goal run ... --check` and requires success, one
+# nonzero time per run and `buf` identical on every rank; then requires the failures: an
+# unbound buffer (through the CLI and through mpicast-goal-run itself: exit 2 and a message
+# naming the buffer), a wrong rank count, a --check that must fail, an invalid program.
+#
+# Finds: the CLI in $MPICAST_CLI, else target/{cli,<flavour>,}/release/mpicast; the runner in
+# $MPICAST_GOAL_RUNNER, else build/<flavour>/bin/mpicast-goal-run (the CLI's own fallback),
+# else compiles tools/goal_run.c into the work directory. Work directory: $TC_WORK, else a
+# temporary one. Exit 0 pass, 1 fail, 77 skip (no CLI, no library, no launcher).
+set -euo pipefail
+
+FLAVOUR=${1:-${TC_FLAVOUR:-}}
+case "$FLAVOUR" in
+  openmpi) MPICC=mpicc.openmpi LAUNCHER=mpirun.openmpi ;;
+  mpich) MPICC=mpicc.mpich LAUNCHER=mpiexec.mpich ;;
+  *) echo "usage: $0 openmpi|mpich (or TC_FLAVOUR)" >&2; exit 2 ;;
+esac
+TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+# Loopback only, whatever the caller had: refuse anything else.
+export MPICAST_IFACE=${MPICAST_IFACE:-lo} MPICAST_TTL=${MPICAST_TTL:-0}
+case "$MPICAST_IFACE:$MPICAST_TTL" in
+  lo:0) ;;
+  *) echo "refusing to run: MPICAST_IFACE=lo and MPICAST_TTL=0 are required" >&2; exit 1 ;;
+esac
+if [ "$(id -u)" = 0 ]; then
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fi
+
+skip() { echo "SKIP: $*"; exit 77; }
+fail() { echo "FAIL: $*" >&2; exit 1; }
+note() { echo "-- $*"; }
+
+WORK=${TC_WORK:-}
+if [ -z "$WORK" ]; then
+  WORK=$(mktemp -d)
+  trap 'rm -rf "$WORK"' EXIT
+else
+  rm -rf "$WORK"
+  mkdir -p "$WORK"
+fi
+
+CLI=${MPICAST_CLI:-}
+if [ -z "$CLI" ]; then
+  for c in "$TOP/target/cli/release/mpicast" "$TOP/target/$FLAVOUR/release/mpicast" \
+           "$TOP/target/release/mpicast"; do
+    if [ -x "$c" ]; then CLI=$c; break; fi
+  done
+fi
+[ -n "$CLI" ] && [ -x "$CLI" ] || skip "no mpicast executable (cargo build --release --bin mpicast, or MPICAST_CLI)"
+command -v "$LAUNCHER" >/dev/null || skip "$LAUNCHER not installed"
+LIBDIR=$TOP/build/$FLAVOUR/lib
+[ -e "$LIBDIR/libmpicast.so" ] || skip "$LIBDIR/libmpicast.so missing (make lib)"
+note "CLI $CLI"
+
+# The runner: the CLI finds build/<flavour>/bin/mpicast-goal-run from $TOP by itself.
+cd "$TOP"
+if [ -z "${MPICAST_GOAL_RUNNER:-}" ] && [ ! -x "build/$FLAVOUR/bin/mpicast-goal-run" ]; then
+  note "no build/$FLAVOUR/bin/mpicast-goal-run: compiling one into $WORK"
+  "$MPICC" -O2 -Wall -Wextra -Werror -Iinclude tools/goal_run.c -L"$LIBDIR" -lmpicast \
+    -Wl,-rpath,"$LIBDIR" -o "$WORK/mpicast-goal-run"
+  export MPICAST_GOAL_RUNNER=$WORK/mpicast-goal-run
+fi
+note "runner ${MPICAST_GOAL_RUNNER:-build/$FLAVOUR/bin/mpicast-goal-run}"
+
+# run NAME EXPECTED_STATUS COMMAND... : output in $WORK/NAME.out, status checked.
+run() {
+  local name=$1 want=$2 rc=0
+  shift 2
+  timeout -k 10 150 "$@" >"$WORK/$name.out" 2>&1 || rc=$?
+  if [ "$rc" != "$want" ]; then
+    echo "---- $name (exit $rc, wanted $want): $*"
+    cat "$WORK/$name.out"
+    fail "$name: exit status $rc, wanted $want"
+  fi
+  note "$name: exit $rc as wanted"
+}
+
+# expect NAME REGEX [COUNT]: at least COUNT (default 1) lines of NAME's output match.
+expect() {
+  local n
+  n=$(grep -cE -- "$2" "$WORK/$1.out" || true)
+  if [ "$n" -lt "${3:-1}" ]; then
+    echo "---- $1"
+    cat "$WORK/$1.out"
+    fail "$1: wanted ${3:-1} line(s) matching /$2/, found $n"
+  fi
+}
+
+# Every `run i/R: T s` line must carry a positive time: R lines, none of them 0.000000000.
+times_ok() {
+  local name=$1 reps=$2
+  expect "$name" "^run [0-9]+/$reps: [0-9]+\.[0-9]{9} s \(slowest of 4 ranks\)$" "$reps"
+  if grep -E "^run [0-9]+/$reps: 0\.0{9} s" "$WORK/$name.out"; then
+    fail "$name: a run took no time at all"
+  fi
+}
+
+"$CLI" goal gen binomial-bcast --ranks 4 --size 4096 -o "$WORK/bcast.goal"
+"$CLI" goal gen dissemination-allreduce --ranks 4 --size 64 -o "$WORK/allreduce.goal"
+"$CLI" goal asm "$WORK/bcast.goal" -o "$WORK/bcast.bin"
+[ -s "$WORK/bcast.goal" ] && [ -s "$WORK/allreduce.goal" ] && [ -s "$WORK/bcast.bin" ] \
+  || fail "mpicast goal gen/asm wrote nothing"
+
+G=("$CLI" goal run -n 4 --mpi "$FLAVOUR")
+
+# Successes.
+run bcast 0 "${G[@]}" "$WORK/bcast.goal" --buffer buf=4096 --reps 3 --check
+times_ok bcast 3
+expect bcast '^check [0-9]/3: buf identical on 4 ranks' 3
+
+run allreduce 0 "${G[@]}" "$WORK/allreduce.goal" --buffer buf=64 --buffer tmp=64 --reps 2 --check
+times_ok allreduce 2
+expect allreduce '^check [0-9]/2: buf identical on 4 ranks' 2
+
+run bcast_binary 0 "${G[@]}" "$WORK/bcast.bin" --buffer buf=4096 --check
+times_ok bcast_binary 1
+expect bcast_binary '^check 1/1: buf identical on 4 ranks'
+
+run bcast_thread 0 env MPICAST_PROGRESS=thread "${G[@]}" "$WORK/bcast.goal" --buffer buf=4096 --reps 2 --check
+times_ok bcast_thread 2
+expect bcast_thread '^check [0-9]/2: buf identical on 4 ranks' 2
+
+# The environment: loopback added only when MPICAST_IFACE is unset.
+run dry_unset 0 env -u MPICAST_IFACE -u MPICAST_TTL "${G[@]}" "$WORK/bcast.goal" --buffer buf=4096 --dry-run
+expect dry_unset "^MPICAST_IFACE=lo MPICAST_TTL=0 .*$LAUNCHER .*mpicast-goal-run .*bcast.goal --buffer buf=4096$"
+run dry_set 0 "${G[@]}" "$WORK/bcast.goal" --buffer buf=4096 --dry-run
+if grep -q 'MPICAST_IFACE=' "$WORK/dry_set.out"; then
+  fail "dry_set: MPICAST_IFACE was set by the caller but the launch sets it again"
+fi
+expect dry_set "$LAUNCHER .*-n 4 .*mpicast-goal-run"
+
+# Failures. An unbound buffer, caught by the CLI before launching: exit 2, names it and its size.
+run unbound_cli 2 "${G[@]}" "$WORK/allreduce.goal" --buffer buf=64
+expect unbound_cli 'buffer `tmp` is used by the program but not given: add --buffer tmp=64'
+# ... and by the runner itself when launched directly: exit 2, the executor's message.
+RUNNER=${MPICAST_GOAL_RUNNER:-$TOP/build/$FLAVOUR/bin/mpicast-goal-run}
+if [ "$FLAVOUR" = openmpi ]; then
+  L=("$LAUNCHER" --oversubscribe -n 4 --mca mpi_yield_when_idle 1)
+else
+  L=("$LAUNCHER" -n 4)
+fi
+run unbound_runner 2 "${L[@]}" "$RUNNER" "$WORK/allreduce.goal" --buffer buf=64
+expect unbound_runner 'cannot start .*allreduce.goal: .*buffer `tmp` .*not bound'
+expect unbound_runner 'give every buffer the program names with --buffer NAME=SIZE'
+# A buffer smaller than the program's references: the CLI's check refuses it (exit 1).
+run small_buffer 1 "${G[@]}" "$WORK/bcast.goal" --buffer buf=100
+expect small_buffer 'bytes 0\.\.4096 of buffer `buf` are outside its 100 bytes'
+# The wrong number of ranks.
+run wrong_ranks 2 "$CLI" goal run -n 3 --mpi "$FLAVOUR" "$WORK/bcast.goal" --buffer buf=4096
+expect wrong_ranks 'describes 4 ranks, but -n 3'
+# An invalid program: exit 1 with file:line:col.
+printf 'num_ranks 4;\nrank #0 { send 0,8 to 1; }\n' >"$WORK/bad.goal"
+run invalid 1 "${G[@]}" "$WORK/bad.goal" --buffer buf=8
+expect invalid 'bad.goal:2:[0-9]+: error .*no matching receive'
+# --check must be able to fail: only ranks 0 and 1 exchange, so ranks 2 and 3 keep their data.
+printf 'num_ranks 4;\nrank #0 { send 0,8 to 1; }\nrank #1 { recv 0,8 from 0; }\n' >"$WORK/partial.goal"
+run check_fails 3 "${G[@]}" "$WORK/partial.goal" --buffer buf=8 --check
+expect check_fails 'buffer `buf` differs: rank 2 has'
+# A runner that is not there.
+run no_runner 1 env MPICAST_GOAL_RUNNER="$WORK/nonexistent" "${G[@]}" "$WORK/bcast.goal" --buffer buf=4096
+expect no_runner 'MPICAST_GOAL_RUNNER=.*nonexistent is not a file'
+
+echo "PASS: goal run ($FLAVOUR)"

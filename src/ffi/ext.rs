@@ -236,15 +236,20 @@ impl MPICAST_Goal {
         let outcome = loop {
             let mut r = run.lock().unwrap_or_else(|p| p.into_inner());
             // Blocking with the lock held would stall the progress thread for nothing:
-            // step, and let go between steps.
+            // step, and let go between steps. Steps that complete actions follow each other
+            // at once; only a step that completed nothing gives the core away.
+            let before = r.completed();
             if r.step(false) {
                 break r.take_outcome();
             }
             if !block {
                 return Ok(false);
             }
+            let moved = r.completed() != before;
             drop(r);
-            std::thread::yield_now();
+            if !moved {
+                std::thread::yield_now();
+            }
         };
         self.abandon();
         match outcome {

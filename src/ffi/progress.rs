@@ -76,6 +76,11 @@ impl Run {
         }
     }
 
+    /// Actions completed so far (0 once the run ended).
+    pub fn completed(&self) -> usize {
+        self.live.as_ref().map_or(0, |l| l.exec.completed())
+    }
+
     /// The outcome, once (None while the run goes on).
     pub fn take_outcome(&mut self) -> Option<Result<(), GoalError>> {
         self.outcome.take()

@@ -10,11 +10,16 @@
 use super::{query_thread, thread_multiple, SUCCESS};
 use crate::config::{Config, Progress};
 use std::os::raw::{c_char, c_int};
+use std::sync::OnceLock;
 
 /// Whether the configuration asks for the progress thread (and mpicast is not disabled).
-/// A configuration error is not reported here: the first collective reports it.
+/// A configuration error is not reported here: the first collective reports it. Read once
+/// (the environment is the process's at its first MPI call).
 pub fn progress_thread_wanted() -> bool {
-    matches!(Config::from_env(), Ok(c) if !c.disable && c.progress == Progress::Thread)
+    static WANTED: OnceLock<bool> = OnceLock::new();
+    *WANTED.get_or_init(
+        || matches!(Config::from_env(), Ok(c) if !c.disable && c.progress == Progress::Thread),
+    )
 }
 
 /// Whether a progress thread may call the host MPI now: wanted, and the host granted

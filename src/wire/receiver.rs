@@ -211,11 +211,19 @@ impl McastReceiver {
         if self.complete() || now < self.nack_at {
             return;
         }
-        // Everything the root may have sent: it never goes beyond the slowest cum + window,
-        // and ours is at least the slowest.
-        let edge = self
-            .nfrags
-            .min(self.seen_end.max(self.cum.saturating_add(self.window)));
+        // While fragments keep arriving, only the holes below the highest one seen: those
+        // above may still be on their way, queued at the root behind what already came (a
+        // window can be far more than the root's link sends in one NACK interval), and asking
+        // for them would queue every one a second time. After a silence, everything the root
+        // may have sent: it never goes beyond the slowest cum + window, and ours is at least
+        // the slowest (tail loss, or total loss).
+        let flowing = now.saturating_sub(self.last_progress) < self.nack_rto;
+        let edge = if flowing {
+            self.seen_end
+        } else {
+            self.nfrags
+                .min(self.seen_end.max(self.cum.saturating_add(self.window)))
+        };
         let have = &self.have;
         self.pending.clear();
         self.pending.extend(

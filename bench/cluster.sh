@@ -300,7 +300,7 @@ run() {
   local np=$((hosts * ppn)) agent="$HERE/netns-agent.sh" i
   export MPICAST_IFACE=${MPICAST_IFACE:-$SUBNET} MPICAST_TTL=${MPICAST_TTL:-1}
   local vars=() v cmd=() hf=""
-  for v in $(compgen -e | grep -E '^(MPICAST_|MPIR_CVAR_|TC_DEBUG_PACE|LD_PRELOAD$)' || true); do vars+=("$v"); done
+  for v in $(compgen -e | grep -E '^(MPICAST_|MPIR_CVAR_|LD_PRELOAD$)' || true); do vars+=("$v"); done
   case $mpi in
     openmpi)
       # yield_when_idle: the ranks of all hosts share this machine's cores (Open MPI only

@@ -6,7 +6,9 @@
 # Generates a binomial broadcast (4096 B) and a dissemination allreduce (64 B) with
 # `mpicast goal gen`, runs both (and the broadcast as a binary schedule, and under
 # MPICAST_PROGRESS=thread) through `mpicast goal run ... --check` and requires success, one
-# nonzero time per run and `buf` identical on every rank; then requires the failures: an
+# nonzero time per run and `buf` identical on every rank; likewise the scout-tree multicast
+# broadcast and the multicast barrier, whose datagrams rank 0 must count; then requires the
+# failures: an
 # unbound buffer (through the CLI and through mpicast-goal-run itself: exit 2 and a message
 # naming the buffer), a wrong rank count, a --check that must fail, an invalid program.
 #
@@ -127,6 +129,21 @@ expect bcast_binary '^check 1/1: buf identical on 4 ranks'
 run bcast_thread 0 env MPICAST_PROGRESS=thread "${G[@]}" "$WORK/bcast.goal" --buffer buf=4096 --reps 2 --check
 times_ok bcast_thread 2
 expect bcast_thread '^check [0-9]/2: buf identical on 4 ranks' 2
+
+# Multicast actions (`mcast`, `mrecv`) through the multicast channel: seed 002's scout-tree
+# broadcast and the multicast barrier as generated GOAL. MPICAST_TOPO=flat because all 4
+# ranks share this host (else point-to-point carries them); rank 0's stats line proves the
+# datagrams: 3 runs x 200000 bytes multicast, and a release datagram per barrier.
+"$CLI" goal gen scout-tree-bcast --ranks 4 --size 200000 -o "$WORK/mcast.goal"
+"$CLI" goal gen mcast-barrier --ranks 4 -o "$WORK/barrier.goal"
+run mcast_bcast 0 env MPICAST_TOPO=flat MPICAST_STATS=1 "${G[@]}" "$WORK/mcast.goal" \
+  --buffer buf=200000 --reps 3 --check
+times_ok mcast_bcast 3
+expect mcast_bcast '^check [0-9]/3: buf identical on 4 ranks' 3
+expect mcast_bcast 'stats: rank=0 .* bytes_mcast=600000 dgrams_sent=[1-9]'
+run mcast_barrier 0 env MPICAST_TOPO=flat MPICAST_STATS=1 "${G[@]}" "$WORK/barrier.goal" --reps 3
+times_ok mcast_barrier 3
+expect mcast_barrier 'stats: rank=0 .* dgrams_sent=[3-9]'
 
 # The environment: loopback added only when MPICAST_IFACE is unset.
 run dry_unset 0 env -u MPICAST_IFACE -u MPICAST_TTL "${G[@]}" "$WORK/bcast.goal" --buffer buf=4096 --dry-run

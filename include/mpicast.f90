@@ -49,6 +49,7 @@ module mpicast
   public :: MPICAST_Goal_free, MPICAST_Goal_load_file, MPICAST_Goal_load_binary
   public :: MPICAST_Goal_reg_func, MPICAST_Goal_send, MPICAST_Goal_recv, MPICAST_Goal_exec
   public :: MPICAST_Goal_requ, MPICAST_Goal_compile, MPICAST_Goal_function
+  public :: MPICAST_Goal_mcast_send, MPICAST_Goal_mcast_recv
 
   ! The shape of a user function for GOAL exec actions (MPICAST_Goal_reg_func takes
   ! c_funloc of a bind(C) function like this): dst = f(src, dst), returns 0 on success.
@@ -199,6 +200,28 @@ module mpicast
       integer(c_int), intent(out) :: action_out
       integer(c_int) :: status
     end function MPICAST_Goal_recv
+
+    ! A multicast to every other rank; each adds MPICAST_Goal_mcast_recv naming this root.
+    function MPICAST_Goal_mcast_send(goal, buf, len, action_out) &
+        bind(C, name="MPICAST_Goal_mcast_send") result(status)
+      import :: c_int, c_ptr, c_size_t
+      type(c_ptr), value :: goal
+      type(c_ptr), value :: buf
+      integer(c_size_t), value :: len
+      integer(c_int), intent(out) :: action_out
+      integer(c_int) :: status
+    end function MPICAST_Goal_mcast_send
+
+    function MPICAST_Goal_mcast_recv(goal, buf, len, root, action_out) &
+        bind(C, name="MPICAST_Goal_mcast_recv") result(status)
+      import :: c_int, c_ptr, c_size_t
+      type(c_ptr), value :: goal
+      type(c_ptr), value :: buf
+      integer(c_size_t), value :: len
+      integer(c_int), value :: root
+      integer(c_int), intent(out) :: action_out
+      integer(c_int) :: status
+    end function MPICAST_Goal_mcast_recv
 
     ! function: "sumInt32", "maxFloat64", ... or "user N", ending in c_null_char.
     function MPICAST_Goal_exec(goal, function, src, src_len, dst, dst_len, action_out) &

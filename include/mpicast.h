@@ -226,6 +226,35 @@ int MPICAST_Goal_recv(struct MPICAST_Goal *goal,
                       int *action_out);
 
 /*
+ Adds a multicast of `len` bytes at `buf` from this rank to every other rank of the
+ communicator: each of them must add a matching MPICAST_Goal_mcast_recv naming this rank
+ (the k-th multicast of a root pairs with the k-th multicast receive from it). Carried by
+ the communicator's reliable multicast channel, or by point-to-point messages where it
+ has none. Otherwise as MPICAST_Goal_send.
+
+ # Safety
+ As MPICAST_Goal_send.
+ */
+int MPICAST_Goal_mcast_send(struct MPICAST_Goal *goal,
+                            const void *buf,
+                            uintptr_t len,
+                            int *action_out);
+
+/*
+ Adds the receive of a multicast from rank `root` (not this rank) into `buf`, which holds up
+ to `len` bytes (a longer multicast is an error of the run). Otherwise as
+ MPICAST_Goal_mcast_send.
+
+ # Safety
+ As MPICAST_Goal_send, with `buf` valid for writes.
+ */
+int MPICAST_Goal_mcast_recv(struct MPICAST_Goal *goal,
+                            void *buf,
+                            uintptr_t len,
+                            int root,
+                            int *action_out);
+
+/*
  Adds a local computation `dst = src (function) dst`, element-wise: `function` is a GOAL
  function name such as "sumInt32", "maxFloat64", "copyUInt8" (predefined: equal lengths, a
  whole number of elements) or "user N" (a function from MPICAST_Goal_reg_func, registered

@@ -3,7 +3,8 @@
  * with what MPI computes; then the error reports of a bad program and of an unbound buffer;
  * user functions (MPICAST_Goal_reg_func, `exec user N`); schedules built with the builder
  * calls (a binomial broadcast, a recursive-doubling allreduce against MPI_Allreduce, a user
- * function); loading from a file; and the errors of each.
+ * function); loading from a file; multicast actions (text and builder); and the errors
+ * of each.
  * Plain binary: the MPICAST_Goal_* calls are resolved from the preloaded library. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -357,6 +358,104 @@ static void background_progress(int rank, int size) {
     printf("int_goal: background progress ok (MPICAST_PROGRESS=thread)\n");
 }
 
+/* (h) multicast actions: every rank multicasts a block of its own to all the others at the
+ * same time (text), then a builder schedule: a 1 MiB multicast from rank 0 into receive
+ * buffers larger than the message (the tail must stay untouched), followed by a zero-byte
+ * multicast from the last rank that may only complete after its sender got the data.
+ * Proves that the datagrams went by multicast (MPICAST_Get_stats) and checks the errors. */
+static void multicast(int rank, int size) {
+  MPICAST_Stats before, after;
+  check(NULL, API(MPICAST_Get_stats)(&before), "stats");
+  MPICAST_Goal *g = NULL;
+  check(NULL, API(MPICAST_Goal_create)(MPI_COMM_WORLD, &g), "create (mcast)");
+  enum { L = 150000 };
+  reset_text();
+  put("num_ranks %d;\n", size);
+  for (int r = 0; r < size; r++) {
+    put("rank #%d {\n  m: mcast buf+%d,%d;\n", r, r * L, L);
+    for (int q = 0; q < size; q++)
+      if (q != r)
+        put("  r%d: mrecv buf+%d,%d from %d;\n", q, q * L, L, q);
+    put("}\n");
+  }
+  check(g, API(MPICAST_Goal_load_text)(g, text), "load all-to-all multicast");
+  unsigned char *buf = malloc((size_t)L * (size_t)size);
+  for (int iter = 0; iter < 3; iter++) {
+    for (int q = 0; q < size; q++) {
+      uint64_t seed = tc_pattern_seed(q, 200 + (uint64_t)iter, L);
+      if (q == rank)
+        tc_fill(buf + (size_t)q * L, L, seed);
+      else
+        tc_poison(buf + (size_t)q * L, L, seed);
+    }
+    check(g, API(MPICAST_Goal_bind_buffer)(g, "buf", buf, (size_t)L * (size_t)size), "bind");
+    run(g, "all-to-all multicast");
+    for (int q = 0; q < size; q++)
+      tc_check(buf + (size_t)q * L, L, tc_pattern_seed(q, 200 + (uint64_t)iter, L),
+               "goal multicast from every rank", q, 200 + (uint64_t)iter);
+  }
+  free(buf);
+
+  /* Builder: 1 MiB from rank 0, then 0 bytes from the last rank after it has the data. */
+  enum { BIG = 1 << 20, SLACK = 100 };
+  unsigned char *big = malloc(BIG + SLACK);
+  uint64_t seed = tc_pattern_seed(0, 300, BIG);
+  if (rank == 0)
+    tc_fill(big, BIG, seed);
+  else
+    tc_poison(big, BIG, seed);
+  memset(big + BIG, 0xA5, SLACK);
+  int last = size - 1, a, b, c;
+  char zero = 0;
+  if (rank == 0) {
+    check(g, API(MPICAST_Goal_mcast_send)(g, big, BIG, &a), "mcast_send");
+  } else {
+    check(g, API(MPICAST_Goal_mcast_recv)(g, big, BIG + SLACK, 0, &a), "mcast_recv");
+  }
+  if (rank == last) {
+    check(g, API(MPICAST_Goal_mcast_send)(g, &zero, 0, &b), "mcast_send 0 bytes");
+    check(g, API(MPICAST_Goal_requ)(g, b, a), "requ zero after data");
+  } else {
+    check(g, API(MPICAST_Goal_mcast_recv)(g, &zero, 0, last, &b), "mcast_recv 0 bytes");
+  }
+  /* Errors: a multicast receive from this rank itself or from no rank; NULL memory. */
+  if (API(MPICAST_Goal_mcast_recv)(g, &zero, 0, rank, &c) != MPICAST_ERR_GOAL_INVALID ||
+      !strstr(API(MPICAST_Goal_error)(g), "not another rank"))
+    tc_fail("mcast_recv from this rank accepted: %s", API(MPICAST_Goal_error)(g));
+  if (API(MPICAST_Goal_mcast_recv)(g, &zero, 0, size, &c) != MPICAST_ERR_GOAL_INVALID)
+    tc_fail("mcast_recv from rank %d accepted", size);
+  if (API(MPICAST_Goal_mcast_send)(g, NULL, 8, &c) != MPICAST_ERR_NULL_ARG)
+    tc_fail("mcast_send of NULL accepted");
+  check(g, API(MPICAST_Goal_compile)(g), "compile multicast");
+  for (int iter = 0; iter < 2; iter++) {
+    run(g, "builder multicast");
+    if (rank != 0)
+      tc_check(big, BIG, seed, "goal builder multicast", 0, 300);
+    for (int i = 0; i < SLACK; i++)
+      if (big[BIG + i] != 0xA5)
+        tc_fail("multicast receive wrote beyond the message, at byte %d of the slack", i);
+  }
+  free(big);
+  API(MPICAST_Goal_free)(g);
+
+  /* Every rank was a root above: its datagrams went out by multicast, the others' came in
+   * (when multicast is expected: on one host without MPICAST_TOPO=flat, point-to-point
+   * carries GOAL multicasts, as the host MPI carries broadcasts). */
+  check(NULL, API(MPICAST_Get_stats)(&after), "stats");
+  const char *expect = getenv("TC_EXPECT");
+  if (!expect || strcmp(expect, "mcast") != 0)
+    return;
+  uint64_t sent = after.dgrams_sent - before.dgrams_sent;
+  uint64_t got = after.dgrams_recv - before.dgrams_recv;
+  uint64_t bytes = after.bytes_mcast - before.bytes_mcast;
+  uint64_t want_bytes = 3ull * L + (rank == 0 ? 2ull * BIG : 0);
+  if (sent == 0 || got == 0 || bytes < want_bytes)
+    tc_fail("rank %d: GOAL multicasts did not use the multicast channel: %llu datagrams "
+            "sent, %llu received, %llu bytes multicast (want at least %llu)",
+            rank, (unsigned long long)sent, (unsigned long long)got,
+            (unsigned long long)bytes, (unsigned long long)want_bytes);
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   int rank = tc_world_rank(), size = tc_world_size();
@@ -478,6 +577,7 @@ int main(int argc, char **argv) {
   builder(rank, size);
   from_file(rank, size);
   background_progress(rank, size);
+  multicast(rank, size);
   free(text);
   if (rank == 0)
     printf("int_goal: ok on %d ranks\n", size);

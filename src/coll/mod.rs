@@ -74,5 +74,9 @@ fn fail(comm: MPI_Comm, e: OpError) -> c_int {
             eprintln!("mpicast: internal error: {what}; aborting");
             host::abort(comm, 1)
         }
+        OpError::Truncated(msg) => {
+            eprintln!("mpicast: {msg}; aborting");
+            host::abort(comm, 1)
+        }
     }
 }

@@ -7,9 +7,12 @@ use super::progress::{self, Run, SharedRun};
 use crate::host::p2p::Region;
 use crate::host::{self, MPI_Comm};
 use crate::sched::{BufRef, Builder, Execution, Func, Op, Schedule, ANY_PEER, ANY_TAG};
+use crate::session::CommState;
 use crate::transport::goal::{self as core, GoalBackend, Loaded, UserFunc};
+use crate::transport::goal_mcast::{self, McastRun};
 use std::ffi::{CStr, CString};
 use std::os::raw::{c_char, c_int, c_void};
+use std::sync::{Arc, Mutex};
 
 /// Status codes of the extension API. Values are stable and never reused.
 #[repr(C)]
@@ -132,6 +135,9 @@ pub struct MPICAST_Goal {
     users: Vec<UserFunc>,
     /// The schedule being built with MPICAST_Goal_send/_recv/_exec/_requ.
     building: Option<Building>,
+    /// mpicast's state of `comm` (its multicast channel), made at the first start of a
+    /// program with multicast actions.
+    mcast: Option<Arc<Mutex<CommState>>>,
     error: CString,
 }
 
@@ -214,6 +220,27 @@ impl MPICAST_Goal {
         OK
     }
 
+    /// mpicast's state of the handle's communicator, made on first use (collective over it).
+    fn mcast_state(&mut self) -> Result<Arc<Mutex<CommState>>, c_int> {
+        if let Some(s) = &self.mcast {
+            return Ok(s.clone());
+        }
+        let session = match crate::session::get() {
+            Ok(s) => s,
+            Err(msg) => return Err(self.fail(INTERNAL, format!("goal: error: {msg}"))),
+        };
+        match session.comm_state(self.comm) {
+            Ok(s) => {
+                self.mcast = Some(s.clone());
+                Ok(s)
+            }
+            Err(e) => Err(self.fail(
+                ERR_MPI,
+                format!("goal: error: setting up multicast on the communicator: {e}"),
+            )),
+        }
+    }
+
     fn fail(&mut self, status: c_int, msg: impl Into<String>) -> c_int {
         let msg: String = msg.into().replace('\0', " ");
         self.error = CString::new(msg).unwrap_or_default();
@@ -256,7 +283,7 @@ impl MPICAST_Goal {
             None | Some(Ok(())) => Ok(true),
             Some(Err(e)) => {
                 let status = match e {
-                    core::GoalError::Mpi(_) => ERR_MPI,
+                    core::GoalError::Mpi(_) | core::GoalError::Mcast(_) => ERR_MPI,
                     _ => INVALID,
                 };
                 Err(self.fail(status, format!("goal: run failed: {e}")))
@@ -312,6 +339,7 @@ pub unsafe extern "C" fn MPICAST_Goal_create(
                 scratch: Vec::new(),
                 users: Vec::new(),
                 building: None,
+                mcast: None,
                 error: CString::default(),
             });
             let p: *mut MPICAST_Goal = &mut *g;
@@ -578,6 +606,83 @@ pub unsafe extern "C" fn MPICAST_Goal_recv(
     )
 }
 
+/// Adds a multicast of `len` bytes at `buf` from this rank to every other rank of the
+/// communicator: each of them must add a matching MPICAST_Goal_mcast_recv naming this rank
+/// (the k-th multicast of a root pairs with the k-th multicast receive from it). Carried by
+/// the communicator's reliable multicast channel, or by point-to-point messages where it
+/// has none. Otherwise as MPICAST_Goal_send.
+///
+/// # Safety
+/// As MPICAST_Goal_send.
+#[no_mangle]
+pub unsafe extern "C" fn MPICAST_Goal_mcast_send(
+    goal: *mut MPICAST_Goal,
+    buf: *const c_void,
+    len: usize,
+    action_out: *mut c_int,
+) -> c_int {
+    guard(
+        "MPICAST_Goal_mcast_send",
+        || INTERNAL,
+        || {
+            if goal.is_null() || action_out.is_null() || (buf.is_null() && len > 0) {
+                return NULL_ARG;
+            }
+            // SAFETY: checked non-NULL; a live handle.
+            let g = unsafe { &mut *goal };
+            // SAFETY: the caller promises `buf` stays valid for `len` bytes; sends only read.
+            let r = unsafe { Region::new(buf as *mut u8, len) };
+            g.add(|bd| Ok(Op::McastSend { buf: bd.buf(r)? }), action_out)
+        },
+    )
+}
+
+/// Adds the receive of a multicast from rank `root` (not this rank) into `buf`, which holds up
+/// to `len` bytes (a longer multicast is an error of the run). Otherwise as
+/// MPICAST_Goal_mcast_send.
+///
+/// # Safety
+/// As MPICAST_Goal_send, with `buf` valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn MPICAST_Goal_mcast_recv(
+    goal: *mut MPICAST_Goal,
+    buf: *mut c_void,
+    len: usize,
+    root: c_int,
+    action_out: *mut c_int,
+) -> c_int {
+    guard(
+        "MPICAST_Goal_mcast_recv",
+        || INTERNAL,
+        || {
+            if goal.is_null() || action_out.is_null() || (buf.is_null() && len > 0) {
+                return NULL_ARG;
+            }
+            // SAFETY: checked non-NULL; a live handle.
+            let g = unsafe { &mut *goal };
+            let Some(root) = g.peer(root, false).filter(|&r| r != g.rank) else {
+                return g.fail(
+                    INVALID,
+                    format!(
+                        "goal: error: multicast receive from rank {root}: not another rank of the communicator"
+                    ),
+                );
+            };
+            // SAFETY: the caller promises `buf` stays valid for `len` bytes.
+            let r = unsafe { Region::new(buf as *mut u8, len) };
+            g.add(
+                |bd| {
+                    Ok(Op::McastRecv {
+                        root,
+                        buf: bd.buf(r)?,
+                    })
+                },
+                action_out,
+            )
+        },
+    )
+}
+
 /// Adds a local computation `dst = src (function) dst`, element-wise: `function` is a GOAL
 /// function name such as "sumInt32", "maxFloat64", "copyUInt8" (predefined: equal lengths, a
 /// whole number of elements) or "user N" (a function from MPICAST_Goal_reg_func, registered
@@ -738,12 +843,14 @@ pub unsafe extern "C" fn MPICAST_Goal_compile(goal: *mut MPICAST_Goal) -> c_int 
                 .collect();
             users.sort_unstable();
             users.dedup();
+            let mcast = goal_mcast::number(&schedule, g.rank, g.size);
             g.install(Ok(Loaded {
                 schedule,
                 buffers,
                 needed,
                 scratch_len: 0,
                 users,
+                mcast,
             }))
         },
     )
@@ -825,6 +932,19 @@ pub unsafe extern "C" fn MPICAST_Goal_start(
             let Some(l) = g.loaded.as_deref() else {
                 return g.fail(STATE, "goal: error: no program loaded");
             };
+            // First, while every rank is here: a program with multicasts needs the
+            // communicator's channel, made collectively at the first such start.
+            let state = if l.mcast.is_empty() {
+                None
+            } else {
+                match g.mcast_state() {
+                    Ok(s) => Some(s),
+                    Err(status) => return status,
+                }
+            };
+            let Some(l) = g.loaded.as_deref() else {
+                return g.fail(STATE, "goal: error: no program loaded");
+            };
             let mut slots = Vec::with_capacity(l.buffers.len());
             for (name, &need) in l.buffers.iter().zip(&l.needed) {
                 let r = g.bound.iter().find(|(n, _)| n == name).map(|&(_, r)| r);
@@ -851,6 +971,7 @@ pub unsafe extern "C" fn MPICAST_Goal_start(
                 return g.fail(STATE, m);
             }
             let users = g.users.iter().copied().map(Some).collect();
+            let mcast = state.map(|s| (McastRun::begin(s, &l.mcast), l.mcast.of.clone()));
             let scratch_len = l.scratch_len;
             if g.scratch.len() < scratch_len {
                 g.scratch.resize(scratch_len, 0);
@@ -863,13 +984,13 @@ pub unsafe extern "C" fn MPICAST_Goal_start(
             // (load_text refuses during a run) nor dropped while `run` exists (`run` is declared
             // first and `abandon` clears it first), so the reference outlives its use.
             let sched: &'static crate::sched::Schedule = unsafe { &*sched };
-            let mut backend = GoalBackend::new(g.comm, slots, scratch, users);
+            let mut backend = GoalBackend::new(g.comm, slots, scratch, users, mcast);
             let mut run = Execution::new(sched);
             if let Err(e) = run.start(&mut backend) {
                 drop(run);
                 drop(backend);
                 let status = match e {
-                    core::GoalError::Mpi(_) => ERR_MPI,
+                    core::GoalError::Mpi(_) | core::GoalError::Mcast(_) => ERR_MPI,
                     _ => INVALID,
                 };
                 return g.fail(status, format!("goal: start failed: {e}"));

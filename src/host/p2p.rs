@@ -196,6 +196,14 @@ impl Region {
         Region { ptr, len }
     }
 
+    /// No bytes: what a zero-length reference to a buffer nobody bound stands for.
+    pub fn empty() -> Region {
+        Region {
+            ptr: std::ptr::NonNull::dangling().as_ptr(),
+            len: 0,
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.len
     }

@@ -3,10 +3,13 @@
 //! `sched::Backend` that performs its actions. Sends and receives are non-blocking PMPI
 //! calls on a private duplicate of the user's communicator (so application receives, even
 //! wildcard ones, never match them), with the schedule's own tags; `exec` runs
-//! `sched::func::apply`; `calc` spins for its nanoseconds. Multicast actions are refused at
-//! load time (not wired to the multicast channel yet). Owns no memory of the application:
+//! `sched::func::apply`; `calc` spins for its nanoseconds; `mcast` and `mrecv` go to
+//! `goal_mcast` (the multicast channel of the handle's communicator). Owns no memory of the
+//! application:
 //! buffers arrive as `host::p2p::Region`s bound by whoever holds the handle (`ffi::ext`).
 
+use super::goal_mcast::{self, McastRun, Numbering};
+use super::op::OpError;
 use crate::goal::{self, validate};
 use crate::host::p2p::{self, Region, Requests};
 use crate::host::{MPI_Comm, MpiError};
@@ -32,6 +35,8 @@ pub struct Loaded {
     pub scratch_len: usize,
     /// The user functions (`exec user N`) the schedule calls, ascending.
     pub users: Vec<u16>,
+    /// The schedule's multicasts, numbered for a run (empty: none).
+    pub mcast: Numbering,
 }
 
 /// A registered user function: `f(src, src_len, dst, dst_len, ctx)`, 0 on success.
@@ -113,22 +118,19 @@ pub fn from_program(p: &goal::Program, rank: u32, size: u32) -> Result<Loaded, S
                 note(dst);
             }
             Op::Calc { .. } => {}
-            Op::McastSend { .. } | Op::McastRecv { .. } => {
-                return Err(format!(
-                    "{}: multicast actions are not supported by the GOAL executor yet",
-                    at()
-                ));
-            }
+            Op::McastSend { buf } | Op::McastRecv { buf, .. } => note(buf),
         }
     }
     users.sort_unstable();
     users.dedup();
+    let mcast = goal_mcast::number(&schedule, rank, size);
     Ok(Loaded {
         schedule,
         buffers: p.buffers.clone(),
         needed,
         scratch_len,
         users,
+        mcast,
     })
 }
 
@@ -148,6 +150,8 @@ pub enum GoalError {
         id: ActionId,
         slot: u16,
     },
+    /// A multicast action failed (stalled, truncated, socket error).
+    Mcast(OpError),
 }
 
 impl fmt::Display for GoalError {
@@ -158,6 +162,7 @@ impl fmt::Display for GoalError {
             GoalError::User { id, func, code } => {
                 write!(f, "action {id}: user function {func} returned {code}")
             }
+            GoalError::Mcast(e) => write!(f, "{e}"),
             GoalError::OutOfRange { id, slot } => {
                 write!(
                     f,
@@ -174,6 +179,15 @@ impl From<MpiError> for GoalError {
     }
 }
 
+impl From<OpError> for GoalError {
+    fn from(e: OpError) -> Self {
+        match e {
+            OpError::Mpi(e) => GoalError::Mpi(e),
+            e => GoalError::Mcast(e),
+        }
+    }
+}
+
 /// The actions of one run on one rank.
 pub struct GoalBackend {
     // Dropped first: outstanding requests complete before anything else goes.
@@ -183,18 +197,28 @@ pub struct GoalBackend {
     scratch: Region,
     users: Vec<Option<UserFunc>>,
     calcs: Vec<(ActionId, Instant)>,
+    /// The run's multicasts (None: the schedule has none).
+    mcast: Option<McastRun>,
+    /// Per action, its multicast number (`Numbering::of`).
+    mcast_no: Vec<u32>,
 }
 
 impl GoalBackend {
     /// `slots[i]` is the memory of slot i (None: unbound); `scratch` the scratch area.
     /// `users[n]` is user function n (the caller checked that every one the schedule calls
-    /// is there).
+    /// is there). `mcast` carries the run's multicasts, numbered by `mcast_no`; it must be
+    /// there when the schedule has any.
     pub fn new(
         comm: MPI_Comm,
         slots: Vec<Option<Region>>,
         scratch: Region,
         users: Vec<Option<UserFunc>>,
+        mcast: Option<(McastRun, Vec<u32>)>,
     ) -> Self {
+        let (mcast, mcast_no) = match mcast {
+            Some((m, no)) => (Some(m), no),
+            None => (None, Vec::new()),
+        };
         GoalBackend {
             reqs: Requests::default(),
             comm,
@@ -202,6 +226,18 @@ impl GoalBackend {
             scratch,
             users,
             calcs: Vec::new(),
+            mcast,
+            mcast_no,
+        }
+    }
+
+    fn mcast(&mut self, id: ActionId) -> Result<(&mut McastRun, u32), GoalError> {
+        let k = self.mcast_no.get(id as usize).copied().unwrap_or(0);
+        match (&mut self.mcast, k) {
+            (Some(m), k) if k > 0 => Ok((m, k)),
+            _ => Err(GoalError::Mcast(OpError::Unsupported(
+                "a multicast action without the run's multicast channel",
+            ))),
         }
     }
 
@@ -212,6 +248,10 @@ impl GoalBackend {
             self.slots.get(b.slot as usize).copied().flatten()
         };
         let offset = if b.slot == SCRATCH_SLOT { 0 } else { b.offset };
+        if whole.is_none() && b.len == 0 {
+            // Zero bytes of a buffer the program never needs bound (scouts, a barrier).
+            return Ok(Region::empty());
+        }
         whole
             .and_then(|r| r.sub(offset, b.len))
             .ok_or(GoalError::OutOfRange { id, slot: b.slot })
@@ -277,8 +317,15 @@ impl Backend for GoalBackend {
                 self.calcs
                     .push((id, Instant::now() + Duration::from_nanos(*nanos)));
             }
-            Op::McastSend { .. } | Op::McastRecv { .. } => {
-                unreachable!("load refuses multicast actions")
+            Op::McastSend { buf } => {
+                let r = self.region(id, buf)?;
+                let (m, k) = self.mcast(id)?;
+                m.start_send(id, k, r)?;
+            }
+            Op::McastRecv { root, buf } => {
+                let r = self.region(id, buf)?;
+                let (m, k) = self.mcast(id)?;
+                m.start_recv(id, k, *root, r)?;
             }
         }
         Ok(())
@@ -286,6 +333,9 @@ impl Backend for GoalBackend {
 
     fn progress(&mut self, done: &mut Vec<ActionId>) -> Result<(), GoalError> {
         self.reqs.testsome(done)?;
+        if let Some(m) = &mut self.mcast {
+            m.progress(done)?;
+        }
         if !self.calcs.is_empty() {
             let now = Instant::now();
             self.calcs.retain(|&(id, until)| {

@@ -8,6 +8,7 @@
 //! through a non-blocking allgather; the result is the same on every rank.
 
 pub mod goal;
+pub mod goal_mcast;
 pub mod op;
 pub mod responder;
 
@@ -40,6 +41,9 @@ pub struct Channel {
     /// Datagram buffers a sender fills before handing them to the kernel in one sendmmsg;
     /// kept with the channel so that an operation allocates nothing.
     pub tx_batch: Vec<Vec<u8>>,
+    /// GOAL runs only: datagrams of a multicast that this rank has not started yet (its
+    /// `mrecv` still waits for prerequisites), by sequence number, replayed when it starts.
+    pub early_dgrams: Vec<(u64, Vec<u8>)>,
 }
 
 /// Datagrams handed to the kernel per sendmmsg.
@@ -386,6 +390,7 @@ pub fn setup(
         responder,
         early_control: Vec::new(),
         tx_batch: Vec::new(),
+        early_dgrams: Vec::new(),
     }))
 }
 

@@ -39,6 +39,19 @@ pub enum OpError {
     /// No progress within the configured timeout; the message names who is missing.
     Stalled(String),
     Unsupported(&'static str),
+    /// A message longer than the buffer that receives it.
+    Truncated(String),
+}
+
+impl std::fmt::Display for OpError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OpError::Mpi(e) => write!(f, "{e}"),
+            OpError::Io(e) => write!(f, "socket error: {e}"),
+            OpError::Stalled(m) | OpError::Truncated(m) => f.write_str(m),
+            OpError::Unsupported(w) => write!(f, "internal error: {w}"),
+        }
+    }
 }
 
 impl From<host::MpiError> for OpError {
@@ -124,36 +137,7 @@ impl<'a> OpBackend<'a> {
                     _ => return Err(OpError::Unsupported("multicast send without data")),
                 };
                 let before = tx.stats();
-                // Up to TX_BATCH datagrams per system call.
-                let batch = &mut self.chan.tx_batch;
-                if batch.len() < super::TX_BATCH {
-                    batch.resize_with(super::TX_BATCH, Vec::new);
-                }
-                loop {
-                    let mut n = 0;
-                    while n < batch.len() && tx.poll_transmit(now, data, &mut batch[n]) {
-                        n += 1;
-                    }
-                    if n == 0 {
-                        break;
-                    }
-                    let refs: Vec<&[u8]> = batch[..n].iter().map(|d| d.as_slice()).collect();
-                    let mut off = 0;
-                    while off < n {
-                        match self.chan.sock.send_batch(&refs[off..])? {
-                            0 => {
-                                return Err(OpError::Io(std::io::Error::other(
-                                    "sendmmsg sent no datagram",
-                                )))
-                            }
-                            k => off += k,
-                        }
-                    }
-                    moved = true;
-                    if n < batch.len() {
-                        break;
-                    }
-                }
+                moved |= transmit(self.chan, tx, now, data)?;
                 // Our own looped-back copies and stale datagrams: drain so they never fill
                 // the buffer that the next operation's data needs.
                 while let Ok(Some(_)) = self.chan.sock.recv(&mut self.rbuf) {}
@@ -290,6 +274,47 @@ impl<'a> OpBackend<'a> {
     }
 }
 
+/// Hands the kernel every datagram the sender has ready, up to `TX_BATCH` per system call;
+/// true if any went out.
+pub(super) fn transmit(
+    chan: &mut Channel,
+    tx: &mut McastSender,
+    now: wire::Nanos,
+    data: &[u8],
+) -> Result<bool, OpError> {
+    let mut moved = false;
+    let batch = &mut chan.tx_batch;
+    if batch.len() < super::TX_BATCH {
+        batch.resize_with(super::TX_BATCH, Vec::new);
+    }
+    loop {
+        let mut n = 0;
+        while n < batch.len() && tx.poll_transmit(now, data, &mut batch[n]) {
+            n += 1;
+        }
+        if n == 0 {
+            break;
+        }
+        let refs: Vec<&[u8]> = batch[..n].iter().map(|d| d.as_slice()).collect();
+        let mut off = 0;
+        while off < n {
+            match chan.sock.send_batch(&refs[off..])? {
+                0 => {
+                    return Err(OpError::Io(std::io::Error::other(
+                        "sendmmsg sent no datagram",
+                    )))
+                }
+                k => off += k,
+            }
+        }
+        moved = true;
+        if n < batch.len() {
+            break;
+        }
+    }
+    Ok(moved)
+}
+
 fn describe(kind: Kind, seq: u64, size: u32, rank: u32) -> String {
     let what = match kind {
         Kind::Bcast => "MPI_Bcast",
@@ -298,7 +323,7 @@ fn describe(kind: Kind, seq: u64, size: u32, rank: u32) -> String {
     format!("{what} (operation {seq} on a communicator of {size} ranks, this is rank {rank})")
 }
 
-fn control_seq(msg: &[u8]) -> Option<u64> {
+pub(super) fn control_seq(msg: &[u8]) -> Option<u64> {
     match wire::control::Control::decode(msg).ok()? {
         wire::control::Control::Ack { seq, .. } | wire::control::Control::Nack { seq, .. } => {
             Some(seq)
@@ -306,7 +331,7 @@ fn control_seq(msg: &[u8]) -> Option<u64> {
     }
 }
 
-fn count_outcome(o: Outcome) -> bool {
+pub(super) fn count_outcome(o: Outcome) -> bool {
     match o {
         Outcome::Accepted => {
             stats::add(&COUNTERS.dgrams_recv, 1);

@@ -92,9 +92,11 @@ impl Params {
         self.nack_max.max(self.nack_initial())
     }
 
-    /// Number of fragments of a `total_len`-byte message.
+    /// Number of fragments of a `total_len`-byte message. An empty message is one empty
+    /// fragment: its receivers still learn that it was sent (a GOAL `mcast` of 0 bytes
+    /// orders like a 0-byte send).
     pub fn nfrags(&self, total_len: usize) -> u32 {
-        let n = total_len.div_ceil(self.frag());
+        let n = total_len.div_ceil(self.frag()).max(1);
         u32::try_from(n).expect("message has more than u32::MAX fragments")
     }
 }

@@ -157,6 +157,13 @@ pub fn peek_comm(dgram: &[u8]) -> Option<u32> {
     Some(u32_at(dgram, O_COMM))
 }
 
+/// The operation (sequence number) of a datagram, unauthenticated: only for choosing which of
+/// several concurrent operations verifies it.
+pub fn peek_seq(dgram: &[u8]) -> Option<u64> {
+    check_prefix(dgram).ok()?;
+    Some(u64_at(dgram, O_SEQ))
+}
+
 /// Verifies and parses a datagram; the payload borrows from `dgram`.
 pub fn decode<'a>(ctx: &Ctx, dgram: &'a [u8]) -> Result<(Header, &'a [u8]), Reject> {
     check_prefix(dgram)?;
@@ -188,7 +195,8 @@ pub fn decode<'a>(ctx: &Ctx, dgram: &'a [u8]) -> Result<(Header, &'a [u8]), Reje
         && match kind {
             // A fragment is non-empty, inside a non-empty message, and no fragment can be
             // shorter than the message average. The exact size depends on the receiver's
-            // frag_payload, which it checks itself.
+            // frag_payload, which it checks itself. An empty message is one empty fragment.
+            Kind::Data if h.total_len == 0 => h.frag == 0 && h.nfrags == 1 && len == 0,
             Kind::Data => {
                 h.frag < h.nfrags
                     && len > 0
@@ -319,6 +327,8 @@ mod tests {
             (data_header(0, 1, 10), 0),  // empty fragment
             (data_header(0, 1, 10), 11), // longer than the message
             (data_header(0, 0, 0), 1),   // data of an empty message
+            (data_header(0, 2, 0), 0),   // an empty message in two fragments
+            (data_header(1, 1, 0), 0),   // the second fragment of an empty message
             (data_header(0, 20, 10), 1), // more fragments than bytes
             (data_header(2, 3, 20), 10), // offset beyond the end
         ];
@@ -326,6 +336,9 @@ mod tests {
             encode(&c, &h, &vec![0; len], &mut out);
             assert_eq!(decode(&c, &out), Err(Reject::Malformed), "{h:?} len {len}");
         }
+        // The one fragment of an empty message.
+        encode(&c, &data_header(0, 1, 0), &[], &mut out);
+        assert!(decode(&c, &out).is_ok());
         let h = Header {
             kind: Kind::Release,
             total_len: 1,

@@ -267,6 +267,11 @@ impl McastReceiver {
         self.nfrags
     }
 
+    /// The message length in bytes.
+    pub fn total_len(&self) -> usize {
+        self.total_len
+    }
+
     /// Whether fragment `f` is in the buffer.
     pub fn has(&self, f: u32) -> bool {
         f < self.nfrags && self.have.get(f)

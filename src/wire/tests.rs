@@ -768,7 +768,7 @@ fn nack_suppression_bounds_repairs() {
 }
 
 #[test]
-fn zero_length_is_trivially_done() {
+fn zero_length_is_one_empty_datagram() {
     let c = Ctx {
         key: Key([1; 32]),
         job: 1,
@@ -776,13 +776,24 @@ fn zero_length_is_trivially_done() {
     };
     let p = params();
     let mut s = McastSender::new(&c, 1, 0, &[1, 2], 0, &p, 0);
-    assert!(s.is_done());
+    assert!(!s.is_done());
+    let mut d = Vec::new();
+    assert!(s.poll_transmit(0, &[], &mut d));
+    assert_eq!(d.len(), OVERHEAD);
+    assert_eq!(packet::peek_seq(&d), Some(1));
+    assert_eq!(packet::peek_seq(&d[..OVERHEAD - 1]), None);
     assert!(!s.poll_transmit(0, &[], &mut Vec::new()));
+    for rank in [1, 2] {
+        let mut r = McastReceiver::new(&c, 1, 0, rank, 0, &p, 0);
+        assert!(!r.is_done());
+        assert_eq!(r.handle_datagram(0, &d, &mut []), Outcome::Accepted);
+        let ack = r.poll_control(0).expect("an ack");
+        assert!(r.is_done());
+        assert!(!s.is_done());
+        s.handle_control(0, rank, &ack).unwrap();
+    }
+    assert!(s.is_done());
     assert!(s.pending_ranks().is_empty());
-    let mut r = McastReceiver::new(&c, 1, 0, 1, 0, &p, 0);
-    assert!(r.is_done());
-    assert_eq!(r.poll_control(0), None);
-    assert_eq!(r.poll_timeout(), None);
 }
 
 #[test]

@@ -129,6 +129,17 @@ pub fn get() -> Result<Arc<Session>, String> {
 }
 
 /// The session if it has started successfully, without starting it: the hot path's check.
+/// The smallest threshold of any communicator while a session is active and enabled, else 0:
+/// one load that lets a broadcast below every threshold go to the host MPI at once (the
+/// interposition overhead of issue 3's seventh target). 0 never decides anything.
+static FAST_FLOOR: AtomicUsize = AtomicUsize::new(0);
+
+/// See `FAST_FLOOR`.
+#[inline]
+pub fn fast_floor() -> usize {
+    FAST_FLOOR.load(Ordering::Acquire)
+}
+
 pub fn started() -> Option<&'static Session> {
     match SESSION.get() {
         Some(Ok(s)) => Some(s.as_ref()),
@@ -157,6 +168,9 @@ fn start() -> Result<Arc<Session>, SessionError> {
     host::attr::set(host::comm_self(), self_keyval, 0).map_err(SessionError::Mpi)?;
     let world_rank = host::comm::rank(host::comm_world()).map_err(SessionError::Mpi)?;
     let min_floor = cfg.min_bytes.floor();
+    if !cfg.disable {
+        FAST_FLOOR.store(min_floor, Ordering::Release);
+    }
     Ok(Arc::new(Session {
         cfg,
         keyval,
@@ -217,6 +231,7 @@ impl Session {
             let mut h = crate::config::Hints::default();
             if let (Ok(true), Some(m)) = (h.set(k, v), h.min_bytes) {
                 self.min_floor.fetch_min(m.floor(), Ordering::Relaxed);
+                FAST_FLOOR.fetch_min(m.floor(), Ordering::AcqRel);
             }
         }
         match host::attr::get(comm, self.hint_keyval)? {
@@ -420,6 +435,7 @@ impl Session {
     }
 
     fn finalize(&self) {
+        FAST_FLOOR.store(0, Ordering::Release);
         self.finalized.store(true, Ordering::Release);
         if self.cfg.stats && self.world_rank == 0 {
             eprintln!(

@@ -44,6 +44,7 @@ pub const NAMES: [&str; 10] = [
     "fallbacks",
 ];
 
+#[inline]
 pub fn add(c: &AtomicU64, v: u64) {
     c.fetch_add(v, Relaxed);
 }

@@ -9,7 +9,7 @@ mod hier;
 mod info;
 
 pub use barrier::barrier;
-pub use bcast::bcast;
+pub use bcast::{bcast, bcast_below_threshold};
 pub use info::{dup_with_info, set_info};
 
 use crate::host::{self, MPI_Comm};

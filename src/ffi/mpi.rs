@@ -49,10 +49,28 @@ pub unsafe extern "C" fn MPI_Bcast(
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
+    if let Some(rc) = coll::bcast_below_threshold(buffer, i64::from(count), datatype, root, comm) {
+        return rc;
+    }
+    bcast_guarded("MPI_Bcast", buffer, i64::from(count), datatype, root, comm)
+}
+
+/// Every broadcast the threshold did not send straight to the host: out of line, so that the
+/// entry points' fast path saves no registers for it.
+#[inline(never)]
+#[cold]
+fn bcast_guarded(
+    what: &str,
+    buffer: *mut c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
     guard(
-        "MPI_Bcast",
+        what,
         || host::call_errhandler(comm, host::err_other()),
-        || coll::bcast(buffer, i64::from(count), datatype, root, comm),
+        || coll::bcast(buffer, count, datatype, root, comm),
     )
 }
 
@@ -75,11 +93,10 @@ pub unsafe extern "C" fn MPI_Bcast_c(
     // MPI_Count is a 64-bit integer (long or long long) in every MPI with MPI_Bcast_c.
     #[allow(clippy::unnecessary_cast)]
     let count = count as i64;
-    guard(
-        "MPI_Bcast_c",
-        || host::call_errhandler(comm, host::err_other()),
-        || coll::bcast(buffer, count, datatype, root, comm),
-    )
+    if let Some(rc) = coll::bcast_below_threshold(buffer, count, datatype, root, comm) {
+        return rc;
+    }
+    bcast_guarded("MPI_Bcast_c", buffer, count, datatype, root, comm)
 }
 
 /// MPI_Barrier: scouts up a binary tree, one multicast release.

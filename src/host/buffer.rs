@@ -18,15 +18,108 @@ pub struct UserBuf {
 
 /// Size in bytes of `count` elements of `dtype`, or `None` when the host rejects the datatype
 /// or the count is negative (the caller then hands the call to the host, which reports it).
-/// One PMPI call: the cheap test that sends small messages straight to the host MPI.
+/// The cheap test that sends small messages straight to the host MPI: predefined datatypes
+/// are looked up in a table made once (no call), any other costs one PMPI call.
+#[inline(always)]
 pub fn payload_bytes(count: i64, dtype: MPI_Datatype) -> Option<u64> {
+    if count < 0 {
+        return None;
+    }
+    let size = match predefined().size(dtype) {
+        Some(s) => s,
+        None => type_size(dtype)?,
+    };
+    size.checked_mul(count as u64)
+}
+
+#[inline(never)]
+fn type_size(dtype: MPI_Datatype) -> Option<u64> {
     let mut size: mpi_sys::MPI_Count = 0;
     // SAFETY: writes one integer; an invalid handle is reported through the return code.
     let rc = unsafe { mpi_sys::PMPI_Type_size_x(dtype, &mut size) };
-    if rc != super::SUCCESS || size < 0 || count < 0 {
+    if rc != super::SUCCESS || size < 0 {
         return None;
     }
-    (size as u64).checked_mul(count as u64)
+    Some(size as u64)
+}
+
+/// The bits of a handle (a pointer in Open MPI, an int in MPICH), as a table key.
+#[inline(always)]
+fn handle_key(h: MPI_Datatype) -> usize {
+    let mut k = 0usize;
+    let n = std::mem::size_of::<MPI_Datatype>().min(std::mem::size_of::<usize>());
+    // SAFETY: copies the first `n` bytes of a plain handle value into an integer.
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            &h as *const MPI_Datatype as *const u8,
+            &mut k as *mut usize as *mut u8,
+            n,
+        )
+    };
+    k
+}
+
+/// Sizes of the predefined datatypes by handle: open addressing, a power of two of slots
+/// at least four times the entries, so a lookup reads one or two slots. Key 0 is empty
+/// (no MPI uses 0 as a predefined handle: Open MPI's are addresses, MPICH's carry kind bits).
+struct SizeTable {
+    slots: Vec<(usize, u64)>,
+    shift: u32,
+}
+
+impl SizeTable {
+    #[inline(always)]
+    fn slot(&self, key: usize) -> usize {
+        ((key as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift) as usize
+    }
+
+    #[inline(always)]
+    fn size(&self, dtype: MPI_Datatype) -> Option<u64> {
+        let key = handle_key(dtype);
+        let mask = self.slots.len() - 1;
+        let mut i = self.slot(key);
+        loop {
+            match self.slots[i] {
+                (0, _) => return None,
+                (k, s) if k == key => return Some(s),
+                _ => i = (i + 1) & mask,
+            }
+        }
+    }
+}
+
+/// Made at the first broadcast (MPI is initialised by then).
+#[inline(always)]
+fn predefined() -> &'static SizeTable {
+    static TABLE: std::sync::OnceLock<SizeTable> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        const MAX: usize = 64;
+        // SAFETY: MPI_Datatype is a plain handle; the C side writes at most MAX of them.
+        let mut handles: Vec<MPI_Datatype> = vec![unsafe { std::mem::zeroed() }; MAX];
+        // SAFETY: `handles` holds MAX writable handles.
+        let n = unsafe { super::c::mpicast_c_predefined(handles.as_mut_ptr(), MAX as c_int) };
+        handles.truncate(n.max(0) as usize);
+        let bits = 8u32; // 256 slots for at most 64 entries
+        let mut t = SizeTable {
+            slots: vec![(0, 0); 1 << bits],
+            shift: 64 - bits,
+        };
+        let mask = t.slots.len() - 1;
+        for h in handles {
+            let (key, Some(size)) = (handle_key(h), type_size(h)) else {
+                continue;
+            };
+            if key == 0 {
+                continue;
+            }
+            let mut i = t.slot(key);
+            while t.slots[i].0 != 0 && t.slots[i].0 != key {
+                i = (i + 1) & mask;
+            }
+            t.slots[i] = (key, size);
+        }
+        t
+    })
 }
 
 impl UserBuf {

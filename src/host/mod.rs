@@ -37,6 +37,7 @@ mod c {
         pub static MPICAST_C_STATUS_IGNORE: *mut mpi_sys::MPI_Status;
         pub static MPICAST_C_FLAVOUR: c_int;
         pub fn mpicast_c_status_source(s: *const mpi_sys::MPI_Status) -> c_int;
+        pub fn mpicast_c_predefined(out: *mut MPI_Datatype, max: c_int) -> c_int;
     }
 }
 
@@ -70,6 +71,7 @@ pub fn comm_self() -> MPI_Comm {
     // SAFETY: as above.
     unsafe { c::MPICAST_C_COMM_SELF }
 }
+#[inline]
 pub fn comm_null() -> MPI_Comm {
     // SAFETY: as above.
     unsafe { c::MPICAST_C_COMM_NULL }
@@ -96,6 +98,7 @@ pub(crate) fn status_ignore() -> *mut mpi_sys::MPI_Status {
 }
 
 /// True when `p` is the host's MPI_IN_PLACE sentinel.
+#[inline]
 pub fn is_in_place(p: *const c_void) -> bool {
     // SAFETY: reading a constant pointer value; it is never dereferenced.
     std::ptr::eq(p, unsafe { c::MPICAST_C_IN_PLACE })
@@ -153,6 +156,7 @@ pub fn err_other() -> c_int {
 /// and otherwise to the communicator's error handler as MPI_ERR_COUNT.
 // The buffer pointer is only handed on to the host MPI, exactly as the application gave it.
 #[allow(clippy::not_unsafe_ptr_arg_deref)]
+#[inline]
 pub fn pmpi_bcast(
     buf: *mut c_void,
     count: i64,

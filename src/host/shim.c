@@ -56,3 +56,22 @@ int mpicast_c_type_f2c(MPI_Fint f, MPI_Datatype *out) {
   *out = c;
   return 1;
 }
+
+/* The predefined datatypes whose sizes mpicast keeps (they are never freed, so a size looked
+ * up by handle cannot go stale): writes up to `max` handles to `out`, returns how many. */
+int mpicast_c_predefined(MPI_Datatype *out, int max) {
+  const MPI_Datatype all[] = {
+      MPI_CHAR, MPI_SIGNED_CHAR, MPI_UNSIGNED_CHAR, MPI_BYTE, MPI_WCHAR, MPI_SHORT,
+      MPI_UNSIGNED_SHORT, MPI_INT, MPI_UNSIGNED, MPI_LONG, MPI_UNSIGNED_LONG, MPI_LONG_LONG,
+      MPI_UNSIGNED_LONG_LONG, MPI_FLOAT, MPI_DOUBLE, MPI_LONG_DOUBLE, MPI_C_BOOL, MPI_INT8_T,
+      MPI_INT16_T, MPI_INT32_T, MPI_INT64_T, MPI_UINT8_T, MPI_UINT16_T, MPI_UINT32_T,
+      MPI_UINT64_T, MPI_AINT, MPI_OFFSET, MPI_COUNT, MPI_C_FLOAT_COMPLEX,
+      MPI_C_DOUBLE_COMPLEX, MPI_PACKED, MPI_INTEGER, MPI_REAL, MPI_DOUBLE_PRECISION,
+      MPI_CHARACTER, MPI_LOGICAL, MPI_COMPLEX, MPI_DOUBLE_COMPLEX, MPI_FLOAT_INT,
+      MPI_DOUBLE_INT, MPI_LONG_INT, MPI_2INT, MPI_SHORT_INT, MPI_LONG_DOUBLE_INT};
+  int n = 0, total = (int)(sizeof all / sizeof all[0]);
+  for (int i = 0; i < total && n < max; i++)
+    if (all[i] != MPI_DATATYPE_NULL)
+      out[n++] = all[i];
+  return n;
+}

@@ -158,6 +158,7 @@ bench-progs: lib
 	  mkdir -p build/$$f/bench; \
 	  echo "   $$cc -O2 -Wall -Wextra -Werror -Iinclude -o build/$$f/bench/mcast_bench bench/mcast_bench.c"; \
 	  $$cc -O2 -Wall -Wextra -Werror -Iinclude -o build/$$f/bench/mcast_bench bench/mcast_bench.c; \
+	  $$cc -O2 -Wall -Wextra -Werror -o build/$$f/bench/shim_cost bench/shim_cost.c; \
 	done
 
 bench-smoke: bench-progs

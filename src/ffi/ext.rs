@@ -138,6 +138,8 @@ pub struct MPICAST_Goal {
     /// mpicast's state of `comm` (its multicast channel), made at the first start of a
     /// program with multicast actions.
     mcast: Option<Arc<Mutex<CommState>>>,
+    /// The active run is shared with the progress thread.
+    threaded: bool,
     error: CString,
 }
 
@@ -260,13 +262,19 @@ impl MPICAST_Goal {
         let Some(run) = self.run.clone() else {
             return Ok(true);
         };
+        // Without the progress thread nobody else drives the run: waiting may block inside
+        // the host MPI until a request completes, as a hand-written MPI_Waitall does.
+        let wait_in_mpi = block && !self.threaded;
         let outcome = loop {
             let mut r = run.lock().unwrap_or_else(|p| p.into_inner());
             // Blocking with the lock held would stall the progress thread for nothing:
             // step, and let go between steps. Steps that complete actions follow each other
             // at once; only a step that completed nothing gives the core away.
             let before = r.completed();
-            if r.step(false) {
+            r.set_blocking(wait_in_mpi);
+            let over = r.step(false);
+            r.set_blocking(false);
+            if over {
                 break r.take_outcome();
             }
             if !block {
@@ -340,6 +348,7 @@ pub unsafe extern "C" fn MPICAST_Goal_create(
                 users: Vec::new(),
                 building: None,
                 mcast: None,
+                threaded: false,
                 error: CString::default(),
             });
             let p: *mut MPICAST_Goal = &mut *g;
@@ -996,7 +1005,7 @@ pub unsafe extern "C" fn MPICAST_Goal_start(
                 return g.fail(status, format!("goal: start failed: {e}"));
             }
             let shared = Run::new(run, backend);
-            progress::register(&shared);
+            g.threaded = progress::register(&shared);
             g.run = Some(shared);
             let req: *mut MPICAST_Request = &mut *g.request;
             // SAFETY: checked non-NULL.

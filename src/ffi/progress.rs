@@ -76,6 +76,13 @@ impl Run {
         }
     }
 
+    /// See `GoalBackend::set_blocking`.
+    pub fn set_blocking(&mut self, on: bool) {
+        if let Some(l) = self.live.as_mut() {
+            l.backend.set_blocking(on);
+        }
+    }
+
     /// Actions completed so far (0 once the run ended).
     pub fn completed(&self) -> usize {
         self.live.as_ref().map_or(0, |l| l.exec.completed())

@@ -121,14 +121,29 @@ impl Requests {
 
     /// Pushes the ids of completed requests onto `done` and forgets them.
     pub fn testsome(&mut self, done: &mut Vec<u32>) -> MpiResult<()> {
+        self.some(done, false)
+    }
+
+    /// As `testsome`, but blocks inside the host MPI until at least one request completed
+    /// (its own progress loop, as a hand-written `MPI_Waitall` would wait).
+    pub fn waitsome(&mut self, done: &mut Vec<u32>) -> MpiResult<()> {
+        self.some(done, true)
+    }
+
+    fn some(&mut self, done: &mut Vec<u32>, wait: bool) -> MpiResult<()> {
         if self.reqs.is_empty() {
             return Ok(());
         }
         self.indices.resize(self.reqs.len(), 0);
         let mut outcount: c_int = 0;
+        let f = if wait {
+            mpi_sys::PMPI_Waitsome
+        } else {
+            mpi_sys::PMPI_Testsome
+        };
         // SAFETY: arrays sized to incount; statuses ignored.
         check(unsafe {
-            mpi_sys::PMPI_Testsome(
+            f(
                 self.reqs.len() as c_int,
                 self.reqs.as_mut_ptr(),
                 &mut outcount,

@@ -201,6 +201,9 @@ pub struct GoalBackend {
     mcast: Option<McastRun>,
     /// Per action, its multicast number (`Numbering::of`).
     mcast_no: Vec<u32>,
+    /// `progress` may block in the host MPI until a request completes (set by a caller that
+    /// waits for the run and that no other thread shares it with).
+    blocking: bool,
 }
 
 impl GoalBackend {
@@ -228,7 +231,15 @@ impl GoalBackend {
             calcs: Vec::new(),
             mcast,
             mcast_no,
+            blocking: false,
         }
+    }
+
+    /// Lets `progress` wait inside the host MPI when only point-to-point requests are
+    /// outstanding (nothing to spin for, no socket to poll): the caller is waiting for the
+    /// run and no other thread drives it.
+    pub fn set_blocking(&mut self, on: bool) {
+        self.blocking = on;
     }
 
     fn mcast(&mut self, id: ActionId) -> Result<(&mut McastRun, u32), GoalError> {
@@ -332,7 +343,16 @@ impl Backend for GoalBackend {
     }
 
     fn progress(&mut self, done: &mut Vec<ActionId>) -> Result<(), GoalError> {
-        self.reqs.testsome(done)?;
+        let mcast_idle = match &self.mcast {
+            Some(m) => m.is_idle(),
+            None => true,
+        };
+        let only_p2p = self.calcs.is_empty() && mcast_idle;
+        if self.blocking && only_p2p && !self.reqs.is_empty() {
+            self.reqs.waitsome(done)?;
+        } else {
+            self.reqs.testsome(done)?;
+        }
         if let Some(m) = &mut self.mcast {
             m.progress(done)?;
         }

@@ -145,6 +145,19 @@ run mcast_barrier 0 env MPICAST_TOPO=flat MPICAST_STATS=1 "${G[@]}" "$WORK/barri
 times_ok mcast_barrier 3
 expect mcast_barrier 'stats: rank=0 .* dgrams_sent=([3-9]|[1-9][0-9]+) '
 
+# A sliding window (MPICAST_GOAL_WINDOW, Theorem 3): the same broadcast and allreduce, data
+# checked, and the library says it used the window.
+run window 0 env MPICAST_GOAL_WINDOW=2 MPICAST_VERBOSE=1 "${G[@]}" "$WORK/allreduce.goal" \
+  --buffer buf=64 --buffer tmp=64 --reps 2 --check
+expect window '^check [0-9]/2: buf identical on 4 ranks' 2
+expect window 'GOAL run of [0-9]+ actions through a sliding window of 2'
+# Theorem 4: `goal bound` adds a dummy after every action; the result runs (window 1), checked.
+"$CLI" goal bound "$WORK/bcast.goal" --every 1 -o "$WORK/bcast-bound.goal"
+grep -q 'calc 0;' "$WORK/bcast-bound.goal" || fail "goal bound added no dummy action"
+run window_bound 0 env MPICAST_GOAL_WINDOW=1 "${G[@]}" "$WORK/bcast-bound.goal" \
+  --buffer buf=4096 --reps 2 --check
+expect window_bound '^check [0-9]/2: buf identical on 4 ranks' 2
+
 # The environment: loopback added only when MPICAST_IFACE is unset.
 run dry_unset 0 env -u MPICAST_IFACE -u MPICAST_TTL "${G[@]}" "$WORK/bcast.goal" --buffer buf=4096 --dry-run
 expect dry_unset "^MPICAST_IFACE=lo MPICAST_TTL=0 .*$LAUNCHER .*mpicast-goal-run .*bcast.goal --buffer buf=4096$"

@@ -97,6 +97,9 @@ pub struct Config {
     pub verbose: u8,
     /// `MPICAST_PROGRESS`: who drives non-blocking GOAL runs.
     pub progress: Progress,
+    /// `MPICAST_GOAL_WINDOW`: run GOAL schedules longer than this through a sliding window of
+    /// this many actions (0: no window).
+    pub goal_window: usize,
 }
 
 /// How non-blocking GOAL runs make progress.
@@ -137,6 +140,7 @@ impl Default for Config {
             stats: false,
             verbose: 0,
             progress: Progress::Poll,
+            goal_window: 0,
         }
     }
 }
@@ -228,6 +232,11 @@ pub const VARIABLES: &[(&str, &str, &str)] = &[
         "non-blocking GOAL runs progress in MPICAST_Goal_test/wait only (poll), or also in a \
          progress thread (thread: MPI_Init/MPI_Init_thread then ask the host MPI for \
          MPI_THREAD_MULTIPLE; without it mpicast warns and polls)",
+    ),
+    (
+        "MPICAST_GOAL_WINDOW",
+        "0",
+        "GOAL runs of schedules longer than this many actions hold at most this many at a time          (a sliding window: executor state bounded by the window plus pending credits); 0 off",
     ),
 ];
 
@@ -397,6 +406,10 @@ impl Config {
                 "thread" => Progress::Thread,
                 _ => return Err(err("MPICAST_PROGRESS", &raw, "poll or thread")),
             };
+        }
+        if let Some((raw, v)) = val("MPICAST_GOAL_WINDOW") {
+            c.goal_window = parse_uint::<usize>(&v)
+                .ok_or_else(|| err("MPICAST_GOAL_WINDOW", &raw, "an integer number of actions"))?;
         }
         Ok(c)
     }
@@ -1024,6 +1037,7 @@ mod tests {
             ("MPICAST_STATS", "on"),
             ("MPICAST_VERBOSE", "2"),
             ("MPICAST_PROGRESS", "Thread"),
+            ("MPICAST_GOAL_WINDOW", "64"),
         ])
         .unwrap();
         assert_eq!(
@@ -1044,6 +1058,7 @@ mod tests {
                 stats: true,
                 verbose: 2,
                 progress: Progress::Thread,
+                goal_window: 64,
             }
         );
     }

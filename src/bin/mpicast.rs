@@ -48,6 +48,10 @@ usage: mpicast goal <command> ...
         mcast-barrier; FUNC like sumInt32 (dissemination only)
   dot FILE
         print the schedule as a Graphviz digraph
+  bound FILE --every K [-o OUT] [--dialect D]
+        seed 004's Theorem 4: the same program with a dummy action (calc 0) after every K
+        actions of each rank, so that a sliding window (MPICAST_GOAL_WINDOW) never holds more
+        than K pending dependency counts, at the price of parallelism across dummies
   run FILE -n N [--mpi openmpi|mpich] [--buffer NAME=SIZE]... [--reps R] [--check] [--dry-run]
         check FILE as `check` does (and that it fits N ranks and names no buffer left out),
         then run it on N ranks: mpirun.openmpi (default) or mpiexec.mpich launches
@@ -102,6 +106,7 @@ struct Opts {
     root: Option<u32>,
     size: Option<usize>,
     ways: Option<u32>,
+    every: Option<usize>,
     op: Option<Func>,
     mpi: Option<run::Mpi>,
     reps: Option<u64>,
@@ -153,6 +158,13 @@ fn opts(args: &[String]) -> Result<Opts, Fail> {
             "--root" => o.root = Some(num(a, &value(a)?)?),
             "--size" => o.size = Some(num(a, &value(a)?)?),
             "--ways" => o.ways = Some(num(a, &value(a)?)?),
+            "--every" => {
+                let k: usize = num(a, &value(a)?)?;
+                if k == 0 {
+                    return Err(Fail::Usage("--every wants at least 1".into()));
+                }
+                o.every = Some(k)
+            }
             "--op" => o.op = Some(parse_func(&value(a)?)?),
             "--mpi" => {
                 let v = value(a)?;
@@ -317,6 +329,28 @@ fn goal_cmd(args: &[String]) -> Result<(), Fail> {
                     text(&p, o.dialect.unwrap_or(Dialect::Paper))?.as_bytes(),
                 ),
             }
+        }
+        "bound" => {
+            let f = one_file(&o, "bound")?;
+            let k = o
+                .every
+                .ok_or_else(|| Fail::Usage("bound needs --every K".into()))?;
+            let mut p = load(&f, o.dialect)?.program;
+            for rp in &mut p.ranks {
+                let (t, origin) = sched::window::bounded(&rp.schedule, k);
+                let pick = |o: &Option<u32>| o.map(|o| o as usize);
+                rp.labels = origin
+                    .iter()
+                    .map(|o| pick(o).and_then(|o| rp.labels[o].clone()))
+                    .collect();
+                rp.hints = origin
+                    .iter()
+                    .map(|o| pick(o).map_or(goal::Hint::default(), |o| rp.hints[o]))
+                    .collect();
+                rp.schedule = t;
+            }
+            let d = o.dialect.unwrap_or(p.dialect);
+            write_output(o.out.as_deref(), text(&p, d)?.as_bytes())
         }
         "run" => run_cmd(&o),
         other => Err(Fail::Usage(format!("unknown goal command `{other}`"))),

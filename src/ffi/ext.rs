@@ -3,10 +3,13 @@
 //! on success; NULL where a pointer is required gives `MPICAST_ERR_NULL_ARG`.
 
 use super::guard;
-use super::progress::{self, Run, SharedRun};
+use super::progress::{self, Exec, Run, SharedRun};
 use crate::host::p2p::Region;
 use crate::host::{self, MPI_Comm};
-use crate::sched::{BufRef, Builder, Execution, Func, Op, Schedule, ANY_PEER, ANY_TAG};
+use crate::sched::{
+    BufRef, Builder, Execution, Func, Op, Schedule, TopoSource, WindowedExecution, ANY_PEER,
+    ANY_TAG,
+};
 use crate::session::CommState;
 use crate::transport::goal::{self as core, GoalBackend, Loaded, UserFunc};
 use crate::transport::goal_mcast::{self, McastRun};
@@ -994,7 +997,23 @@ pub unsafe extern "C" fn MPICAST_Goal_start(
             // first and `abandon` clears it first), so the reference outlives its use.
             let sched: &'static crate::sched::Schedule = unsafe { &*sched };
             let mut backend = GoalBackend::new(g.comm, slots, scratch, users, mcast);
-            let mut run = Execution::new(sched);
+            let (window, verbose) = host::init::goal_window();
+            let mut run = if window > 0 && sched.len() > window {
+                static SAID: std::sync::atomic::AtomicBool =
+                    std::sync::atomic::AtomicBool::new(false);
+                if verbose >= 1 && !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                    // One write, so that the ranks' lines do not interleave.
+                    let line = format!(
+                        "mpicast: rank {}: GOAL run of {} actions through a sliding window of {window} (MPICAST_GOAL_WINDOW)\n",
+                        g.rank,
+                        sched.len()
+                    );
+                    let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
+                }
+                Exec::Windowed(WindowedExecution::new(TopoSource::new(sched), window))
+            } else {
+                Exec::Full(Execution::new(sched))
+            };
             if let Err(e) = run.start(&mut backend) {
                 drop(run);
                 drop(backend);

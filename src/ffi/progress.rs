@@ -11,7 +11,7 @@
 //! C, Fortran, or a binding that calls PMPI_Finalize directly).
 
 use crate::host::{self, attr};
-use crate::sched::Execution;
+use crate::sched::{Execution, TopoSource, WindowedExecution};
 use crate::transport::goal::{GoalBackend, GoalError};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -21,8 +21,45 @@ use std::time::Duration;
 /// The live part of a run: dropped (outstanding MPI requests cancelled) when the run ends
 /// or is abandoned.
 struct Live {
-    exec: Execution<'static>,
+    exec: Exec,
     backend: GoalBackend,
+}
+
+/// How a run executes its schedule: all of it at once, or through a sliding window
+/// (`MPICAST_GOAL_WINDOW`).
+pub enum Exec {
+    Full(Execution<'static>),
+    Windowed(WindowedExecution<TopoSource<'static>>),
+}
+
+impl Exec {
+    pub fn start(&mut self, b: &mut GoalBackend) -> Result<(), GoalError> {
+        match self {
+            Exec::Full(e) => e.start(b),
+            Exec::Windowed(e) => e.start(b),
+        }
+    }
+
+    fn test(&mut self, b: &mut GoalBackend) -> Result<bool, GoalError> {
+        match self {
+            Exec::Full(e) => e.test(b),
+            Exec::Windowed(e) => e.test(b),
+        }
+    }
+
+    fn wait(&mut self, b: &mut GoalBackend) -> Result<(), GoalError> {
+        match self {
+            Exec::Full(e) => e.wait(b),
+            Exec::Windowed(e) => e.wait(b),
+        }
+    }
+
+    fn completed(&self) -> usize {
+        match self {
+            Exec::Full(e) => e.completed(),
+            Exec::Windowed(e) => e.completed(),
+        }
+    }
 }
 
 /// One run of a GOAL program.
@@ -41,7 +78,7 @@ unsafe impl Send for Run {}
 pub type SharedRun = Arc<Mutex<Run>>;
 
 impl Run {
-    pub fn new(exec: Execution<'static>, backend: GoalBackend) -> SharedRun {
+    pub fn new(exec: Exec, backend: GoalBackend) -> SharedRun {
         Arc::new(Mutex::new(Run {
             live: Some(Live { exec, backend }),
             outcome: None,

@@ -22,6 +22,12 @@ pub fn progress_thread_wanted() -> bool {
     )
 }
 
+/// `MPICAST_GOAL_WINDOW` (0: off) and `MPICAST_VERBOSE`, read once like the progress setting.
+pub fn goal_window() -> (usize, u8) {
+    static WINDOW: OnceLock<(usize, u8)> = OnceLock::new();
+    *WINDOW.get_or_init(|| Config::from_env().map_or((0, 0), |c| (c.goal_window, c.verbose)))
+}
+
 /// Whether a progress thread may call the host MPI now: wanted, and the host granted
 /// MPI_THREAD_MULTIPLE.
 pub fn progress_thread_allowed() -> bool {

@@ -7,12 +7,14 @@
 pub mod exec;
 pub mod func;
 pub mod ir;
+pub mod window;
 
 pub use exec::{Backend, Execution};
 pub use func::{Dtype, Func, Opcode, Predef};
 pub use ir::{
     ActionId, BufRef, BuildError, Builder, Op, Schedule, ANY_PEER, ANY_TAG, SCRATCH_SLOT,
 };
+pub use window::{ActionSource, Streamed, TopoSource, WindowedExecution};
 
 #[cfg(test)]
 mod tests;

@@ -590,3 +590,245 @@ fn long_irequ_chain_starts_without_recursion() {
     assert_eq!(be.0.len(), n as usize);
     assert!(be.0.windows(2).all(|w| w[0] + 1 == w[1]));
 }
+
+// ---------------------------------------------------------------- sliding window (Theorems 3, 4)
+
+/// Random DAG with both kinds of edge: completion (`requ`) and start (`irequ`).
+fn random_dag_mixed(rng: &mut Rng, n: u32, edge_pct: u32) -> Schedule {
+    let (mut b, ids) = builder_with(n);
+    let mut perm = ids.clone();
+    for i in (1..perm.len()).rev() {
+        perm.swap(i, rng.below(i + 1));
+    }
+    for i in 0..perm.len() {
+        for j in i + 1..perm.len() {
+            if rng.chance(edge_pct) {
+                if rng.chance(25) {
+                    b.irequ(perm[i], perm[j]);
+                } else {
+                    b.requ(perm[i], perm[j]);
+                }
+            }
+        }
+    }
+    b.build().unwrap()
+}
+
+/// Checks both kinds of edge at every start: completion edges against completed actions,
+/// start edges against started ones. Completes started actions in random order.
+struct EdgeCheck<'a> {
+    sched: &'a Schedule,
+    rng: Rng,
+    immediate_pct: u32,
+    started: Vec<bool>,
+    finished: Vec<bool>,
+    pending: Vec<ActionId>,
+    /// (prerequisite, dependent, start edge)
+    preds: Vec<Vec<(ActionId, bool)>>,
+}
+
+impl<'a> EdgeCheck<'a> {
+    fn new(sched: &'a Schedule, seed: u64, immediate_pct: u32) -> Self {
+        let mut preds = vec![Vec::new(); sched.len()];
+        for (id, _) in sched.actions() {
+            for &d in sched.dependents(id) {
+                preds[d as usize].push((id, false));
+            }
+            for &d in sched.start_dependents(id) {
+                preds[d as usize].push((id, true));
+            }
+        }
+        EdgeCheck {
+            sched,
+            rng: Rng::new(seed),
+            immediate_pct,
+            started: vec![false; sched.len()],
+            finished: vec![false; sched.len()],
+            pending: Vec::new(),
+            preds,
+        }
+    }
+}
+
+impl Backend for EdgeCheck<'_> {
+    type Error = Infallible;
+    fn start(&mut self, id: ActionId, op: &Op, done: &mut Vec<ActionId>) -> Result<(), Infallible> {
+        assert_eq!(op, self.sched.op(id));
+        assert!(!self.started[id as usize], "{id} started twice");
+        for &(p, start_edge) in &self.preds[id as usize] {
+            if start_edge {
+                assert!(self.started[p as usize], "{id} started before {p} started");
+            } else {
+                assert!(
+                    self.finished[p as usize],
+                    "{id} started before {p} completed"
+                );
+            }
+        }
+        self.started[id as usize] = true;
+        if self.rng.chance(self.immediate_pct) {
+            self.finished[id as usize] = true;
+            done.push(id);
+        } else {
+            self.pending.push(id);
+        }
+        Ok(())
+    }
+    fn progress(&mut self, done: &mut Vec<ActionId>) -> Result<(), Infallible> {
+        assert!(!self.pending.is_empty(), "progress with nothing running");
+        for _ in 0..1 + self.rng.below(3) {
+            if self.pending.is_empty() {
+                break;
+            }
+            let k = self.rng.below(self.pending.len());
+            let id = self.pending.swap_remove(k);
+            self.finished[id as usize] = true;
+            done.push(id);
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn topological_order_respects_both_kinds_of_edge() {
+    let mut rng = Rng::new(0x70F0);
+    for _ in 0..200 {
+        let n = rng.below(80) as u32;
+        let pct = 1 + rng.below(15) as u32;
+        let s = random_dag_mixed(&mut rng, n, pct);
+        let order = window::topological_order(&s);
+        assert_eq!(order.len(), s.len());
+        let mut pos = vec![usize::MAX; s.len()];
+        for (i, &id) in order.iter().enumerate() {
+            assert_eq!(pos[id as usize], usize::MAX, "{id} listed twice");
+            pos[id as usize] = i;
+        }
+        for (id, _) in s.actions() {
+            for &d in s.dependents(id).iter().chain(s.start_dependents(id)) {
+                assert!(pos[id as usize] < pos[d as usize]);
+            }
+        }
+    }
+    // Already in order: streams in id order.
+    assert_eq!(window::topological_order(&chain(5)), vec![0, 1, 2, 3, 4]);
+}
+
+#[test]
+fn windowed_runs_every_action_once_in_dependency_order() {
+    let mut rng = Rng::new(0x3D0E);
+    for round in 0..300u64 {
+        let n = rng.below(120) as u32;
+        let pct = 1 + rng.below(20) as u32;
+        let s = random_dag_mixed(&mut rng, n, pct);
+        for (w, immediate) in [(1, 0), (2, 40), (3, 100), (8, 0), (1000, 40)] {
+            let seed = round * 1000 + w as u64;
+            let mut be = EdgeCheck::new(&s, seed, immediate);
+            let mut ex = WindowedExecution::new(TopoSource::new(&s), w);
+            ex.wait(&mut be).unwrap();
+            assert!(ex.is_done());
+            assert_eq!(ex.completed(), s.len(), "seed {seed} window {w}");
+            assert_eq!(ex.running(), 0);
+            assert_eq!(ex.ignored_completions(), 0);
+            assert!(
+                ex.peak_window() <= w,
+                "held {} > window {w}",
+                ex.peak_window()
+            );
+            assert!(be.finished.iter().all(|&f| f));
+        }
+        // The requ-only checker with its injected bogus and duplicate reports.
+        let pct = 1 + rng.below(20) as u32;
+        let s = random_dag(&mut rng, n, pct);
+        let mut fake = Fake::new(&s, round, 30);
+        fake.noise = true;
+        let mut ex = WindowedExecution::new(TopoSource::new(&s), 1 + rng.below(6));
+        ex.wait(&mut fake).unwrap();
+        fake.check_all_ran_once();
+        assert_eq!(ex.ignored_completions(), fake.injected);
+    }
+}
+
+/// Theorem 3's adversary (Fig. 3): i -> i+1 for all i, and j -> j + n/2 for j < n/2.
+fn adversary(n: u32) -> Schedule {
+    let (mut b, ids) = builder_with(n);
+    for i in 0..n as usize - 1 {
+        b.requ(ids[i], ids[i + 1]);
+    }
+    for j in 0..n as usize / 2 {
+        b.requ(ids[j], ids[j + n as usize / 2]);
+    }
+    b.build().unwrap()
+}
+
+#[test]
+fn theorem_3_adversary_needs_n_over_2_credits_and_theorem_4_bounds_them() {
+    for n in [10u32, 100, 1000] {
+        let s = adversary(n);
+        let mut be = EdgeCheck::new(&s, 7, 100);
+        let mut ex = WindowedExecution::new(TopoSource::new(&s), 2);
+        ex.wait(&mut be).unwrap();
+        assert_eq!(ex.completed(), n as usize);
+        assert!(ex.peak_window() <= 2);
+        // Each of the first n/2 completions leaves a credit for its partner n/2 ahead: the
+        // bound is tight.
+        assert_eq!(ex.peak_credit(), n as usize / 2, "n {n}");
+        for k in [1usize, 3, 8] {
+            let (t, origin) = window::bounded(&s, k);
+            assert_eq!(origin.iter().filter(|o| o.is_some()).count(), n as usize);
+            let mut be = EdgeCheck::new(&t, 9, 50);
+            let mut ex = WindowedExecution::new(TopoSource::new(&t), 2);
+            ex.wait(&mut be).unwrap();
+            assert_eq!(ex.completed(), t.len());
+            assert!(
+                ex.peak_credit() <= k,
+                "n {n} k {k}: peak credit {}",
+                ex.peak_credit()
+            );
+        }
+    }
+}
+
+#[test]
+fn bounded_keeps_every_original_ordering() {
+    // Every path of the original schedule is still a path of the transformed one: a
+    // prerequisite completes (or, for a start edge, starts) before its dependent starts.
+    let mut rng = Rng::new(0xB0B0);
+    for _ in 0..100 {
+        let n = 1 + rng.below(60) as u32;
+        let pct = 1 + rng.below(20) as u32;
+        let s = random_dag_mixed(&mut rng, n, pct);
+        let k = 1 + rng.below(6);
+        let (t, origin) = window::bounded(&s, k);
+        let mut be = EdgeCheck::new(&t, 3, 30);
+        let mut ex = WindowedExecution::new(TopoSource::new(&t), 1 + rng.below(4));
+        // Record the order in which original actions start and complete.
+        ex.wait(&mut be).unwrap();
+        assert_eq!(ex.completed(), t.len());
+        let mut reach = vec![vec![false; t.len()]; t.len()];
+        for &id in window::topological_order(&t).iter().rev() {
+            for &d in t.dependents(id).iter().chain(t.start_dependents(id)) {
+                reach[id as usize][d as usize] = true;
+                let row = reach[d as usize].clone();
+                for (x, &r) in row.iter().enumerate() {
+                    if r {
+                        reach[id as usize][x] = true;
+                    }
+                }
+            }
+        }
+        let mut new_of = vec![0usize; s.len()];
+        for (new, o) in origin.iter().enumerate() {
+            if let Some(o) = o {
+                new_of[*o as usize] = new;
+            }
+        }
+        for (id, _) in s.actions() {
+            for &d in s.dependents(id).iter().chain(s.start_dependents(id)) {
+                assert!(
+                    reach[new_of[id as usize]][new_of[d as usize]],
+                    "edge {id} -> {d} lost (k {k})"
+                );
+            }
+        }
+    }
+}

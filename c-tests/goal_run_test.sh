@@ -158,6 +158,20 @@ run window_bound 0 env MPICAST_GOAL_WINDOW=1 "${G[@]}" "$WORK/bcast-bound.goal" 
   --buffer buf=4096 --reps 2 --check
 expect window_bound '^check [0-9]/2: buf identical on 4 ranks' 2
 
+# A binary schedule with the window is streamed from its mapped file, never loaded whole.
+"$CLI" goal asm "$WORK/allreduce.goal" -o "$WORK/allreduce.bin"
+run window_stream 0 env MPICAST_GOAL_WINDOW=2 MPICAST_VERBOSE=1 "${G[@]}" "$WORK/allreduce.bin" \
+  --buffer buf=64 --buffer tmp=64 --reps 3 --check
+expect window_stream '^check [0-9]/3: buf identical on 4 ranks' 3
+expect window_stream 'streamed from a mapped file through a sliding window of 2'
+# ... which needs every action before its dependents: a valid program whose rank 0 lists a
+# prerequisite after its dependent is refused when streamed (and runs when loaded whole).
+printf 'num_ranks 4;\nrank #0 { a: calc 1; b: calc 2; requ a -> b; }\n' >"$WORK/backward.goal"
+"$CLI" goal asm "$WORK/backward.goal" -o "$WORK/backward.bin"
+run stream_order 1 env MPICAST_GOAL_WINDOW=2 "${G[@]}" "$WORK/backward.bin"
+expect stream_order 'cannot load .*backward.bin: .*before its dependents'
+run stream_whole 0 "${G[@]}" "$WORK/backward.bin"
+
 # The environment: loopback added only when MPICAST_IFACE is unset.
 run dry_unset 0 env -u MPICAST_IFACE -u MPICAST_TTL "${G[@]}" "$WORK/bcast.goal" --buffer buf=4096 --dry-run
 expect dry_unset "^MPICAST_IFACE=lo MPICAST_TTL=0 .*$LAUNCHER .*mpicast-goal-run .*bcast.goal --buffer buf=4096$"

@@ -162,7 +162,10 @@ int MPICAST_Goal_load_text(struct MPICAST_Goal *goal, const char *text);
  Like MPICAST_Goal_load_text, from the file at `path`: GOAL text of either dialect, or a
  binary schedule (`mpicast goal asm`), recognised by its magic. Errors name the file
  (`path:line:col: error: ...`); a file that cannot be read gives MPICAST_ERR_GOAL_INVALID
- with the system's reason. Not collective.
+ with the system's reason. Not collective. With MPICAST_GOAL_WINDOW set, a binary schedule
+ is not loaded but streamed from a read-only mapping of the file as runs advance (this
+ rank's section is checked, not the matching across ranks; the file must stay unchanged
+ until the handle is freed or another program is loaded).
 
  # Safety
  `goal` is NULL or a live handle; `path` is NULL or a NUL-terminated string.

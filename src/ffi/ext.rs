@@ -143,6 +143,9 @@ pub struct MPICAST_Goal {
     mcast: Option<Arc<Mutex<CommState>>>,
     /// The active run is shared with the progress thread.
     threaded: bool,
+    /// A binary schedule streamed from its mapped file (`MPICAST_GOAL_WINDOW` and
+    /// MPICAST_Goal_load_file); `loaded` then carries its buffers and an empty schedule.
+    stream: Option<Box<host::mapped::Mapped>>,
     error: CString,
 }
 
@@ -189,6 +192,7 @@ impl MPICAST_Goal {
         match l {
             Ok(l) => {
                 self.loaded = Some(Box::new(l));
+                self.stream = None;
                 self.error = CString::default();
                 OK
             }
@@ -223,6 +227,50 @@ impl MPICAST_Goal {
         // SAFETY: the exported callers checked `action_out` is non-NULL and writable.
         unsafe { action_out.write(id as c_int) };
         OK
+    }
+
+    /// With a sliding window configured: maps `path` and, if it is a binary schedule, keeps
+    /// it as a stream (this rank's section checked in one pass, nothing held per action; the
+    /// cross-rank checks of a whole load are skipped: `mpicast goal check` does them).
+    /// None when the file is text (loaded whole instead).
+    fn load_stream(&mut self, path: &str) -> Option<c_int> {
+        let map = match host::mapped::Mapped::open(path) {
+            Ok(m) => m,
+            Err(e) => return Some(self.fail(INVALID, format!("{path}: error: cannot read: {e}"))),
+        };
+        if !map.bytes().starts_with(&crate::goal::binary::MAGIC) {
+            return None;
+        }
+        let release = &mut |at: usize| map.release_before(at);
+        let info = match crate::goal::binary::stream_rank_releasing(map.bytes(), self.rank, release)
+        {
+            Ok((info, _)) => info,
+            Err(e) => return Some(self.fail(INVALID, format!("{path}: error: {e}"))),
+        };
+        if !info.local_view && info.num_ranks != self.size {
+            let m = format!(
+                "{path}: error: the program describes {} ranks, the communicator has {}",
+                info.num_ranks, self.size
+            );
+            return Some(self.fail(INVALID, m));
+        }
+        if info.has_mcast {
+            let m = format!(
+                "{path}: error: multicast actions are not streamed (MPICAST_GOAL_WINDOW):                  load the program whole, without the window"
+            );
+            return Some(self.fail(INVALID, m));
+        }
+        let loaded = Loaded {
+            schedule: Builder::new().build().expect("an empty schedule"),
+            buffers: info.buffers,
+            needed: info.needed,
+            scratch_len: info.scratch_len,
+            users: info.users,
+            mcast: Default::default(),
+        };
+        let status = self.install(Ok(loaded));
+        self.stream = Some(Box::new(map));
+        Some(status)
     }
 
     /// mpicast's state of the handle's communicator, made on first use (collective over it).
@@ -352,6 +400,7 @@ pub unsafe extern "C" fn MPICAST_Goal_create(
                 building: None,
                 mcast: None,
                 threaded: false,
+                stream: None,
                 error: CString::default(),
             });
             let p: *mut MPICAST_Goal = &mut *g;
@@ -397,7 +446,10 @@ pub unsafe extern "C" fn MPICAST_Goal_load_text(
 /// Like MPICAST_Goal_load_text, from the file at `path`: GOAL text of either dialect, or a
 /// binary schedule (`mpicast goal asm`), recognised by its magic. Errors name the file
 /// (`path:line:col: error: ...`); a file that cannot be read gives MPICAST_ERR_GOAL_INVALID
-/// with the system's reason. Not collective.
+/// with the system's reason. Not collective. With MPICAST_GOAL_WINDOW set, a binary schedule
+/// is not loaded but streamed from a read-only mapping of the file as runs advance (this
+/// rank's section is checked, not the matching across ranks; the file must stay unchanged
+/// until the handle is freed or another program is loaded).
 ///
 /// # Safety
 /// `goal` is NULL or a live handle; `path` is NULL or a NUL-terminated string.
@@ -422,6 +474,12 @@ pub unsafe extern "C" fn MPICAST_Goal_load_file(
             let path = unsafe { CStr::from_ptr(path) }
                 .to_string_lossy()
                 .into_owned();
+            if host::init::goal_window().0 > 0 {
+                // A binary file is streamed; text is loaded whole below.
+                if let Some(status) = g.load_stream(&path) {
+                    return status;
+                }
+            }
             match std::fs::read(&path) {
                 Ok(bytes) => g.install(core::load(&bytes, &path, g.rank, g.size)),
                 Err(e) => g.fail(INVALID, format!("{path}: error: cannot read: {e}")),
@@ -998,7 +1056,30 @@ pub unsafe extern "C" fn MPICAST_Goal_start(
             let sched: &'static crate::sched::Schedule = unsafe { &*sched };
             let mut backend = GoalBackend::new(g.comm, slots, scratch, users, mcast);
             let (window, verbose) = host::init::goal_window();
-            let mut run = if window > 0 && sched.len() > window {
+            let mut run = if let Some(map) = &g.stream {
+                let map: *const host::mapped::Mapped = &**map;
+                // SAFETY: the mapping is boxed in the handle and, like the schedule above,
+                // neither replaced nor dropped while a run exists.
+                let map: &'static host::mapped::Mapped = unsafe { &*map };
+                let bytes = map.bytes();
+                let release = &mut |at: usize| map.release_before(at);
+                match crate::goal::binary::stream_rank_releasing(bytes, g.rank, release) {
+                    Ok((info, stream)) => {
+                        static SAID: std::sync::atomic::AtomicBool =
+                            std::sync::atomic::AtomicBool::new(false);
+                        if verbose >= 1 && !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                            let line = format!(
+                                "mpicast: rank {}: GOAL run of {} actions streamed from a mapped file through a sliding window of {window} (MPICAST_GOAL_WINDOW)\n",
+                                g.rank, info.actions
+                            );
+                            let _ =
+                                std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
+                        }
+                        Exec::Streamed(WindowedExecution::new(stream, window), map, 0)
+                    }
+                    Err(e) => return g.fail(INVALID, format!("goal: error: {e}")),
+                }
+            } else if window > 0 && sched.len() > window {
                 static SAID: std::sync::atomic::AtomicBool =
                     std::sync::atomic::AtomicBool::new(false);
                 if verbose >= 1 && !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {

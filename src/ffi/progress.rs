@@ -10,6 +10,8 @@
 //! an attribute it sets on MPI_COMM_SELF (MPI deletes those first, on every finalize path:
 //! C, Fortran, or a binding that calls PMPI_Finalize directly).
 
+use crate::goal::binary::Stream;
+use crate::host::mapped::Mapped;
 use crate::host::{self, attr};
 use crate::sched::{Execution, TopoSource, WindowedExecution};
 use crate::transport::goal::{GoalBackend, GoalError};
@@ -30,13 +32,20 @@ struct Live {
 pub enum Exec {
     Full(Execution<'static>),
     Windowed(WindowedExecution<TopoSource<'static>>),
+    /// A binary schedule read from a mapped file as it runs; the mapping gives back what
+    /// has been read (`Mapped::release_before`) every `RELEASE_STEP` bytes.
+    Streamed(WindowedExecution<Stream<'static>>, &'static Mapped, usize),
 }
+
+/// Bytes of a streamed schedule read between two releases of its pages.
+const RELEASE_STEP: usize = 4 << 20;
 
 impl Exec {
     pub fn start(&mut self, b: &mut GoalBackend) -> Result<(), GoalError> {
         match self {
             Exec::Full(e) => e.start(b),
             Exec::Windowed(e) => e.start(b),
+            Exec::Streamed(e, ..) => e.start(b),
         }
     }
 
@@ -44,6 +53,15 @@ impl Exec {
         match self {
             Exec::Full(e) => e.test(b),
             Exec::Windowed(e) => e.test(b),
+            Exec::Streamed(e, map, released) => {
+                let r = e.test(b);
+                let at = e.source().file_offset();
+                if at >= *released + RELEASE_STEP {
+                    map.release_before(at);
+                    *released = at;
+                }
+                r
+            }
         }
     }
 
@@ -51,6 +69,10 @@ impl Exec {
         match self {
             Exec::Full(e) => e.wait(b),
             Exec::Windowed(e) => e.wait(b),
+            Exec::Streamed(..) => {
+                while !self.test(b)? {}
+                Ok(())
+            }
         }
     }
 
@@ -58,6 +80,16 @@ impl Exec {
         match self {
             Exec::Full(e) => e.completed(),
             Exec::Windowed(e) => e.completed(),
+            Exec::Streamed(e, ..) => e.completed(),
+        }
+    }
+
+    /// Why a windowed run stopped early (a streamed file that is not a valid schedule).
+    fn fault(&self) -> Option<String> {
+        match self {
+            Exec::Full(_) => None,
+            Exec::Windowed(e) => e.fault().map(str::to_string),
+            Exec::Streamed(e, ..) => e.fault().map(str::to_string),
         }
     }
 }
@@ -101,8 +133,12 @@ impl Run {
         match r {
             Ok(false) => false,
             Ok(true) => {
+                let fault = l.exec.fault();
                 self.live = None;
-                self.outcome = Some(Ok(()));
+                self.outcome = Some(match fault {
+                    Some(f) => Err(GoalError::Schedule(f)),
+                    None => Ok(()),
+                });
                 true
             }
             Err(e) => {

@@ -279,7 +279,15 @@ fn valid_ident(s: &str) -> bool {
 }
 
 /// Reads a binary schedule. Never panics; every defect is an error naming its byte.
-pub fn load(bytes: &[u8]) -> Result<Program, LoadError> {
+/// The file's header: flags, buffer names and the rank table, checked.
+struct Header {
+    flags: u16,
+    local_view: bool,
+    buffers: Vec<String>,
+    table: Vec<(usize, usize)>,
+}
+
+fn read_header(bytes: &[u8]) -> Result<Header, LoadError> {
     let mut r = Reader {
         b: bytes,
         pos: 0,
@@ -355,6 +363,22 @@ pub fn load(bytes: &[u8]) -> Result<Program, LoadError> {
             }
         }
     }
+    Ok(Header {
+        flags,
+        local_view,
+        buffers,
+        table,
+    })
+}
+
+pub fn load(bytes: &[u8]) -> Result<Program, LoadError> {
+    let Header {
+        flags,
+        local_view,
+        buffers,
+        table,
+    } = read_header(bytes)?;
+    let num_ranks = table.len();
     let mut ranks = Vec::with_capacity(num_ranks);
     for (rank, &(off, len)) in table.iter().enumerate() {
         let mut sr = Reader {
@@ -629,4 +653,173 @@ fn read_action(r: &mut Reader, num_buffers: usize) -> Result<RawAction, LoadErro
         hint,
         label,
     })
+}
+
+/// What a streamed run needs before it starts, from one pass over a rank's section that keeps
+/// nothing per action.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StreamInfo {
+    pub num_ranks: u32,
+    pub local_view: bool,
+    pub buffers: Vec<String>,
+    /// Per slot, the end of its furthest reference.
+    pub needed: Vec<usize>,
+    pub scratch_len: usize,
+    /// User functions called, ascending.
+    pub users: Vec<u16>,
+    pub actions: usize,
+    pub has_mcast: bool,
+}
+
+/// One rank's actions read one at a time from a binary schedule (for `sched::window`), with
+/// the actions' byte offsets in the section as their ids. The section must list every action
+/// before its dependents (a topological order, as `asm` writes programs whose `requ` edges
+/// point forward); `stream_rank` refuses a section that does not. What only a run can find
+/// (counters that disagree with the edges, offsets inside actions) the window reports as a
+/// fault.
+pub struct Stream<'a> {
+    r: Reader<'a>,
+    left: usize,
+    num_buffers: usize,
+}
+
+impl Stream<'_> {
+    /// Where in the file the next action starts: every byte before it has been read for the
+    /// last time.
+    pub fn file_offset(&self) -> usize {
+        self.r.base + self.r.pos
+    }
+}
+
+impl crate::sched::ActionSource for Stream<'_> {
+    fn next_action(&mut self) -> Option<crate::sched::Streamed> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        // `stream_rank` read every action already: this cannot fail on the same bytes.
+        let a = read_action(&mut self.r, self.num_buffers).ok()?;
+        Some(crate::sched::Streamed {
+            id: a.at as ActionId,
+            op: a.op,
+            prerequisites: a.sources,
+            dependents: a.deps.iter().map(|&(_, o)| o).collect(),
+            start_dependents: a.sdeps.iter().map(|&(_, o)| o).collect(),
+        })
+    }
+}
+
+/// Opens rank `rank`'s section of the binary schedule `bytes` as a stream (a local-view
+/// program's only section serves any rank), after checking the header and every action's
+/// encoding and order in one pass.
+pub fn stream_rank(bytes: &[u8], rank: u32) -> Result<(StreamInfo, Stream<'_>), LoadError> {
+    stream_rank_releasing(bytes, rank, &mut |_| {})
+}
+
+/// `stream_rank`, calling `release(offset)` every few MiB of the checking pass with the file
+/// offset below which it will not read again (a mapped file can then give those pages back).
+pub fn stream_rank_releasing<'a>(
+    bytes: &'a [u8],
+    rank: u32,
+    release: &mut dyn FnMut(usize),
+) -> Result<(StreamInfo, Stream<'a>), LoadError> {
+    const STEP: usize = 4 << 20;
+    let mut released = 0usize;
+    let h = read_header(bytes)?;
+    let idx = if h.local_view { 0 } else { rank as usize };
+    let Some(&(off, len)) = h.table.get(idx) else {
+        return Err(LoadError {
+            offset: 0,
+            message: format!(
+                "the program describes {} ranks, there is no rank {rank}",
+                h.table.len()
+            ),
+        });
+    };
+    let mut r = Reader {
+        b: &bytes[off..off + len],
+        pos: 0,
+        base: off,
+    };
+    let n = r.count(MIN_ACTION, "number of actions")?;
+    let ni = r.count(4, "number of independent actions")?;
+    for _ in 0..ni {
+        r.u32("independent action offset")?;
+    }
+    let body = Reader {
+        b: r.b,
+        pos: r.pos,
+        base: r.base,
+    };
+    let mut info = StreamInfo {
+        num_ranks: h.table.len() as u32,
+        local_view: h.local_view,
+        needed: vec![0; h.buffers.len()],
+        buffers: h.buffers.clone(),
+        scratch_len: 0,
+        users: Vec::new(),
+        actions: n,
+        has_mcast: false,
+    };
+    let mut users = std::collections::BTreeSet::new();
+    for _ in 0..n {
+        let a = read_action(&mut r, h.buffers.len())?;
+        if r.base + r.pos >= released + STEP {
+            released = r.base + r.pos;
+            release(released);
+        }
+        for (list, what) in [(&a.deps, "dependent"), (&a.sdeps, "start dependent")] {
+            let mut prev = a.at as u32;
+            for &(at, o) in list.iter() {
+                if o <= prev {
+                    return Err(LoadError {
+                        offset: r.base + at,
+                        message: format!(
+                            "{what} offset {o} does not come after the action and the ones \
+                             listed before it: a streamed section lists every action before \
+                             its dependents"
+                        ),
+                    });
+                }
+                prev = o;
+            }
+        }
+        let mut note = |b: &BufRef| {
+            if b.slot == SCRATCH_SLOT {
+                info.scratch_len = info.scratch_len.max(b.len);
+            } else if let Some(x) = info.needed.get_mut(b.slot as usize) {
+                *x = (*x).max(b.offset + b.len);
+            }
+        };
+        match &a.op {
+            Op::Send { buf, .. } | Op::Recv { buf, .. } => note(buf),
+            Op::McastSend { buf } | Op::McastRecv { buf, .. } => {
+                note(buf);
+                info.has_mcast = true;
+            }
+            Op::Exec { func, src, dst } => {
+                note(src);
+                note(dst);
+                if let Func::User(u) = func {
+                    users.insert(*u);
+                }
+            }
+            Op::Calc { .. } => {}
+        }
+    }
+    if r.pos != len {
+        return Err(r.err(format!(
+            "rank {rank}: {} bytes after the last action",
+            len - r.pos
+        )));
+    }
+    info.users = users.into_iter().collect();
+    Ok((
+        info,
+        Stream {
+            r: body,
+            left: n,
+            num_buffers: h.buffers.len(),
+        },
+    ))
 }

@@ -12,6 +12,7 @@ pub mod comm;
 pub mod flavour;
 pub mod fortran;
 pub mod init;
+pub mod mapped;
 pub mod p2p;
 
 pub use mpi_sys::{MPI_Comm, MPI_Datatype, MPI_Info, MPI_Request};

@@ -123,6 +123,9 @@ pub struct WindowedExecution<S> {
     ignored: u64,
     peak_window: usize,
     peak_credit: usize,
+    /// Why the stream is not a schedule (counters that disagree with the edges, dependents
+    /// that name no action); set once, and the run ends.
+    fault: Option<String>,
 }
 
 impl<S: ActionSource> WindowedExecution<S> {
@@ -142,6 +145,24 @@ impl<S: ActionSource> WindowedExecution<S> {
             ignored: 0,
             peak_window: 0,
             peak_credit: 0,
+            fault: None,
+        }
+    }
+
+    /// The source, e.g. to ask it whether it ended early.
+    pub fn source(&self) -> &S {
+        &self.src
+    }
+
+    /// Why the stream turned out not to be a valid schedule: the run stopped there (`test`
+    /// reports it finished). Never set for a `TopoSource` over a `Schedule`.
+    pub fn fault(&self) -> Option<&str> {
+        self.fault.as_deref()
+    }
+
+    fn set_fault(&mut self, msg: String) {
+        if self.fault.is_none() {
+            self.fault = Some(msg);
         }
     }
 
@@ -155,17 +176,35 @@ impl<S: ActionSource> WindowedExecution<S> {
     }
 
     /// One progress step: the backend's completions, then refilling the window. `Ok(true)`
-    /// once every action of the source has completed.
+    /// once every action of the source has completed, or once the stream proved invalid
+    /// (`fault`).
     pub fn test<B: Backend>(&mut self, b: &mut B) -> Result<bool, B::Error> {
         if !self.started {
             self.start(b)?;
         }
-        if self.is_done() {
+        if self.is_done() || self.fault.is_some() {
             return Ok(true);
         }
-        b.progress(&mut self.done)?;
-        self.settle(b)?;
-        Ok(self.is_done())
+        if self.running > 0 {
+            b.progress(&mut self.done)?;
+            self.settle(b)?;
+        }
+        if self.exhausted && self.slots.is_empty() && !self.credit.is_empty() {
+            let mut ids: Vec<ActionId> = self.credit.keys().copied().collect();
+            ids.sort_unstable();
+            ids.truncate(5);
+            self.set_fault(format!("dependents {ids:?} name no action of the schedule"));
+        } else if !self.is_done() && self.running == 0 && self.fault.is_none() {
+            // Nothing runs, so nothing will complete: the held actions wait for more
+            // prerequisites than there are edges.
+            let mut ids: Vec<ActionId> = self.slots.keys().copied().collect();
+            ids.sort_unstable();
+            ids.truncate(5);
+            self.set_fault(format!(
+                "actions {ids:?} wait for more prerequisites than list them as dependents"
+            ));
+        }
+        Ok(self.is_done() || self.fault.is_some())
     }
 
     /// Runs `test` until every action is complete.
@@ -222,7 +261,15 @@ impl<S: ActionSource> WindowedExecution<S> {
             };
             read = true;
             let seen = self.credit.remove(&s.id).unwrap_or(0);
-            let remaining = s.prerequisites.saturating_sub(seen);
+            if seen > s.prerequisites || self.slots.contains_key(&s.id) {
+                self.set_fault(format!(
+                    "action {} is listed as a dependent {seen} times, its counter says {}, or                      it comes twice",
+                    s.id, s.prerequisites
+                ));
+                self.exhausted = true;
+                break;
+            }
+            let remaining = s.prerequisites - seen;
             let id = s.id;
             self.slots.insert(
                 id,
@@ -248,10 +295,15 @@ impl<S: ActionSource> WindowedExecution<S> {
     /// One prerequisite of `d` is satisfied; true if `d` became ready.
     fn satisfy(&mut self, d: ActionId) -> bool {
         match self.slots.get_mut(&d) {
-            Some(slot) => {
-                debug_assert_eq!(slot.state, State::Waiting);
-                slot.remaining = slot.remaining.saturating_sub(1);
+            Some(slot) if slot.state == State::Waiting && slot.remaining > 0 => {
+                slot.remaining -= 1;
                 slot.remaining == 0
+            }
+            Some(_) => {
+                self.set_fault(format!(
+                    "action {d} is listed as a dependent more often than its counter says"
+                ));
+                false
             }
             None => {
                 *self.credit.entry(d).or_insert(0) += 1;

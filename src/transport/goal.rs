@@ -152,6 +152,8 @@ pub enum GoalError {
     },
     /// A multicast action failed (stalled, truncated, socket error).
     Mcast(OpError),
+    /// A streamed schedule turned out not to be one (`sched::window` faults).
+    Schedule(String),
 }
 
 impl fmt::Display for GoalError {
@@ -163,6 +165,7 @@ impl fmt::Display for GoalError {
                 write!(f, "action {id}: user function {func} returned {code}")
             }
             GoalError::Mcast(e) => write!(f, "{e}"),
+            GoalError::Schedule(m) => write!(f, "invalid schedule: {m}"),
             GoalError::OutOfRange { id, slot } => {
                 write!(
                     f,

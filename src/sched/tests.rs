@@ -30,14 +30,19 @@ fn chain(n: u32) -> Schedule {
     b.build().unwrap()
 }
 
+/// `ids` in a random order (Fisher-Yates).
+fn shuffled(rng: &mut Rng, mut ids: Vec<ActionId>) -> Vec<ActionId> {
+    for i in (1..ids.len()).rev() {
+        ids.swap(i, rng.below(i + 1));
+    }
+    ids
+}
+
 /// Random DAG whose topological order is a random permutation of the ids, so that id order
 /// says nothing about dependency order.
 fn random_dag(rng: &mut Rng, n: u32, edge_pct: u32) -> Schedule {
     let (mut b, ids) = builder_with(n);
-    let mut perm = ids.clone();
-    for i in (1..perm.len()).rev() {
-        perm.swap(i, rng.below(i + 1));
-    }
+    let perm = shuffled(rng, ids);
     for i in 0..perm.len() {
         for j in i + 1..perm.len() {
             if rng.chance(edge_pct) {
@@ -596,10 +601,7 @@ fn long_irequ_chain_starts_without_recursion() {
 /// Random DAG with both kinds of edge: completion (`requ`) and start (`irequ`).
 fn random_dag_mixed(rng: &mut Rng, n: u32, edge_pct: u32) -> Schedule {
     let (mut b, ids) = builder_with(n);
-    let mut perm = ids.clone();
-    for i in (1..perm.len()).rev() {
-        perm.swap(i, rng.below(i + 1));
-    }
+    let perm = shuffled(rng, ids);
     for i in 0..perm.len() {
         for j in i + 1..perm.len() {
             if rng.chance(edge_pct) {

@@ -396,6 +396,31 @@ static void multicast(int rank, int size) {
   }
   free(buf);
 
+  /* A receiver whose `mrecv` waits for a message that another receiver sends only after its
+   * own `mrecv` completed: 8 MiB is more than the root may have in flight beyond its slowest
+   * receiver, so rank 2 must take (and acknowledge) the data before its `mrecv` starts. */
+  if (size >= 3) {
+    enum { HUGE = 8 << 20 };
+    reset_text();
+    put("num_ranks %d;\nrank #0 { m: mcast big+0,%d; }\n", size, HUGE);
+    put("rank #1 { r: mrecv big+0,%d from 0; t: send tok+0,1 to 2; requ t -> r; }\n", HUGE);
+    put("rank #2 { t: recv tok+0,1 from 1; r: mrecv big+0,%d from 0; requ r -> t; }\n", HUGE);
+    for (int r = 3; r < size; r++)
+      put("rank #%d { mrecv big+0,%d from 0; }\n", r, HUGE);
+    check(g, API(MPICAST_Goal_load_text)(g, text), "load chained multicast receivers");
+    unsigned char *huge = malloc(HUGE), tok = 1;
+    uint64_t hseed = tc_pattern_seed(0, 400, HUGE);
+    if (rank == 0)
+      tc_fill(huge, HUGE, hseed);
+    else
+      tc_poison(huge, HUGE, hseed);
+    check(g, API(MPICAST_Goal_bind_buffer)(g, "big", huge, HUGE), "bind big");
+    check(g, API(MPICAST_Goal_bind_buffer)(g, "tok", &tok, 1), "bind tok");
+    run(g, "chained multicast receivers");
+    tc_check(huge, HUGE, hseed, "goal multicast received before its mrecv started", 0, 400);
+    free(huge);
+  }
+
   /* Builder: 1 MiB from rank 0, then 0 bytes from the last rank after it has the data. */
   enum { BIG = 1 << 20, SLACK = 100 };
   unsigned char *big = malloc(BIG + SLACK);

@@ -10,9 +10,16 @@
 //! `base` is the communicator's operation counter when the run starts; the counter then
 //! advances by the run's total. Datagrams are routed to their multicast by sequence number,
 //! control messages (the receivers' acks and NACKs to the root, over the host MPI) likewise.
-//! What arrives for a multicast this rank has not started yet is kept and replayed at its
-//! start; a receiver is made when the first datagram tells the message's length, so an
-//! `mrecv` larger than the `mcast` gets the shorter message, as an MPI receive would.
+//! A multicast that this rank will receive in this run but whose `mrecv` has not started yet
+//! (its prerequisites are pending) is received all the same, into a buffer of the library's,
+//! and acknowledged: the root's flow control waits for its slowest receiver, so a receiver
+//! that only listened once its `mrecv` started could deadlock a valid program (its
+//! prerequisite may be another rank's `mrecv` of the same multicast). The `mrecv` then takes
+//! what arrived. A receiver is made when the first datagram tells the message's length, so an
+//! `mrecv` larger than the `mcast` gets the shorter message, as an MPI receive would. Datagrams
+//! of a later run (a faster root) are kept, up to 8 MiB, and replayed. Like MPI
+//! point-to-point, and unlike mpicast's own collectives, GOAL multicasts wait without a
+//! timeout: a root and its receivers may be any time apart.
 //!
 //! Where the communicator does not multicast (one host with the host MPI's path, several
 //! ranks per host, multicast unavailable), a multicast is carried by point-to-point messages
@@ -26,6 +33,7 @@ use crate::sched::{ActionId, Op, Schedule};
 use crate::session::{CommState, Path};
 use crate::stats::{self, COUNTERS};
 use crate::wire::{self, packet, McastReceiver, McastSender};
+use std::collections::HashMap;
 use std::os::raw::c_int;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -116,8 +124,13 @@ enum Active {
         /// Made by the first datagram, which carries the length.
         rx: Option<McastReceiver>,
         buf: Region,
-        since: wire::Nanos,
     },
+}
+
+/// A multicast received before its `mrecv` started: into the library's own buffer.
+struct Early {
+    rx: McastReceiver,
+    buf: Vec<u8>,
 }
 
 /// The multicast side of one GOAL run.
@@ -125,9 +138,13 @@ pub struct McastRun {
     state: Arc<Mutex<CommState>>,
     base: u64,
     total: u64,
-    /// Per number - 1: whether this rank receives it (`Numbering::recv`).
+    /// Per number - 1: whether this rank receives it and has not finished (`Numbering::recv`).
     recv: Vec<bool>,
+    /// How many of those are left.
+    recv_left: usize,
     active: Vec<Active>,
+    /// Multicasts of this run received ahead of their `mrecv`, by sequence number.
+    early: HashMap<u64, Early>,
     /// Point-to-point multicasts: requests, and per action how many are still out.
     p2p: Requests,
     p2p_left: Vec<(ActionId, usize)>,
@@ -145,6 +162,8 @@ impl McastRun {
             st.seq += u64::from(n.total);
             if let Path::Mcast(chan) = &mut st.path {
                 chan.early_dgrams.retain(|(s, _)| *s > base);
+                chan.early_control
+                    .retain(|(_, m)| control_seq(m).is_some_and(|s| s > base));
             }
             base
         };
@@ -153,7 +172,9 @@ impl McastRun {
             base,
             total: u64::from(n.total),
             recv: n.recv.clone(),
+            recv_left: n.recv.iter().filter(|&&r| r).count(),
             active: Vec::new(),
+            early: HashMap::new(),
             p2p: Requests::default(),
             p2p_left: Vec::new(),
             p2p_done: Vec::new(),
@@ -226,13 +247,28 @@ impl McastRun {
         match &mut st.path {
             Path::Mcast(chan) => {
                 let now = chan.now();
+                let mut rx = None;
+                if let Some(e) = self.early.remove(&seq) {
+                    if e.rx.root() != root {
+                        return Err(OpError::Truncated(format!(
+                            "GOAL multicast {seq} comes from rank {}, but this rank's matching \
+                             `mrecv` names rank {root}: the ranks' programs disagree",
+                            e.rx.root()
+                        )));
+                    }
+                    if e.buf.len() > buf.len() {
+                        return Err(truncated(seq, root, e.buf.len(), buf.len()));
+                    }
+                    let head = buf.sub(0, e.buf.len()).expect("checked against the buffer");
+                    head.with_mut(|b| b.copy_from_slice(&e.buf));
+                    rx = Some(e.rx);
+                }
                 let mut a = Active::Recv {
                     id,
                     seq,
                     root,
-                    rx: None,
+                    rx,
                     buf,
-                    since: now,
                 };
                 let early = std::mem::take(&mut chan.early_dgrams);
                 for (s, d) in early {
@@ -268,12 +304,12 @@ impl McastRun {
                 }
             }
         }
-        if self.active.is_empty() {
+        if self.active.is_empty() && self.recv_left == 0 {
             return Ok(());
         }
         let state = self.state.clone();
         let mut st = lock(&state);
-        let (private, rank, size) = (st.private.0, st.rank, st.size);
+        let (private, rank) = (st.private.0, st.rank);
         let Path::Mcast(chan) = &mut st.path else {
             return Ok(());
         };
@@ -290,15 +326,34 @@ impl McastRun {
                 Active::Recv { seq: s, .. } => *s == seq,
                 Active::Send { .. } => false,
             });
-            match mine {
-                Some(i) => accept(chan, &mut self.active[i], now, d, rank)?,
-                // One of this rank's own (looped back), or one sent by a faster root that
-                // this rank has not started: keep only the latter.
-                None if self.expects(seq) && kept + d.len() <= EARLY_MAX_BYTES => {
-                    kept += d.len();
-                    chan.early_dgrams.push((seq, d.to_vec()))
+            if let Some(i) = mine {
+                accept(chan, &mut self.active[i], now, d, rank)?;
+                continue;
+            }
+            match seq.checked_sub(self.base) {
+                // This run's, not started here yet: receive it now.
+                Some(k) if k >= 1 && k <= self.total && self.recv[k as usize - 1] => {
+                    if let Some(e) = self.early.get_mut(&seq) {
+                        count_outcome(e.rx.handle_datagram(now, d, &mut e.buf));
+                    } else if let Some(e) = early_receiver(chan, now, d, seq, rank) {
+                        self.early.insert(seq, e);
+                    }
                 }
-                None => {}
+                // A later run's (a faster root): keep it for then.
+                Some(k) if k > self.total && kept + d.len() <= EARLY_MAX_BYTES => {
+                    kept += d.len();
+                    chan.early_dgrams.push((seq, d.to_vec()));
+                }
+                // This rank's own, looped back; an old one; or beyond what is kept.
+                _ => {}
+            }
+        }
+        for e in self.early.values_mut() {
+            if e.rx.poll_timeout().is_some_and(|t| t <= now) {
+                e.rx.handle_timeout(now);
+            }
+            while let Some(msg) = e.rx.poll_control(now) {
+                p2p::send_bytes(private, e.rx.root(), TAG_CONTROL, &msg)?;
             }
         }
         // Control messages, to the sender of their multicast.
@@ -320,11 +375,10 @@ impl McastRun {
                 }
             }
         }
-        let timeout = chan.params.stall_timeout;
         let mut i = 0;
         while i < self.active.len() {
             let finished = match &mut self.active[i] {
-                Active::Send { seq, tx, data, .. } => {
+                Active::Send { tx, data, .. } => {
                     let before = tx.stats();
                     data.with_mut(|d| transmit(chan, tx, now, d))?;
                     if tx.poll_timeout().is_some_and(|t| t <= now) {
@@ -334,48 +388,16 @@ impl McastRun {
                     let after = tx.stats();
                     stats::add(&COUNTERS.dgrams_sent, after.datagrams - before.datagrams);
                     stats::add(&COUNTERS.repairs, after.retransmits - before.retransmits);
-                    if !tx.is_done() && tx.stalled(now) {
-                        let missing: Vec<String> =
-                            tx.pending_ranks().iter().map(|r| r.to_string()).collect();
-                        return Err(OpError::Stalled(format!(
-                            "GOAL multicast {seq} from rank {rank} of {size}: no acknowledgement \
-                             for {} ms; ranks still missing data: {}",
-                            timeout / 1_000_000,
-                            missing.join(", ")
-                        )));
-                    }
                     tx.is_done()
                 }
-                Active::Recv {
-                    seq,
-                    root,
-                    rx,
-                    since,
-                    ..
-                } => match rx {
-                    None => {
-                        if now.saturating_sub(*since) > timeout {
-                            return Err(OpError::Stalled(format!(
-                                "GOAL multicast {seq} on rank {rank} of {size}: nothing from \
-                                 root rank {root} for {} ms",
-                                timeout / 1_000_000
-                            )));
-                        }
-                        false
-                    }
+                Active::Recv { root, rx, .. } => match rx {
+                    None => false,
                     Some(rx) => {
                         if rx.poll_timeout().is_some_and(|t| t <= now) {
                             rx.handle_timeout(now);
                         }
                         while let Some(msg) = rx.poll_control(now) {
                             p2p::send_bytes(private, *root, TAG_CONTROL, &msg)?;
-                        }
-                        if !rx.is_done() && rx.stalled(now) {
-                            return Err(OpError::Stalled(format!(
-                                "GOAL multicast {seq} on rank {rank} of {size}: no data from \
-                                 root rank {root} for {} ms",
-                                timeout / 1_000_000
-                            )));
                         }
                         rx.is_done()
                     }
@@ -386,7 +408,10 @@ impl McastRun {
                 if let Active::Recv { seq, .. } = a {
                     // Late copies of it are dropped from now on.
                     if let Some(r) = self.recv.get_mut((seq - self.base - 1) as usize) {
-                        *r = false;
+                        if *r {
+                            *r = false;
+                            self.recv_left -= 1;
+                        }
                     }
                 }
                 done.push(match a {
@@ -399,21 +424,43 @@ impl McastRun {
         Ok(())
     }
 
-    /// Whether a datagram of multicast `seq` that no active receiver takes is worth keeping:
-    /// one this run receives later, or one of a later run (never this rank's own, which
-    /// come back to it over loopback).
-    fn expects(&self, seq: u64) -> bool {
-        match seq.checked_sub(self.base) {
-            None | Some(0) => false,
-            Some(k) if k <= self.total => self.recv[k as usize - 1],
-            Some(_) => true,
-        }
-    }
-
-    /// Nothing in flight.
+    /// Nothing in flight and nothing left to receive by multicast in this run (a rank that
+    /// will receive a multicast later must keep reading and acknowledging it meanwhile).
     pub fn is_idle(&self) -> bool {
-        self.active.is_empty() && self.p2p_left.is_empty()
+        self.active.is_empty() && self.p2p_left.is_empty() && self.recv_left == 0
     }
+}
+
+fn truncated(seq: u64, root: u32, len: usize, room: usize) -> OpError {
+    OpError::Truncated(format!(
+        "GOAL multicast {seq}: root rank {root} sends {len} bytes, the `mrecv` has room for \
+         {room} (the message would be truncated)"
+    ))
+}
+
+/// A receiver of the library's own for multicast `seq`, made from its first datagram (which
+/// it then takes), or None if the datagram does not authenticate as one of its fragments.
+fn early_receiver(
+    chan: &Channel,
+    now: wire::Nanos,
+    d: &[u8],
+    seq: u64,
+    rank: u32,
+) -> Option<Early> {
+    let Ok((h, _)) = packet::decode(&chan.ctx, d) else {
+        stats::add(&COUNTERS.rejected, 1);
+        return None;
+    };
+    if h.kind != wire::Kind::Data || h.seq != seq {
+        return None;
+    }
+    let len = usize::try_from(h.total_len).ok()?;
+    let mut e = Early {
+        rx: McastReceiver::new(&chan.ctx, seq, h.root, rank, len, &chan.params, now),
+        buf: vec![0u8; len],
+    };
+    count_outcome(e.rx.handle_datagram(now, d, &mut e.buf));
+    Some(e)
 }
 
 fn p2p_tag(seq: u64) -> c_int {
@@ -443,16 +490,19 @@ fn accept(
             stats::add(&COUNTERS.rejected, 1);
             return Ok(());
         };
-        if h.kind != wire::Kind::Data || h.seq != *seq || h.root != *root {
+        if h.kind != wire::Kind::Data || h.seq != *seq {
             return Ok(());
+        }
+        if h.root != *root {
+            return Err(OpError::Truncated(format!(
+                "GOAL multicast {seq} comes from rank {}, but this rank's matching `mrecv` \
+                 names rank {root}: the ranks' programs disagree",
+                h.root
+            )));
         }
         let len = usize::try_from(h.total_len).unwrap_or(usize::MAX);
         if len > buf.len() {
-            return Err(OpError::Truncated(format!(
-                "GOAL multicast {seq}: root rank {root} sends {len} bytes, the `mrecv` has room \
-                 for {} (the message would be truncated)",
-                buf.len()
-            )));
+            return Err(truncated(*seq, *root, len, buf.len()));
         }
         *rx = Some(McastReceiver::new(
             &chan.ctx,

@@ -39,7 +39,8 @@ pub enum OpError {
     /// No progress within the configured timeout; the message names who is missing.
     Stalled(String),
     Unsupported(&'static str),
-    /// A message longer than the buffer that receives it.
+    /// A message longer than the buffer that receives it, or one that the receiving rank's
+    /// program does not expect from that root (GOAL programs that disagree).
     Truncated(String),
 }
 

@@ -267,6 +267,11 @@ impl McastReceiver {
         self.nfrags
     }
 
+    /// The rank whose multicast this receives.
+    pub fn root(&self) -> u32 {
+        self.root
+    }
+
     /// The message length in bytes.
     pub fn total_len(&self) -> usize {
         self.total_len

@@ -5,7 +5,7 @@
 #   make lib       build libmpicast for every installed MPI flavour into build/<flavour>/
 #   make header    regenerate include/mpicast.h (cbindgen, via the header test)
 #   make check     cargo fmt --check and clippy -D warnings
-#   make unit      cargo test
+#   make unit      cargo test (and the command line's own tests)
 #   make ctest     the C tests of c-tests/ under mpirun, per flavour (CTEST_ARGS=... to filter)
 #   make test      deps lib goal-tools check unit ctest bench-smoke
 #   make goal-tools  build/<flavour>/bin/mpicast-goal-run (the runner of `mpicast goal run`)
@@ -120,6 +120,7 @@ check:
 
 unit:
 	$(CARGO_OMPI) test
+	$(CARGO_OMPI) test --bin mpicast run::
 
 # Both flavours run even when the first fails; the target fails if either did.
 ctest:

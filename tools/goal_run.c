@@ -1,6 +1,7 @@
 /* mpicast-goal-run: run a GOAL program (docs/goal.md) over MPI with the mpicast executor.
  *
  *   mpirun -n N mpicast-goal-run FILE [--buffer NAME=SIZE]... [--reps R] [--check]
+ *                                [--expect bcast|sum-int32]
  *
  * Every rank creates a goal on MPI_COMM_WORLD, loads FILE (GOAL text of either dialect, or
  * a binary schedule from `mpicast goal asm`), binds each --buffer to SIZE bytes of fresh
@@ -12,7 +13,10 @@
  *
  * --check refills the buffers before every run and, after it, requires buffer `buf` to be
  * identical on every rank (what a broadcast or an allreduce leaves); rank 0 prints
- * `check 1/R: buf identical on N ranks (fnv1a 0x...)`.
+ * `check 1/R: buf identical on N ranks (fnv1a 0x...)`. --expect bcast (implies --check) also
+ * requires `buf` to hold what rank 0 put there; --expect sum-int32 requires it to hold the
+ * element-wise int32 sum of every rank's initial `buf` (computed with PMPI_Allreduce); rank 0
+ * then prints `expect 1/R: buf is ... on N ranks`.
  *
  * Exit status: 0 fine; 1 the program did not load or a run failed (MPICAST_Goal_error's
  * text on stderr); 2 bad usage, or a buffer the program names was not given with --buffer
@@ -47,7 +51,8 @@ static void usage(const char *msg, ...) {
     vfprintf(stderr, msg, ap);
     va_end(ap);
     fprintf(stderr,
-            "\nusage: mpicast-goal-run FILE [--buffer NAME=SIZE]... [--reps R] [--check]\n");
+            "\nusage: mpicast-goal-run FILE [--buffer NAME=SIZE]... [--reps R] [--check] "
+            "[--expect bcast|sum-int32]\n");
   }
   MPI_Finalize();
   exit(2);
@@ -78,10 +83,13 @@ static int agree(int rc, int *failed_rank) {
   return *failed_rank < 0 ? 0 : out.i;
 }
 
-static void fill(struct buffer *b, int k) {
-  for (size_t i = 0; i < b->size; i++)
-    b->data[i] = (unsigned char)((rank + 1) * 37 + k * 11 + (int)(i * 7));
+/* The pattern rank `r` puts into buffer number `k`. */
+static void pattern(unsigned char *out, size_t n, int r, int k) {
+  for (size_t i = 0; i < n; i++)
+    out[i] = (unsigned char)((r + 1) * 37 + k * 11 + (int)(i * 7));
 }
+
+static void fill(struct buffer *b, int k) { pattern(b->data, b->size, rank, k); }
 
 static uint64_t fnv1a(const unsigned char *p, size_t n) {
   uint64_t h = 0xcbf29ce484222325ULL;
@@ -105,6 +113,7 @@ int main(int argc, char **argv) {
   const char *file = NULL;
   struct buffer bufs[MAX_BUFFERS];
   int nbufs = 0, check = 0;
+  enum { EXPECT_NONE, EXPECT_BCAST, EXPECT_SUM_INT32 } expect = EXPECT_NONE;
   long long reps = 1;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -130,6 +139,16 @@ int main(int argc, char **argv) {
         usage("--reps wants a number from 1 to 100000000");
     } else if (strcmp(a, "--check") == 0) {
       check = 1;
+    } else if (strcmp(a, "--expect") == 0) {
+      if (++i >= argc)
+        usage("--expect wants bcast or sum-int32");
+      if (strcmp(argv[i], "bcast") == 0)
+        expect = EXPECT_BCAST;
+      else if (strcmp(argv[i], "sum-int32") == 0)
+        expect = EXPECT_SUM_INT32;
+      else
+        usage("--expect wants bcast or sum-int32, not `%s`", argv[i]);
+      check = 1;
     } else if (a[0] == '-' && a[1]) {
       usage("unknown option `%s`", a);
     } else if (file) {
@@ -146,6 +165,8 @@ int main(int argc, char **argv) {
       checked = &bufs[k];
   if (check && !checked)
     usage("--check compares buffer `buf`: give it with --buffer buf=SIZE");
+  if (expect == EXPECT_SUM_INT32 && checked->size % 4)
+    usage("--expect sum-int32 wants `buf` a multiple of 4 bytes");
 
   MPICAST_Goal *g = NULL;
   int rc = MPICAST_Goal_create(MPI_COMM_WORLD, &g), who;
@@ -197,6 +218,27 @@ int main(int argc, char **argv) {
     if (check && r > 0)
       for (int k = 0; k < nbufs; k++)
         fill(&bufs[k], k);
+    unsigned char *want = NULL;
+    if (expect != EXPECT_NONE) {
+      want = malloc(checked->size ? checked->size : 1);
+      if (!want)
+        MPI_Abort(MPI_COMM_WORLD, 1);
+      if (expect == EXPECT_BCAST) {
+        pattern(want, checked->size, 0, (int)(checked - bufs));
+      } else {
+        /* memcpy keeps the byte buffer free of alignment and aliasing questions. */
+        int n = (int)(checked->size / 4);
+        int32_t *in = malloc(sizeof(int32_t) * (size_t)(n ? n : 1));
+        int32_t *sum = malloc(sizeof(int32_t) * (size_t)(n ? n : 1));
+        if (!in || !sum)
+          MPI_Abort(MPI_COMM_WORLD, 1);
+        memcpy(in, checked->data, checked->size);
+        PMPI_Allreduce(in, sum, n, MPI_INT32_T, MPI_SUM, MPI_COMM_WORLD);
+        memcpy(want, sum, checked->size);
+        free(in);
+        free(sum);
+      }
+    }
     MPICAST_Request *req = NULL;
     PMPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
@@ -264,6 +306,22 @@ int main(int argc, char **argv) {
       }
       free(all);
       PMPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD);
+      if (want) {
+        int wrong = memcmp(want, checked->data, checked->size) != 0, any = 0;
+        PMPI_Allreduce(&wrong, &any, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+        if (wrong)
+          fprintf(stderr, "mpicast-goal-run: rank %d: expect %lld/%lld: buf is not %s\n", rank,
+                  r + 1, reps, expect == EXPECT_BCAST ? "rank 0's data" : "the int32 sum");
+        if (rank == 0 && !any) {
+          printf("expect %lld/%lld: buf is %s on %d ranks\n", r + 1, reps,
+                 expect == EXPECT_BCAST ? "rank 0's data" : "the int32 sum", nranks);
+          fflush(stdout);
+        }
+        if (any && !status)
+          status = 3;
+        free(want);
+        want = NULL;
+      }
       if (status)
         break;
     }

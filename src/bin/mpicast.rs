@@ -52,13 +52,16 @@ usage: mpicast goal <command> ...
         seed 004's Theorem 4: the same program with a dummy action (calc 0) after every K
         actions of each rank, so that a sliding window (MPICAST_GOAL_WINDOW) never holds more
         than K pending dependency counts, at the price of parallelism across dummies
-  run FILE -n N [--mpi openmpi|mpich] [--buffer NAME=SIZE]... [--reps R] [--check] [--dry-run]
+  run FILE -n N [--mpi openmpi|mpich] [--buffer NAME=SIZE]... [--reps R] [--check]
+        [--expect bcast|sum-int32] [--dry-run]
         check FILE as `check` does (and that it fits N ranks and names no buffer left out),
         then run it on N ranks: mpirun.openmpi (default) or mpiexec.mpich launches
         mpicast-goal-run ($MPICAST_GOAL_RUNNER, else next to this executable, else
         build/<mpi>/bin/ under the current directory). Without MPICAST_IFACE in the
         environment the ranks get MPICAST_IFACE=lo MPICAST_TTL=0 (this host only).
-        --check: `buf` must end identical on every rank; --dry-run prints the command
+        --check: `buf` must end identical on every rank; --expect bcast: also equal to rank
+        0's (the runner's fill pattern), --expect sum-int32: to the int32 sum of every rank's
+        initial `buf`; --dry-run prints the command
 
 FILE may be `-` for standard input. Exit status: 0 fine, 1 errors found, 2 bad usage.";
 
@@ -107,6 +110,7 @@ struct Opts {
     size: Option<usize>,
     ways: Option<u32>,
     every: Option<usize>,
+    expect: Option<String>,
     op: Option<Func>,
     mpi: Option<run::Mpi>,
     reps: Option<u64>,
@@ -180,6 +184,16 @@ fn opts(args: &[String]) -> Result<Opts, Fail> {
                 o.reps = Some(r)
             }
             "--check" => o.check = true,
+            "--expect" => {
+                let v = value(a)?;
+                if v != "bcast" && v != "sum-int32" {
+                    return Err(Fail::Usage(format!(
+                        "--expect wants bcast or sum-int32, not `{v}`"
+                    )));
+                }
+                o.expect = Some(v);
+                o.check = true;
+            }
             "--dry-run" => o.dry_run = true,
             s if s.starts_with('-') && s != "-" => {
                 return Err(Fail::Usage(format!("unknown option `{s}`")))
@@ -424,6 +438,7 @@ fn run_cmd(o: &Opts) -> Result<(), Fail> {
         buffers: &o.buffers,
         reps: o.reps,
         check: o.check,
+        expect: o.expect.as_deref(),
     };
     // SAFETY: geteuid has no preconditions and cannot fail.
     let root = unsafe { libc::geteuid() } == 0;

@@ -164,6 +164,8 @@ pub struct RunSpec<'a> {
     pub buffers: &'a [(String, usize)],
     pub reps: Option<u64>,
     pub check: bool,
+    /// `--expect bcast|sum-int32`, passed on.
+    pub expect: Option<&'a str>,
 }
 
 /// The launch for `spec` in an environment where `var` reads a variable. Without
@@ -209,6 +211,10 @@ pub fn launch(spec: &RunSpec, var: &dyn Fn(&str) -> Option<String>, root: bool) 
     }
     if spec.check {
         args.push("--check".into());
+    }
+    if let Some(e) = spec.expect {
+        args.push("--expect".into());
+        args.push(e.into());
     }
     Launch {
         env,
@@ -289,6 +295,7 @@ mod tests {
             buffers: &bufs,
             reps: Some(3),
             check: true,
+            expect: None,
         };
         let unset = |_: &str| None;
         let l = launch(&spec, &unset, true);
@@ -306,13 +313,14 @@ mod tests {
             mpi: Mpi::Mpich,
             reps: None,
             check: false,
+            expect: Some("sum-int32"),
             ..spec
         };
         let l = launch(&spec, &unset, true);
         assert_eq!(
             render(&l),
             "MPICAST_IFACE=lo MPICAST_TTL=0 mpiexec.mpich -n 4 /r/mpicast-goal-run f.goal \
-             --buffer buf=64"
+             --buffer buf=64 --expect sum-int32"
         );
     }
 

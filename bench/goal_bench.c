@@ -22,14 +22,17 @@
  *       shape,k,reps,load_s,median_s,min_s,per_action_ns
  *       per_action_ns = (median(K) - median(1)) / (K - 1).
  *
- *   goal_bench --part overlap  [--sizes 65536,...] [--reps N] [--tests T]
- *       LibNBC-style overlap of a non-blocking GOAL broadcast with computation:
+ *   goal_bench --part overlap  [--sizes 65536,...] [--reps N] [--tests T] [--algo A]
+ *       LibNBC-style overlap of a non-blocking GOAL broadcast with computation (A = binomial,
+ *       the broadcast above, or mcast: one `mcast` from rank 0 and an `mrecv` on every other
+ *       rank, over the reliable multicast channel):
  *       t_bcast (start + wait alone), t_compute (a spin loop calibrated to about t_bcast, alone),
  *       t_total (start, the same spin in T slices with MPICAST_Goal_test between slices in
  *       the poll case and none in the thread case, wait), each the median over reps of the
  *       slowest rank; overlap = 1 - (t_total - t_compute) / t_bcast. The progress mode is
  *       read from MPICAST_PROGRESS (thread, else poll): the library picks its mode from the
  *       same variable. CSV: progress,size,reps,tests,t_bcast_s,t_compute_s,t_total_s,overlap
+ *       (with --algo mcast a first column algo=mcast is added)
  *
  * Output: CSV with a `#` comment line on stdout from rank 0. Linked against libmpicast. */
 #define _GNU_SOURCE
@@ -188,6 +191,15 @@ static void binomial_text(int n, size_t len) {
       put("  requ a%d -> a0;\n", c + 1);
     put("}\n");
   }
+}
+
+/* The multicast broadcast: rank 0 multicasts, every other rank receives it. */
+static void mcast_text(int n, size_t len) {
+  reset_text();
+  put("num_ranks %d;\n", n);
+  put("rank #0 {\n  mcast 0,%zu;\n}\n", len);
+  for (int me = 1; me < n; me++)
+    put("rank #%d {\n  mrecv 0,%zu from 0;\n}\n", me, len);
 }
 
 /* The same broadcast by hand. */
@@ -403,7 +415,7 @@ static double compute_median(uint64_t per, int slices, int n, double *t) {
   return m;
 }
 
-static void part_overlap(const size_t *sizes, int nsizes, int reps, int tests) {
+static void part_overlap(const size_t *sizes, int nsizes, int reps, int tests, int mcast) {
   const char *mode = getenv("MPICAST_PROGRESS");
   int thread = mode && strcmp(mode, "thread") == 0;
   size_t max = 1;
@@ -419,19 +431,23 @@ static void part_overlap(const size_t *sizes, int nsizes, int reps, int tests) {
   ok(NULL, MPICAST_Goal_create(MPI_COMM_WORLD, &g), "create");
   double rate = spin_rate();
   if (rank == 0) {
-    printf("# goal_bench overlap: binomial broadcast from rank 0 on %d ranks through the GOAL "
+    printf("# goal_bench overlap: %s broadcast from rank 0 on %d ranks through the GOAL "
            "executor with computation; progress=%s (%s); spin %.3g iterations/s; seconds, "
            "median over reps of the slowest rank; overlap = 1 - (t_total - t_compute)/t_bcast\n",
-           nranks, thread ? "thread" : "poll",
+           mcast ? "multicast (mcast/mrecv)" : "binomial", nranks, thread ? "thread" : "poll",
            thread ? "no MPICAST_Goal_test during the computation"
                   : "MPICAST_Goal_test between computation slices",
            rate);
-    printf("progress,size,reps,tests,t_bcast_s,t_compute_s,t_total_s,overlap\n");
+    printf("%sprogress,size,reps,tests,t_bcast_s,t_compute_s,t_total_s,overlap\n",
+           mcast ? "algo," : "");
     fflush(stdout);
   }
   for (int s = 0; s < nsizes; s++) {
     size_t len = sizes[s];
-    binomial_text(nranks, len);
+    if (mcast)
+      mcast_text(nranks, len);
+    else
+      binomial_text(nranks, len);
     ok(g, MPICAST_Goal_load_text(g, text), "load_text");
     ok(g, MPICAST_Goal_bind_buffer(g, "buf", buf, len), "bind_buffer");
     /* t_bcast */
@@ -487,7 +503,7 @@ static void part_overlap(const size_t *sizes, int nsizes, int reps, int tests) {
     }
     if (rank == 0) {
       double mc = t_compute, mt = median(tt, reps);
-      printf("%s,%zu,%d,%d,%.9f,%.9f,%.9f,%.4f\n", thread ? "thread" : "poll", len, reps,
+      printf("%s%s,%zu,%d,%d,%.9f,%.9f,%.9f,%.4f\n", mcast ? "mcast," : "", thread ? "thread" : "poll", len, reps,
              thread ? 0 : slices, t_bcast, mc, mt, 1.0 - (mt - mc) / t_bcast);
       fflush(stdout);
     }
@@ -526,7 +542,7 @@ int main(int argc, char **argv) {
   if (!part) {
     if (rank == 0)
       fprintf(stderr, "usage: goal_bench --part bcast|overhead|overlap|text [--sizes LIST] [--reps N] "
-                      "[--k K] [--tests T]\n");
+                      "[--k K] [--tests T] [--algo binomial|mcast]\n");
     MPI_Finalize();
     return 2;
   }
@@ -549,7 +565,15 @@ int main(int argc, char **argv) {
     const char *l = arg(argc, argv, "--sizes");
     int tests = arg(argc, argv, "--tests") ? atoi(arg(argc, argv, "--tests")) : 100;
     nsizes = parse_sizes(l ? l : "65536,1048576,4194304", sizes, 64);
-    part_overlap(sizes, nsizes, reps > 0 ? reps : 30, tests > 0 ? tests : 1);
+    const char *algo = arg(argc, argv, "--algo");
+    if (algo && strcmp(algo, "binomial") != 0 && strcmp(algo, "mcast") != 0) {
+      if (rank == 0)
+        fprintf(stderr, "goal_bench: --algo wants binomial or mcast, not `%s`\n", algo);
+      MPI_Finalize();
+      return 2;
+    }
+    part_overlap(sizes, nsizes, reps > 0 ? reps : 30, tests > 0 ? tests : 1,
+                 algo && strcmp(algo, "mcast") == 0);
   } else {
     if (rank == 0)
       fprintf(stderr, "goal_bench: unknown part `%s`\n", part);
@@ -557,6 +581,12 @@ int main(int argc, char **argv) {
     return 2;
   }
   free(text);
+  /* The last line before MPI_Finalize (bench/cluster.sh run --done-marker: MPICH over UCX's
+   * TCP sometimes never returns from it). */
+  if (rank == 0) {
+    printf("# end\n");
+    fflush(stdout);
+  }
   MPI_Finalize();
   return 0;
 }

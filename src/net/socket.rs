@@ -121,11 +121,35 @@ impl McastSocket {
     /// went out: all of them, or fewer when the kernel stopped part way (the caller resends the
     /// rest). Waits like [`McastSocket::send`] only when not even the first one could be sent.
     pub fn send_batch(&self, dgrams: &[&[u8]]) -> io::Result<usize> {
+        self.send_batch_inner(dgrams, true)
+    }
+
+    /// [`McastSocket::send_batch`] that never waits: `Ok(0)` when the send buffer or the
+    /// device queue takes nothing now (a non-blocking operation retries at its next progress).
+    pub fn try_send_batch(&self, dgrams: &[&[u8]]) -> io::Result<usize> {
+        self.send_batch_inner(dgrams, false)
+    }
+
+    fn send_batch_inner(&self, dgrams: &[&[u8]], wait: bool) -> io::Result<usize> {
         let mut sent = 0;
         while sent < dgrams.len() {
             let chunk = &dgrams[sent..dgrams.len().min(sent + BATCH)];
-            let n = if sent == 0 {
+            let n = if sent == 0 && wait {
                 send_waiting(&self.sock, || self.sendmmsg(chunk))?
+            } else if sent == 0 {
+                loop {
+                    match self.sendmmsg(chunk) {
+                        Ok(n) => break n,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                        Err(e)
+                            if e.kind() == io::ErrorKind::WouldBlock
+                                || e.raw_os_error() == Some(libc::ENOBUFS) =>
+                        {
+                            return Ok(0)
+                        }
+                        Err(e) => return Err(e),
+                    }
+                }
             } else {
                 match self.sendmmsg(chunk) {
                     Ok(n) => n,

@@ -357,7 +357,7 @@ impl Backend for GoalBackend {
             self.reqs.testsome(done)?;
         }
         if let Some(m) = &mut self.mcast {
-            m.progress(done)?;
+            m.progress(done, self.blocking)?;
         }
         if !self.calcs.is_empty() {
             let now = Instant::now();

@@ -289,8 +289,11 @@ impl McastRun {
         Ok(())
     }
 
-    /// Moves every active multicast on; completed actions go to `done`.
-    pub fn progress(&mut self, done: &mut Vec<ActionId>) -> Result<(), OpError> {
+    /// Moves every active multicast on; completed actions go to `done`. `wait`: a full
+    /// device queue may hold the caller until it takes the datagrams (the caller waits for
+    /// the run anyway); otherwise nothing here waits, and what the queue refused goes out at
+    /// a later call.
+    pub fn progress(&mut self, done: &mut Vec<ActionId>, wait: bool) -> Result<(), OpError> {
         if !self.p2p_left.is_empty() {
             let mut finished = std::mem::take(&mut self.p2p_done);
             self.p2p.testsome(&mut finished)?;
@@ -380,10 +383,10 @@ impl McastRun {
             let finished = match &mut self.active[i] {
                 Active::Send { tx, data, .. } => {
                     let before = tx.stats();
-                    data.with_mut(|d| transmit(chan, tx, now, d))?;
+                    data.with_mut(|d| transmit(chan, tx, now, d, wait))?;
                     if tx.poll_timeout().is_some_and(|t| t <= now) {
                         tx.handle_timeout(now);
-                        data.with_mut(|d| transmit(chan, tx, now, d))?;
+                        data.with_mut(|d| transmit(chan, tx, now, d, wait))?;
                     }
                     let after = tx.stats();
                     stats::add(&COUNTERS.dgrams_sent, after.datagrams - before.datagrams);

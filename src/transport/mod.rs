@@ -41,6 +41,9 @@ pub struct Channel {
     /// Datagram buffers a sender fills before handing them to the kernel in one sendmmsg;
     /// kept with the channel so that an operation allocates nothing.
     pub tx_batch: Vec<Vec<u8>>,
+    /// `tx_batch[tx_unsent.clone()]` were taken from a sender but not yet accepted by the
+    /// kernel (a non-blocking transmit found the device queue full): sent before anything new.
+    pub tx_unsent: std::ops::Range<usize>,
     /// GOAL runs only: datagrams of a multicast that this rank has not started yet (its
     /// `mrecv` still waits for prerequisites), by sequence number, replayed when it starts.
     pub early_dgrams: Vec<(u64, Vec<u8>)>,
@@ -390,6 +393,7 @@ pub fn setup(
         responder,
         early_control: Vec::new(),
         tx_batch: Vec::new(),
+        tx_unsent: 0..0,
         early_dgrams: Vec::new(),
     }))
 }

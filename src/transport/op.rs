@@ -138,7 +138,7 @@ impl<'a> OpBackend<'a> {
                     _ => return Err(OpError::Unsupported("multicast send without data")),
                 };
                 let before = tx.stats();
-                moved |= transmit(self.chan, tx, now, data)?;
+                moved |= transmit(self.chan, tx, now, data, true)?;
                 // Our own looped-back copies and stale datagrams: drain so they never fill
                 // the buffer that the next operation's data needs.
                 while let Ok(Some(_)) = self.chan.sock.recv(&mut self.rbuf) {}
@@ -276,44 +276,71 @@ impl<'a> OpBackend<'a> {
 }
 
 /// Hands the kernel every datagram the sender has ready, up to `TX_BATCH` per system call;
-/// true if any went out.
+/// true if any went out. `wait`: while the send buffer or the device queue is full, wait
+/// (bounded, as `McastSocket::send_batch` does) until it takes them; otherwise keep what it
+/// did not take in `chan.tx_unsent` and return, for a non-blocking operation whose caller
+/// comes back. Datagrams left unsent by an earlier call go out first, whoever calls.
 pub(super) fn transmit(
     chan: &mut Channel,
     tx: &mut McastSender,
     now: wire::Nanos,
     data: &[u8],
+    wait: bool,
 ) -> Result<bool, OpError> {
     let mut moved = false;
-    let batch = &mut chan.tx_batch;
-    if batch.len() < super::TX_BATCH {
-        batch.resize_with(super::TX_BATCH, Vec::new);
+    if !chan.tx_unsent.is_empty() {
+        let (sent, all) = flush(chan, wait)?;
+        moved |= sent;
+        if !all {
+            return Ok(moved);
+        }
+    }
+    if chan.tx_batch.len() < super::TX_BATCH {
+        chan.tx_batch.resize_with(super::TX_BATCH, Vec::new);
     }
     loop {
         let mut n = 0;
-        while n < batch.len() && tx.poll_transmit(now, data, &mut batch[n]) {
+        while n < chan.tx_batch.len() && tx.poll_transmit(now, data, &mut chan.tx_batch[n]) {
             n += 1;
         }
         if n == 0 {
             break;
         }
-        let refs: Vec<&[u8]> = batch[..n].iter().map(|d| d.as_slice()).collect();
-        let mut off = 0;
-        while off < n {
-            match chan.sock.send_batch(&refs[off..])? {
-                0 => {
-                    return Err(OpError::Io(std::io::Error::other(
-                        "sendmmsg sent no datagram",
-                    )))
-                }
-                k => off += k,
-            }
-        }
-        moved = true;
-        if n < batch.len() {
+        chan.tx_unsent = 0..n;
+        let (sent, all) = flush(chan, wait)?;
+        moved |= sent;
+        if !all || n < chan.tx_batch.len() {
             break;
         }
     }
     Ok(moved)
+}
+
+/// Sends `chan.tx_unsent`: (any went out, all went out).
+fn flush(chan: &mut Channel, wait: bool) -> Result<(bool, bool), OpError> {
+    let mut moved = false;
+    while !chan.tx_unsent.is_empty() {
+        let refs: Vec<&[u8]> = chan.tx_batch[chan.tx_unsent.clone()]
+            .iter()
+            .map(|d| d.as_slice())
+            .collect();
+        let k = if wait {
+            chan.sock.send_batch(&refs)?
+        } else {
+            chan.sock.try_send_batch(&refs)?
+        };
+        if k == 0 {
+            if wait {
+                return Err(OpError::Io(std::io::Error::other(
+                    "sendmmsg sent no datagram",
+                )));
+            }
+            return Ok((moved, false));
+        }
+        moved = true;
+        chan.tx_unsent.start += k;
+    }
+    Ok((moved, true))
 }
 
 fn describe(kind: Kind, seq: u64, size: u32, rank: u32) -> String {

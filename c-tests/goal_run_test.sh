@@ -27,14 +27,7 @@ esac
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 # Loopback only, whatever the caller had: refuse anything else.
-export MPICAST_IFACE=${MPICAST_IFACE:-lo} MPICAST_TTL=${MPICAST_TTL:-0}
-case "$MPICAST_IFACE:$MPICAST_TTL" in
-  lo:0) ;;
-  *) echo "refusing to run: MPICAST_IFACE=lo and MPICAST_TTL=0 are required" >&2; exit 1 ;;
-esac
-if [ "$(id -u)" = 0 ]; then
-  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-fi
+. "$TOP/c-tests/loopback_env.sh"
 
 skip() { echo "SKIP: $*"; exit 77; }
 fail() { echo "FAIL: $*" >&2; exit 1; }

@@ -18,14 +18,7 @@ case "$FLAVOUR" in
   *) echo "usage: $0 openmpi|mpich (or TC_FLAVOUR)" >&2; exit 2 ;;
 esac
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-export MPICAST_IFACE=${MPICAST_IFACE:-lo} MPICAST_TTL=${MPICAST_TTL:-0}
-case "$MPICAST_IFACE:$MPICAST_TTL" in
-  lo:0) ;;
-  *) echo "refusing to run: MPICAST_IFACE=lo and MPICAST_TTL=0 are required" >&2; exit 1 ;;
-esac
-if [ "$(id -u)" = 0 ]; then
-  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-fi
+. "$TOP/c-tests/loopback_env.sh"
 CLI=${MPICAST_CLI:-}
 if [ -z "$CLI" ]; then
   for c in "$TOP/target/$FLAVOUR/release/mpicast" "$TOP/target/release/mpicast"; do

@@ -102,10 +102,6 @@ pub struct Session {
     /// MPI copies a communicator's hints, and freed with the communicator).
     hint_keyval: c_int,
     hints: Mutex<HashMap<usize, HintMap>>,
-    /// The smallest broadcast that may go by multicast on any communicator:
-    /// `MPICAST_MIN_BYTES`, lowered by any `mpicast_min_bytes` hint ever recorded. Smaller
-    /// broadcasts go to the host MPI without looking up the communicator.
-    min_floor: AtomicUsize,
     /// Set when MPI_Finalize deletes our MPI_COMM_SELF attribute.
     finalized: AtomicBool,
     next_token: Mutex<usize>,
@@ -128,10 +124,11 @@ pub fn get() -> Result<Arc<Session>, String> {
         .clone()
 }
 
-/// The session if it has started successfully, without starting it: the hot path's check.
-/// The smallest threshold of any communicator while a session is active and enabled, else 0:
-/// one load that lets a broadcast below every threshold go to the host MPI at once (the
-/// interposition overhead of issue 3's seventh target). 0 never decides anything.
+/// The smallest broadcast that may go by multicast on any communicator while a session is
+/// active and enabled (`MPICAST_MIN_BYTES`, lowered by any `mpicast_min_bytes` hint ever
+/// recorded), else 0. Smaller broadcasts go to the host MPI without looking up the
+/// communicator: one load (the interposition overhead of issue 3's seventh target). 0 never
+/// decides anything.
 static FAST_FLOOR: AtomicUsize = AtomicUsize::new(0);
 
 /// See `FAST_FLOOR`.
@@ -140,6 +137,7 @@ pub fn fast_floor() -> usize {
     FAST_FLOOR.load(Ordering::Acquire)
 }
 
+/// The session if it has started successfully, without starting it: the hot path's check.
 pub fn started() -> Option<&'static Session> {
     match SESSION.get() {
         Some(Ok(s)) => Some(s.as_ref()),
@@ -167,9 +165,8 @@ fn start() -> Result<Arc<Session>, SessionError> {
     let self_keyval = host::attr::create_keyval(&FINALIZE).map_err(SessionError::Mpi)?;
     host::attr::set(host::comm_self(), self_keyval, 0).map_err(SessionError::Mpi)?;
     let world_rank = host::comm::rank(host::comm_world()).map_err(SessionError::Mpi)?;
-    let min_floor = cfg.min_bytes.floor();
     if !cfg.disable {
-        FAST_FLOOR.store(min_floor, Ordering::Release);
+        FAST_FLOOR.store(cfg.min_bytes.floor(), Ordering::Release);
     }
     Ok(Arc::new(Session {
         cfg,
@@ -177,7 +174,6 @@ fn start() -> Result<Arc<Session>, SessionError> {
         registry: Mutex::new(HashMap::new()),
         hint_keyval,
         hints: Mutex::new(HashMap::new()),
-        min_floor: AtomicUsize::new(min_floor),
         finalized: AtomicBool::new(false),
         next_token: Mutex::new(1),
         responder: Mutex::new(None),
@@ -190,11 +186,6 @@ impl Session {
     /// exists only after MPI_Init, and learns of MPI_Finalize through its attribute.
     pub fn active(&self) -> bool {
         !self.finalized.load(Ordering::Acquire)
-    }
-
-    /// Broadcasts smaller than this go to the host MPI on every communicator.
-    pub fn min_floor(&self) -> usize {
-        self.min_floor.load(Ordering::Relaxed)
     }
 
     /// The state of `comm`, made on first use. Collective over `comm` when it is made, which
@@ -230,7 +221,6 @@ impl Session {
         for (k, v) in &entries {
             let mut h = crate::config::Hints::default();
             if let (Ok(true), Some(m)) = (h.set(k, v), h.min_bytes) {
-                self.min_floor.fetch_min(m.floor(), Ordering::Relaxed);
                 FAST_FLOOR.fetch_min(m.floor(), Ordering::AcqRel);
             }
         }

@@ -56,7 +56,6 @@ pub fn bcast(
     if comm == host::comm_null() || host::is_in_place(buf) || count < 0 {
         return to_host(buf, count, dtype, root, comm);
     }
-
     // The fast path, first: a started session knows MPI is active without asking it, and a
     // message below every communicator's threshold needs one PMPI call to be sent on.
     let session = match session::started() {
@@ -69,7 +68,8 @@ pub fn bcast(
         return to_host(buf, count, dtype, root, comm);
     }
     match host::buffer::payload_bytes(count, dtype) {
-        Some(b) if b >= session.min_floor() as u64 => {}
+        // Active and enabled here (the session started), so this is the session's floor.
+        Some(b) if b >= session::fast_floor() as u64 => {}
         _ => return to_host(buf, count, dtype, root, comm),
     }
     let (Ok(false), Ok(size)) = (host::comm::is_inter(comm), host::comm::size(comm)) else {

@@ -15,6 +15,7 @@ use crate::transport::goal::{self as core, GoalBackend, Loaded, UserFunc};
 use crate::transport::goal_mcast::{self, McastRun};
 use std::ffi::{CStr, CString};
 use std::os::raw::{c_char, c_int, c_void};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Status codes of the extension API. Values are stable and never reused.
@@ -144,8 +145,9 @@ pub struct MPICAST_Goal {
     /// The active run is shared with the progress thread.
     threaded: bool,
     /// A binary schedule streamed from its mapped file (`MPICAST_GOAL_WINDOW` and
-    /// MPICAST_Goal_load_file); `loaded` then carries its buffers and an empty schedule.
-    stream: Option<Box<host::mapped::Mapped>>,
+    /// MPICAST_Goal_load_file), with where this rank's checked section starts; `loaded` then
+    /// carries its buffers and an empty schedule.
+    stream: Option<(Box<host::mapped::Mapped>, crate::goal::binary::StreamStart)>,
     error: CString,
 }
 
@@ -256,10 +258,12 @@ impl MPICAST_Goal {
         }
         if info.has_mcast {
             let m = format!(
-                "{path}: error: multicast actions are not streamed (MPICAST_GOAL_WINDOW):                  load the program whole, without the window"
+                "{path}: error: multicast actions are not streamed (MPICAST_GOAL_WINDOW): \
+                 load the program whole, without the window"
             );
             return Some(self.fail(INVALID, m));
         }
+        let start = info.start;
         let loaded = Loaded {
             schedule: Builder::new().build().expect("an empty schedule"),
             buffers: info.buffers,
@@ -269,7 +273,7 @@ impl MPICAST_Goal {
             mcast: Default::default(),
         };
         let status = self.install(Ok(loaded));
-        self.stream = Some(Box::new(map));
+        self.stream = Some((Box::new(map), start));
         Some(status)
     }
 
@@ -1056,41 +1060,29 @@ pub unsafe extern "C" fn MPICAST_Goal_start(
             let sched: &'static crate::sched::Schedule = unsafe { &*sched };
             let mut backend = GoalBackend::new(g.comm, slots, scratch, users, mcast);
             let (window, verbose) = host::init::goal_window();
-            let mut run = if let Some(map) = &g.stream {
+            let mut run = if let Some((map, at)) = &g.stream {
                 let map: *const host::mapped::Mapped = &**map;
                 // SAFETY: the mapping is boxed in the handle and, like the schedule above,
                 // neither replaced nor dropped while a run exists.
                 let map: &'static host::mapped::Mapped = unsafe { &*map };
-                let bytes = map.bytes();
-                let release = &mut |at: usize| map.release_before(at);
-                match crate::goal::binary::stream_rank_releasing(bytes, g.rank, release) {
-                    Ok((info, stream)) => {
-                        static SAID: std::sync::atomic::AtomicBool =
-                            std::sync::atomic::AtomicBool::new(false);
-                        if verbose >= 1 && !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
-                            let line = format!(
-                                "mpicast: rank {}: GOAL run of {} actions streamed from a mapped file through a sliding window of {window} (MPICAST_GOAL_WINDOW)\n",
-                                g.rank, info.actions
-                            );
-                            let _ =
-                                std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
-                        }
-                        Exec::Streamed(WindowedExecution::new(stream, window), map, 0)
-                    }
-                    Err(e) => return g.fail(INVALID, format!("goal: error: {e}")),
-                }
+                // Checked at load; the file must not change while the handle streams it.
+                let stream = crate::goal::binary::resume(map.bytes(), *at);
+                say_once(&STREAMED_SAID, verbose, || {
+                    format!(
+                        "mpicast: rank {}: GOAL run of {} actions streamed from a mapped file through a sliding window of {window} (MPICAST_GOAL_WINDOW)\n",
+                        g.rank,
+                        stream.actions_left()
+                    )
+                });
+                Exec::Streamed(WindowedExecution::new(stream, window), map, 0)
             } else if window > 0 && sched.len() > window {
-                static SAID: std::sync::atomic::AtomicBool =
-                    std::sync::atomic::AtomicBool::new(false);
-                if verbose >= 1 && !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
-                    // One write, so that the ranks' lines do not interleave.
-                    let line = format!(
+                say_once(&WINDOWED_SAID, verbose, || {
+                    format!(
                         "mpicast: rank {}: GOAL run of {} actions through a sliding window of {window} (MPICAST_GOAL_WINDOW)\n",
                         g.rank,
                         sched.len()
-                    );
-                    let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
-                }
+                    )
+                });
                 Exec::Windowed(WindowedExecution::new(TopoSource::new(sched), window))
             } else {
                 Exec::Full(Execution::new(sched))
@@ -1113,6 +1105,17 @@ pub unsafe extern "C" fn MPICAST_Goal_start(
             OK
         },
     )
+}
+
+static STREAMED_SAID: AtomicBool = AtomicBool::new(false);
+static WINDOWED_SAID: AtomicBool = AtomicBool::new(false);
+
+/// With `MPICAST_VERBOSE` >= 1, writes `line()` to stderr the first time `said` is asked, in
+/// one write so that the ranks' lines do not interleave.
+fn say_once(said: &AtomicBool, verbose: u8, line: impl FnOnce() -> String) {
+    if verbose >= 1 && !said.swap(true, Ordering::Relaxed) {
+        let _ = std::io::Write::write_all(&mut std::io::stderr(), line().as_bytes());
+    }
 }
 
 /// Drives the run until it completes. Returns MPICAST_OK at once for a completed run. On an

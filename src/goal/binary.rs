@@ -669,6 +669,37 @@ pub struct StreamInfo {
     pub users: Vec<u16>,
     pub actions: usize,
     pub has_mcast: bool,
+    /// Where the section's actions begin: `resume` opens the stream again from there.
+    pub start: StreamStart,
+}
+
+/// The place of a checked section's first action, to stream the same bytes again without
+/// checking them again (`resume`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StreamStart {
+    /// The section's offset and length in the file.
+    off: usize,
+    len: usize,
+    /// The first action's position in the section.
+    pos: usize,
+    actions: usize,
+    num_buffers: usize,
+}
+
+/// The stream of a section that `stream_rank` checked in these same `bytes`, from its first
+/// action, without the checking pass (a file streamed run after run is read once per run).
+/// On other bytes the stream ends where an action does not decode, as the window expects of
+/// a source that is not a schedule. Panics if `bytes` is shorter than the section.
+pub fn resume(bytes: &[u8], at: StreamStart) -> Stream<'_> {
+    Stream {
+        r: Reader {
+            b: &bytes[at.off..at.off + at.len],
+            pos: at.pos,
+            base: at.off,
+        },
+        left: at.actions,
+        num_buffers: at.num_buffers,
+    }
 }
 
 /// One rank's actions read one at a time from a binary schedule (for `sched::window`), with
@@ -688,6 +719,11 @@ impl Stream<'_> {
     /// last time.
     pub fn file_offset(&self) -> usize {
         self.r.base + self.r.pos
+    }
+
+    /// Actions not read yet.
+    pub fn actions_left(&self) -> usize {
+        self.left
     }
 }
 
@@ -746,10 +782,12 @@ pub fn stream_rank_releasing<'a>(
     for _ in 0..ni {
         r.u32("independent action offset")?;
     }
-    let body = Reader {
-        b: r.b,
+    let start = StreamStart {
+        off,
+        len,
         pos: r.pos,
-        base: r.base,
+        actions: n,
+        num_buffers: h.buffers.len(),
     };
     let mut info = StreamInfo {
         num_ranks: h.table.len() as u32,
@@ -760,6 +798,7 @@ pub fn stream_rank_releasing<'a>(
         users: Vec::new(),
         actions: n,
         has_mcast: false,
+        start,
     };
     let mut users = std::collections::BTreeSet::new();
     for _ in 0..n {
@@ -814,12 +853,5 @@ pub fn stream_rank_releasing<'a>(
         )));
     }
     info.users = users.into_iter().collect();
-    Ok((
-        info,
-        Stream {
-            r: body,
-            left: n,
-            num_buffers: h.buffers.len(),
-        },
-    ))
+    Ok((info, resume(bytes, start)))
 }

@@ -866,8 +866,17 @@ fn streamed_sections_run_the_same_actions_through_any_window() {
                     info.has_mcast,
                     matches!(algo, Algo::ScoutTreeBcast) && n > 1
                 );
-                for w in [1usize, 2, 7] {
-                    let (_, stream) = super::binary::stream_rank(&bin, rank).unwrap();
+                // Each window over a fresh stream, and over one resumed from `info.start`
+                // (what every run of a streamed file after its load reads).
+                for (w, resumed) in [1usize, 2, 7]
+                    .into_iter()
+                    .flat_map(|w| [(w, false), (w, true)])
+                {
+                    let stream = if resumed {
+                        super::binary::resume(&bin, info.start)
+                    } else {
+                        super::binary::stream_rank(&bin, rank).unwrap().1
+                    };
                     let mut got = Immediate(Vec::new());
                     let mut ex = WindowedExecution::new(stream, w);
                     ex.wait(&mut got).unwrap();
@@ -880,7 +889,10 @@ fn streamed_sections_run_the_same_actions_through_any_window() {
                     let mut b: Vec<String> = want.0.iter().map(key).collect();
                     a.sort();
                     b.sort();
-                    assert_eq!(a, b, "{algo:?} n {n} rank {rank} window {w}");
+                    assert_eq!(
+                        a, b,
+                        "{algo:?} n {n} rank {rank} window {w} resumed {resumed}"
+                    );
                 }
             }
         }

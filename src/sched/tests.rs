@@ -226,6 +226,26 @@ fn empty_schedule() {
 /// `progress` call. It checks that each action starts exactly once and only after all its
 /// prerequisites completed, and it injects bogus completion reports that the executor must
 /// ignore.
+/// One to three of the `pending` (running) actions, chosen at random, complete: they leave
+/// `pending`, are marked in `finished`, and are returned in completion order.
+fn complete_some(
+    rng: &mut Rng,
+    pending: &mut Vec<ActionId>,
+    finished: &mut [bool],
+) -> Vec<ActionId> {
+    let mut out = Vec::new();
+    for _ in 0..1 + rng.below(3) {
+        if pending.is_empty() {
+            break;
+        }
+        let k = rng.below(pending.len());
+        let id = pending.swap_remove(k);
+        finished[id as usize] = true;
+        out.push(id);
+    }
+    out
+}
+
 struct Fake<'a> {
     sched: &'a Schedule,
     preds: Preds,
@@ -309,13 +329,7 @@ impl Backend for Fake<'_> {
             self.injected += 1;
             return Ok(());
         }
-        for _ in 0..1 + self.rng.below(3) {
-            if self.pending.is_empty() {
-                break;
-            }
-            let k = self.rng.below(self.pending.len());
-            let id = self.pending.swap_remove(k);
-            self.finished[id as usize] = true;
+        for id in complete_some(&mut self.rng, &mut self.pending, &mut self.finished) {
             done.push(id);
             if self.noise && self.rng.chance(30) {
                 done.push(id);
@@ -678,15 +692,11 @@ impl Backend for EdgeCheck<'_> {
     }
     fn progress(&mut self, done: &mut Vec<ActionId>) -> Result<(), Infallible> {
         assert!(!self.pending.is_empty(), "progress with nothing running");
-        for _ in 0..1 + self.rng.below(3) {
-            if self.pending.is_empty() {
-                break;
-            }
-            let k = self.rng.below(self.pending.len());
-            let id = self.pending.swap_remove(k);
-            self.finished[id as usize] = true;
-            done.push(id);
-        }
+        done.extend(complete_some(
+            &mut self.rng,
+            &mut self.pending,
+            &mut self.finished,
+        ));
         Ok(())
     }
 }

@@ -29,6 +29,7 @@
 use super::op::{control_seq, count_outcome, transmit, OpError, TAG_CONTROL};
 use super::Channel;
 use crate::host::p2p::{self, Region, Requests};
+use crate::host::MPI_Comm;
 use crate::sched::{ActionId, Op, Schedule};
 use crate::session::{CommState, Path};
 use crate::stats::{self, COUNTERS};
@@ -250,11 +251,7 @@ impl McastRun {
                 let mut rx = None;
                 if let Some(e) = self.early.remove(&seq) {
                     if e.rx.root() != root {
-                        return Err(OpError::Truncated(format!(
-                            "GOAL multicast {seq} comes from rank {}, but this rank's matching \
-                             `mrecv` names rank {root}: the ranks' programs disagree",
-                            e.rx.root()
-                        )));
+                        return Err(wrong_root(seq, e.rx.root(), root));
                     }
                     if e.buf.len() > buf.len() {
                         return Err(truncated(seq, root, e.buf.len(), buf.len()));
@@ -352,12 +349,7 @@ impl McastRun {
             }
         }
         for e in self.early.values_mut() {
-            if e.rx.poll_timeout().is_some_and(|t| t <= now) {
-                e.rx.handle_timeout(now);
-            }
-            while let Some(msg) = e.rx.poll_control(now) {
-                p2p::send_bytes(private, e.rx.root(), TAG_CONTROL, &msg)?;
-            }
+            tend(&mut e.rx, now, private)?;
         }
         // Control messages, to the sender of their multicast.
         if self.active.iter().any(|a| matches!(a, Active::Send { .. })) {
@@ -393,15 +385,10 @@ impl McastRun {
                     stats::add(&COUNTERS.repairs, after.retransmits - before.retransmits);
                     tx.is_done()
                 }
-                Active::Recv { root, rx, .. } => match rx {
+                Active::Recv { rx, .. } => match rx {
                     None => false,
                     Some(rx) => {
-                        if rx.poll_timeout().is_some_and(|t| t <= now) {
-                            rx.handle_timeout(now);
-                        }
-                        while let Some(msg) = rx.poll_control(now) {
-                            p2p::send_bytes(private, *root, TAG_CONTROL, &msg)?;
-                        }
+                        tend(rx, now, private)?;
                         rx.is_done()
                     }
                 },
@@ -432,6 +419,24 @@ impl McastRun {
     pub fn is_idle(&self) -> bool {
         self.active.is_empty() && self.p2p_left.is_empty() && self.recv_left == 0
     }
+}
+
+fn wrong_root(seq: u64, from: u32, root: u32) -> OpError {
+    OpError::Truncated(format!(
+        "GOAL multicast {seq} comes from rank {from}, but this rank's matching `mrecv` names \
+         rank {root}: the ranks' programs disagree"
+    ))
+}
+
+/// A receiver's timers and the acks/NACKs it has to send to its root.
+fn tend(rx: &mut McastReceiver, now: wire::Nanos, private: MPI_Comm) -> Result<(), OpError> {
+    if rx.poll_timeout().is_some_and(|t| t <= now) {
+        rx.handle_timeout(now);
+    }
+    while let Some(msg) = rx.poll_control(now) {
+        p2p::send_bytes(private, rx.root(), TAG_CONTROL, &msg)?;
+    }
+    Ok(())
 }
 
 fn truncated(seq: u64, root: u32, len: usize, room: usize) -> OpError {
@@ -497,11 +502,7 @@ fn accept(
             return Ok(());
         }
         if h.root != *root {
-            return Err(OpError::Truncated(format!(
-                "GOAL multicast {seq} comes from rank {}, but this rank's matching `mrecv` \
-                 names rank {root}: the ranks' programs disagree",
-                h.root
-            )));
+            return Err(wrong_root(*seq, h.root, *root));
         }
         let len = usize::try_from(h.total_len).unwrap_or(usize::MAX);
         if len > buf.len() {

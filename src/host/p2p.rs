@@ -193,6 +193,16 @@ pub fn any_tag() -> c_int {
     unsafe { mpi_sys::RSMPI_ANY_TAG }
 }
 
+/// A registered user function (a GOAL `exec user N`): `f(src, src_len, dst, dst_len, ctx)`,
+/// 0 on success.
+pub type UserFn = unsafe extern "C" fn(
+    src: *const c_void,
+    src_len: usize,
+    dst: *mut c_void,
+    dst_len: usize,
+    ctx: *mut c_void,
+) -> c_int;
+
 /// A span of memory that someone else owns (the application's buffer bound to a GOAL slot,
 /// or a scratch area): a raw view, because MPI requests keep using it after any Rust borrow
 /// would have ended. Whoever creates one promises it stays valid for as long as it is used.
@@ -262,12 +272,7 @@ impl Region {
     /// `exec user N`) and returns its status. `src` may overlap `self`: the function sees
     /// the raw pointers, as C code would. `ctx` is opaque here: only the function reads it.
     #[allow(clippy::not_unsafe_ptr_arg_deref)]
-    pub fn call_user(
-        &self,
-        src: Region,
-        f: unsafe extern "C" fn(*const c_void, usize, *mut c_void, usize, *mut c_void) -> c_int,
-        ctx: *mut c_void,
-    ) -> c_int {
+    pub fn call_user(&self, src: Region, f: UserFn, ctx: *mut c_void) -> c_int {
         // SAFETY: both regions are valid per `new`'s contract; the function was registered
         // by the application with the documented signature, and gets exactly the lengths.
         unsafe {

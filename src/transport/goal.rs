@@ -11,7 +11,7 @@
 use super::goal_mcast::{self, McastRun, Numbering};
 use super::op::OpError;
 use crate::goal::{self, validate};
-use crate::host::p2p::{self, Region, Requests};
+use crate::host::p2p::{self, Region, Requests, UserFn};
 use crate::host::{MPI_Comm, MpiError};
 use crate::sched::SCRATCH_SLOT;
 use crate::sched::{func, ActionId, Backend, BufRef, Func, Op, Schedule, ANY_PEER, ANY_TAG};
@@ -38,15 +38,6 @@ pub struct Loaded {
     /// The schedule's multicasts, numbered for a run (empty: none).
     pub mcast: Numbering,
 }
-
-/// A registered user function: `f(src, src_len, dst, dst_len, ctx)`, 0 on success.
-pub type UserFn = unsafe extern "C" fn(
-    src: *const std::os::raw::c_void,
-    src_len: usize,
-    dst: *mut std::os::raw::c_void,
-    dst_len: usize,
-    ctx: *mut std::os::raw::c_void,
-) -> c_int;
 
 /// A user function with the context pointer it was registered with.
 #[derive(Clone, Copy)]

@@ -137,6 +137,16 @@ pub fn fast_floor() -> usize {
     FAST_FLOOR.load(Ordering::Acquire)
 }
 
+/// Writes `line` and a newline to stderr in one write, so that a line of one rank is never
+/// split by other output (`eprintln!` writes the newline separately, and a launcher that
+/// forwards the ranks' output can put another line between; the tests parse these lines).
+pub fn say(line: &str) {
+    let mut l = String::with_capacity(line.len() + 1);
+    l.push_str(line);
+    l.push('\n');
+    let _ = std::io::Write::write_all(&mut std::io::stderr(), l.as_bytes());
+}
+
 /// The session if it has started successfully, without starting it: the hot path's check.
 pub fn started() -> Option<&'static Session> {
     match SESSION.get() {
@@ -278,7 +288,7 @@ impl Session {
             Path::Host("disabled".into())
         } else if let Some(e) = hint_error {
             if rank == 0 {
-                eprintln!("{e}; using the host MPI for this communicator");
+                say(&format!("{e}; using the host MPI for this communicator"));
             }
             Path::Host(e)
         } else {
@@ -330,9 +340,9 @@ impl Session {
         match layout {
             (Layout::OneHost, _) => {
                 if rank == 0 && cfg.verbose >= 1 {
-                    eprintln!(
+                    say(&format!(
                         "mpicast: all {size} ranks of a communicator share one host: the host MPI carries its collectives (MPICAST_TOPO=flat multicasts anyway)"
-                    );
+                    ));
                 }
                 Ok(Path::Host("all ranks on one host".into()))
             }
@@ -360,9 +370,9 @@ impl Session {
             Err(reason) => {
                 crate::stats::add(&crate::stats::COUNTERS.fallbacks, 1);
                 if rank == 0 {
-                    eprintln!(
+                    say(&format!(
                         "mpicast: warning: multicast unavailable for a communicator of {size} ranks: {reason}; using the host MPI for it"
-                    );
+                    ));
                 }
                 None
             }
@@ -403,11 +413,11 @@ impl Session {
             });
         }
         if rank == 0 && cfg.verbose >= 1 {
-            eprintln!(
+            say(&format!(
                 "mpicast: a communicator of {} ranks on {} hosts: one leader per host multicasts, the host MPI spreads data inside each host",
                 hosts.ranks(),
                 hosts.hosts()
-            );
+            ));
         }
         Ok(Hier {
             local: host::SendComm(local),
@@ -428,10 +438,10 @@ impl Session {
         FAST_FLOOR.store(0, Ordering::Release);
         self.finalized.store(true, Ordering::Release);
         if self.cfg.stats && self.world_rank == 0 {
-            eprintln!(
-                "{}",
-                crate::stats::report_line(self.world_rank, &crate::stats::snapshot())
-            );
+            say(&crate::stats::report_line(
+                self.world_rank,
+                &crate::stats::snapshot(),
+            ));
         }
         let tokens: Vec<usize> = self.registry.lock().unwrap().keys().copied().collect();
         for t in tokens {

@@ -48,10 +48,10 @@ pub fn barrier(comm: MPI_Comm) -> c_int {
     stats::add(&COUNTERS.barrier_mcast, 1);
     st.seq += 1;
     if st.cfg.verbose >= 2 {
-        eprintln!(
+        crate::session::say(&format!(
             "mpicast: rank {} MPI_Barrier op {} by multicast",
             st.rank, st.seq
-        );
+        ));
     }
     let (private, rank, seq) = (st.private.0, st.rank, st.seq);
     let result = match &mut st.path {

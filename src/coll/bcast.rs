@@ -114,10 +114,10 @@ pub fn bcast(
     };
     let root = root as u32;
     if st.cfg.verbose >= 2 {
-        eprintln!(
+        crate::session::say(&format!(
             "mpicast: rank {} MPI_Bcast op {} root {root} {bytes} B by multicast ({:?} scouts)",
             st.rank, st.seq, st.cfg.sync
-        );
+        ));
     }
     let (private, rank, size, seq) = (st.private.0, st.rank, st.size, st.seq);
     let (result, sent) = match &mut st.path {

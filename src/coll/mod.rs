@@ -26,13 +26,13 @@ use std::sync::OnceLock;
 fn session_or_die() -> &'static Session {
     static FLAVOUR: OnceLock<Result<(), String>> = OnceLock::new();
     if let Err(msg) = FLAVOUR.get_or_init(host::flavour::check) {
-        eprintln!("{msg}");
+        crate::session::say(msg);
         host::exit_now(1);
     }
     match session::get() {
         Ok(_) => session::started().expect("the session has just started"),
         Err(msg) => {
-            eprintln!("{msg}");
+            crate::session::say(&msg);
             host::abort(host::comm_world(), 1)
         }
     }
@@ -63,19 +63,21 @@ fn fail(comm: MPI_Comm, e: OpError) -> c_int {
     match e {
         OpError::Mpi(e) => host::call_errhandler(comm, e.0),
         OpError::Stalled(msg) => {
-            eprintln!("mpicast: {msg}; aborting");
+            crate::session::say(&format!("mpicast: {msg}; aborting"));
             host::abort(comm, 1)
         }
         OpError::Io(e) => {
-            eprintln!("mpicast: socket error during a collective: {e}; aborting");
+            crate::session::say(&format!(
+                "mpicast: socket error during a collective: {e}; aborting"
+            ));
             host::abort(comm, 1)
         }
         OpError::Unsupported(what) => {
-            eprintln!("mpicast: internal error: {what}; aborting");
+            crate::session::say(&format!("mpicast: internal error: {what}; aborting"));
             host::abort(comm, 1)
         }
         OpError::Truncated(msg) => {
-            eprintln!("mpicast: {msg}; aborting");
+            crate::session::say(&format!("mpicast: {msg}; aborting"));
             host::abort(comm, 1)
         }
     }

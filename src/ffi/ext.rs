@@ -1069,7 +1069,7 @@ pub unsafe extern "C" fn MPICAST_Goal_start(
                 let stream = crate::goal::binary::resume(map.bytes(), *at);
                 say_once(&STREAMED_SAID, verbose, || {
                     format!(
-                        "mpicast: rank {}: GOAL run of {} actions streamed from a mapped file through a sliding window of {window} (MPICAST_GOAL_WINDOW)\n",
+                        "mpicast: rank {}: GOAL run of {} actions streamed from a mapped file through a sliding window of {window} (MPICAST_GOAL_WINDOW)",
                         g.rank,
                         stream.actions_left()
                     )
@@ -1078,7 +1078,7 @@ pub unsafe extern "C" fn MPICAST_Goal_start(
             } else if window > 0 && sched.len() > window {
                 say_once(&WINDOWED_SAID, verbose, || {
                     format!(
-                        "mpicast: rank {}: GOAL run of {} actions through a sliding window of {window} (MPICAST_GOAL_WINDOW)\n",
+                        "mpicast: rank {}: GOAL run of {} actions through a sliding window of {window} (MPICAST_GOAL_WINDOW)",
                         g.rank,
                         sched.len()
                     )
@@ -1110,11 +1110,11 @@ pub unsafe extern "C" fn MPICAST_Goal_start(
 static STREAMED_SAID: AtomicBool = AtomicBool::new(false);
 static WINDOWED_SAID: AtomicBool = AtomicBool::new(false);
 
-/// With `MPICAST_VERBOSE` >= 1, writes `line()` to stderr the first time `said` is asked, in
-/// one write so that the ranks' lines do not interleave.
+/// With `MPICAST_VERBOSE` >= 1, writes `line()` to stderr (`session::say`) the first time
+/// `said` is asked.
 fn say_once(said: &AtomicBool, verbose: u8, line: impl FnOnce() -> String) {
     if verbose >= 1 && !said.swap(true, Ordering::Relaxed) {
-        let _ = std::io::Write::write_all(&mut std::io::stderr(), line().as_bytes());
+        crate::session::say(&line());
     }
 }
 

@@ -44,7 +44,9 @@ unsafe fn set_ierr(ierr: *mut Fint, rc: c_int) {
 /// consistent host MPI, and guessing would be worse than stopping.
 fn no_host_entry(entry: &[u8]) -> ! {
     let name = String::from_utf8_lossy(entry.strip_suffix(b"\0").unwrap_or(entry));
-    eprintln!("mpicast: cannot hand a Fortran call to the host MPI: it has no {name}; aborting");
+    crate::session::say(&format!(
+        "mpicast: cannot hand a Fortran call to the host MPI: it has no {name}; aborting"
+    ));
     host::abort(host::comm_world(), 1)
 }
 

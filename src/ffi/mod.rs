@@ -18,7 +18,7 @@ pub(crate) fn guard<T>(what: &str, fallback: impl FnOnce() -> T, f: impl FnOnce(
                 .map(|s| s.to_string())
                 .or_else(|| p.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "unknown panic".into());
-            eprintln!("mpicast: internal error in {what}: {msg}");
+            crate::session::say(&format!("mpicast: internal error in {what}: {msg}"));
             fallback()
         }
     }

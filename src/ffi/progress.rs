@@ -201,11 +201,11 @@ pub fn register(run: &SharedRun) -> bool {
     }
     if !host::init::progress_thread_allowed() {
         if !WARNED.swap(true, Ordering::Relaxed) {
-            eprintln!(
+            crate::session::say(
                 "mpicast: warning: MPICAST_PROGRESS=thread, but MPI was initialised without \
                  MPI_THREAD_MULTIPLE (initialise through MPI_Init or MPI_Init_thread with mpicast \
                  loaded, and a host MPI that grants it): GOAL runs progress in \
-                 MPICAST_Goal_test/MPICAST_Goal_wait only"
+                 MPICAST_Goal_test/MPICAST_Goal_wait only",
             );
         }
         return false;
@@ -216,7 +216,7 @@ pub fn register(run: &SharedRun) -> bool {
             Ok(e) => *eng = Some(e),
             Err(why) => {
                 if !WARNED.swap(true, Ordering::Relaxed) {
-                    eprintln!("mpicast: warning: no progress thread ({why}): GOAL runs progress in MPICAST_Goal_test/MPICAST_Goal_wait only");
+                    crate::session::say(&format!("mpicast: warning: no progress thread ({why}): GOAL runs progress in MPICAST_Goal_test/MPICAST_Goal_wait only"));
                 }
                 return false;
             }

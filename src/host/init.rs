@@ -57,12 +57,12 @@ fn report(provided: c_int) {
         return;
     }
     if super::comm::rank(super::comm_world()).unwrap_or(0) == 0 {
-        eprintln!(
+        crate::session::say(&format!(
             "mpicast: warning: MPICAST_PROGRESS=thread needs MPI_THREAD_MULTIPLE, but the host \
              MPI provides only {}: GOAL runs progress inside MPICAST_Goal_test/MPICAST_Goal_wait \
              only (as with MPICAST_PROGRESS=poll)",
             level_name(provided)
-        );
+        ));
     }
 }
 

@@ -377,10 +377,10 @@ pub fn setup(
         None
     };
     if cfg.verbose >= 1 && rank == 0 {
-        eprintln!(
+        crate::session::say(&format!(
             "mpicast: communicator of {size} ranks on {}:{} via {} ({}): {} B per datagram, window {} datagrams",
             msg.group, msg.port, ifc.name, ifc.addr, frag, params.window_frags
-        );
+        ));
     }
     Ok(Ok(Channel {
         sock,

@@ -176,6 +176,8 @@ fn start() -> Result<Arc<Session>, SessionError> {
     host::attr::set(host::comm_self(), self_keyval, 0).map_err(SessionError::Mpi)?;
     let world_rank = host::comm::rank(host::comm_world()).map_err(SessionError::Mpi)?;
     if !cfg.disable {
+        // The fast path reads the table only once the floor is set.
+        host::buffer::init_predefined();
         FAST_FLOOR.store(cfg.min_bytes.floor(), Ordering::Release);
     }
     Ok(Arc::new(Session {

@@ -26,7 +26,10 @@ fn to_host(
 /// while the session is active: one load, the datatype's size (a table lookup for the
 /// predefined ones) and one compare decide; `Some(status)` when taken. Inlined into the
 /// exported entry points ahead of everything else, because the shim's cost on this path is
-/// the whole interposition overhead (issue 3's seventh target). Cannot panic.
+/// the whole interposition overhead (issue 3's seventh target): it calls nothing but the
+/// host, so the entry point needs no stack frame. Anything it cannot decide without a call
+/// (a derived datatype, a negative count) goes the long way, which hands MPI_COMM_NULL,
+/// MPI_IN_PLACE and bad arguments to the host just as this path does. Cannot panic.
 #[inline(always)]
 pub fn bcast_below_threshold(
     buf: *mut c_void,
@@ -36,10 +39,10 @@ pub fn bcast_below_threshold(
     comm: MPI_Comm,
 ) -> Option<c_int> {
     let floor = session::fast_floor();
-    if floor == 0 || count < 0 || comm == host::comm_null() || host::is_in_place(buf) {
+    if floor == 0 {
         return None;
     }
-    match host::buffer::payload_bytes(count, dtype) {
+    match host::buffer::predefined_payload_bytes(count, dtype) {
         Some(b) if b < floor as u64 => Some(to_host(buf, count, dtype, root, comm)),
         _ => None,
     }

@@ -3,7 +3,7 @@
 //! on success; NULL where a pointer is required gives `MPICAST_ERR_NULL_ARG`.
 
 use super::guard;
-use super::progress::{self, Exec, Run, SharedRun};
+use super::progress::{self, Exec, Run, SharedRun, Spare};
 use crate::host::p2p::Region;
 use crate::host::{self, MPI_Comm};
 use crate::sched::{
@@ -148,6 +148,8 @@ pub struct MPICAST_Goal {
     /// MPICAST_Goal_load_file), with where this rank's checked section starts; `loaded` then
     /// carries its buffers and an empty schedule.
     stream: Option<(Box<host::mapped::Mapped>, crate::goal::binary::StreamStart)>,
+    /// The memory of the last run, for the next one.
+    spare: Spare,
     error: CString,
 }
 
@@ -308,19 +310,21 @@ impl MPICAST_Goal {
     /// so the progress thread never touches it afterwards.
     fn abandon(&mut self) {
         if let Some(r) = self.run.take() {
-            r.lock().unwrap_or_else(|p| p.into_inner()).abandon();
+            self.spare.retire(r);
         }
     }
 
     /// Drives the active run (`block`: until done). Returns done.
     fn drive(&mut self, block: bool) -> Result<bool, c_int> {
-        let Some(run) = self.run.clone() else {
-            return Ok(true);
-        };
         // Without the progress thread nobody else drives the run: waiting may block inside
         // the host MPI until a request completes, as a hand-written MPI_Waitall does.
         let wait_in_mpi = block && !self.threaded;
         let outcome = loop {
+            // Borrowed, not cloned: when the run ends, `abandon` finds its cell unshared and
+            // keeps it for the next run.
+            let Some(run) = self.run.as_ref() else {
+                return Ok(true);
+            };
             let mut r = run.lock().unwrap_or_else(|p| p.into_inner());
             // Blocking with the lock held would stall the progress thread for nothing:
             // step, and let go between steps. Steps that complete actions follow each other
@@ -405,6 +409,7 @@ pub unsafe extern "C" fn MPICAST_Goal_create(
                 mcast: None,
                 threaded: false,
                 stream: None,
+                spare: Spare::default(),
                 error: CString::default(),
             });
             let p: *mut MPICAST_Goal = &mut *g;
@@ -1019,7 +1024,8 @@ pub unsafe extern "C" fn MPICAST_Goal_start(
             let Some(l) = g.loaded.as_deref() else {
                 return g.fail(STATE, "goal: error: no program loaded");
             };
-            let mut slots = Vec::with_capacity(l.buffers.len());
+            let mut mem = std::mem::take(&mut g.spare.backend);
+            let slots = &mut mem.slots;
             for (name, &need) in l.buffers.iter().zip(&l.needed) {
                 let r = g.bound.iter().find(|(n, _)| n == name).map(|&(_, r)| r);
                 match r {
@@ -1044,7 +1050,7 @@ pub unsafe extern "C" fn MPICAST_Goal_start(
                 );
                 return g.fail(STATE, m);
             }
-            let users = g.users.iter().copied().map(Some).collect();
+            mem.users.extend(g.users.iter().copied().map(Some));
             let mcast = state.map(|s| (McastRun::begin(s, &l.mcast), l.mcast.of.clone()));
             let scratch_len = l.scratch_len;
             if g.scratch.len() < scratch_len {
@@ -1058,7 +1064,7 @@ pub unsafe extern "C" fn MPICAST_Goal_start(
             // (load_text refuses during a run) nor dropped while `run` exists (`run` is declared
             // first and `abandon` clears it first), so the reference outlives its use.
             let sched: &'static crate::sched::Schedule = unsafe { &*sched };
-            let mut backend = GoalBackend::new(g.comm, slots, scratch, users, mcast);
+            let mut backend = GoalBackend::with_memory(g.comm, mem, scratch, mcast);
             let (window, verbose) = host::init::goal_window();
             let mut run = if let Some((map, at)) = &g.stream {
                 let map: *const host::mapped::Mapped = &**map;
@@ -1074,7 +1080,7 @@ pub unsafe extern "C" fn MPICAST_Goal_start(
                         stream.actions_left()
                     )
                 });
-                Exec::Streamed(WindowedExecution::new(stream, window), map, 0)
+                Exec::Streamed(Box::new(WindowedExecution::new(stream, window)), map, 0)
             } else if window > 0 && sched.len() > window {
                 say_once(&WINDOWED_SAID, verbose, || {
                     format!(
@@ -1083,9 +1089,15 @@ pub unsafe extern "C" fn MPICAST_Goal_start(
                         sched.len()
                     )
                 });
-                Exec::Windowed(WindowedExecution::new(TopoSource::new(sched), window))
+                Exec::Windowed(Box::new(WindowedExecution::new(
+                    TopoSource::new(sched),
+                    window,
+                )))
             } else {
-                Exec::Full(Execution::new(sched))
+                Exec::Full(Execution::with_memory(
+                    sched,
+                    std::mem::take(&mut g.spare.exec),
+                ))
             };
             if let Err(e) = run.start(&mut backend) {
                 drop(run);
@@ -1096,7 +1108,7 @@ pub unsafe extern "C" fn MPICAST_Goal_start(
                 };
                 return g.fail(status, format!("goal: start failed: {e}"));
             }
-            let shared = Run::new(run, backend);
+            let shared = Run::new(run, backend, &mut g.spare);
             g.threaded = progress::register(&shared);
             g.run = Some(shared);
             let req: *mut MPICAST_Request = &mut *g.request;

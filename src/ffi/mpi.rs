@@ -52,23 +52,24 @@ pub unsafe extern "C" fn MPI_Bcast(
     if let Some(rc) = coll::bcast_below_threshold(buffer, i64::from(count), datatype, root, comm) {
         return rc;
     }
-    bcast_guarded("MPI_Bcast", buffer, i64::from(count), datatype, root, comm)
+    bcast_guarded(buffer, i64::from(count), datatype, root, comm, false)
 }
 
 /// Every broadcast the threshold did not send straight to the host: out of line, so that the
-/// entry points' fast path saves no registers for it.
+/// entry points' fast path saves no registers for it, and with at most six arguments, so
+/// that they reach it by a jump (`large`: from MPI_Bcast_c).
 #[inline(never)]
 #[cold]
 fn bcast_guarded(
-    what: &str,
     buffer: *mut c_void,
     count: i64,
     datatype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
+    large: bool,
 ) -> c_int {
     guard(
-        what,
+        if large { "MPI_Bcast_c" } else { "MPI_Bcast" },
         || host::call_errhandler(comm, host::err_other()),
         || coll::bcast(buffer, count, datatype, root, comm),
     )
@@ -96,7 +97,7 @@ pub unsafe extern "C" fn MPI_Bcast_c(
     if let Some(rc) = coll::bcast_below_threshold(buffer, count, datatype, root, comm) {
         return rc;
     }
-    bcast_guarded("MPI_Bcast_c", buffer, count, datatype, root, comm)
+    bcast_guarded(buffer, count, datatype, root, comm, true)
 }
 
 /// MPI_Barrier: scouts up a binary tree, one multicast release.

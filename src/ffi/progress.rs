@@ -13,15 +13,15 @@
 use crate::goal::binary::Stream;
 use crate::host::mapped::Mapped;
 use crate::host::{self, attr};
-use crate::sched::{Execution, TopoSource, WindowedExecution};
-use crate::transport::goal::{GoalBackend, GoalError};
+use crate::sched::{ExecMemory, Execution, TopoSource, WindowedExecution};
+use crate::transport::goal::{BackendMemory, GoalBackend, GoalError};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-/// The live part of a run: dropped (outstanding MPI requests cancelled) when the run ends
-/// or is abandoned.
+/// The live part of a run: dropped (outstanding MPI requests cancelled) when the run fails,
+/// or emptied into its handle's `Spare` when the handle takes it back.
 struct Live {
     exec: Exec,
     backend: GoalBackend,
@@ -29,12 +29,19 @@ struct Live {
 
 /// How a run executes its schedule: all of it at once, or through a sliding window
 /// (`MPICAST_GOAL_WINDOW`).
+///
+/// The windowed forms are boxed: a run moves a few times as it starts, and the common full
+/// form is small.
 pub enum Exec {
     Full(Execution<'static>),
-    Windowed(WindowedExecution<TopoSource<'static>>),
+    Windowed(Box<WindowedExecution<TopoSource<'static>>>),
     /// A binary schedule read from a mapped file as it runs; the mapping gives back what
     /// has been read (`Mapped::release_before`) every `RELEASE_STEP` bytes.
-    Streamed(WindowedExecution<Stream<'static>>, &'static Mapped, usize),
+    Streamed(
+        Box<WindowedExecution<Stream<'static>>>,
+        &'static Mapped,
+        usize,
+    ),
 }
 
 /// Bytes of a streamed schedule read between two releases of its pages.
@@ -96,8 +103,37 @@ impl Exec {
 
 /// One run of a GOAL program.
 pub struct Run {
+    /// The run; once it completed (`outcome` is `Ok`), kept until its handle takes its
+    /// memory back (`Spare::retire`).
     live: Option<Live>,
     outcome: Option<Result<(), GoalError>>,
+}
+
+/// What the runs of one handle leave for its next run: their vectors, and their shared cell
+/// once nobody else holds it, so that starting a run again allocates nothing.
+#[derive(Default)]
+pub struct Spare {
+    pub exec: ExecMemory,
+    pub backend: BackendMemory,
+    cell: Option<SharedRun>,
+}
+
+impl Spare {
+    /// Ends `run` where it stands (outstanding requests cancelled: nothing of it is used
+    /// afterwards) and keeps its memory.
+    pub fn retire(&mut self, mut run: SharedRun) {
+        let live = run.lock().unwrap_or_else(|p| p.into_inner()).live.take();
+        if let Some(Live { exec, backend }) = live {
+            self.backend = backend.into_memory();
+            if let Exec::Full(e) = exec {
+                self.exec = e.into_memory();
+            }
+        }
+        // The progress thread's weak reference, while it has one, keeps the cell its own.
+        if Arc::get_mut(&mut run).is_some() {
+            self.cell = Some(run);
+        }
+    }
 }
 
 // SAFETY: a Run holds raw views of the application's memory and MPI handles (GoalBackend)
@@ -110,9 +146,19 @@ unsafe impl Send for Run {}
 pub type SharedRun = Arc<Mutex<Run>>;
 
 impl Run {
-    pub fn new(exec: Exec, backend: GoalBackend) -> SharedRun {
+    /// A run in the spare's cell when it has one, else in a new one.
+    pub fn new(exec: Exec, backend: GoalBackend, spare: &mut Spare) -> SharedRun {
+        let live = Some(Live { exec, backend });
+        if let Some(mut cell) = spare.cell.take() {
+            if let Some(m) = Arc::get_mut(&mut cell) {
+                let r = m.get_mut().unwrap_or_else(|p| p.into_inner());
+                r.live = live;
+                r.outcome = None;
+                return cell;
+            }
+        }
         Arc::new(Mutex::new(Run {
-            live: Some(Live { exec, backend }),
+            live,
             outcome: None,
         }))
     }
@@ -132,15 +178,17 @@ impl Run {
         };
         match r {
             Ok(false) => false,
-            Ok(true) => {
-                let fault = l.exec.fault();
-                self.live = None;
-                self.outcome = Some(match fault {
-                    Some(f) => Err(GoalError::Schedule(f)),
-                    None => Ok(()),
-                });
-                true
-            }
+            Ok(true) => match l.exec.fault() {
+                Some(f) => {
+                    self.live = None;
+                    self.outcome = Some(Err(GoalError::Schedule(f)));
+                    true
+                }
+                None => {
+                    self.outcome = Some(Ok(()));
+                    true
+                }
+            },
             Err(e) => {
                 self.live = None;
                 self.outcome = Some(Err(e));
@@ -156,7 +204,7 @@ impl Run {
         }
     }
 
-    /// Actions completed so far (0 once the run ended).
+    /// Actions completed so far (0 once the run failed).
     pub fn completed(&self) -> usize {
         self.live.as_ref().map_or(0, |l| l.exec.completed())
     }
@@ -164,11 +212,6 @@ impl Run {
     /// The outcome, once (None while the run goes on).
     pub fn take_outcome(&mut self) -> Option<Result<(), GoalError>> {
         self.outcome.take()
-    }
-
-    /// Ends the run where it stands: requests cancelled, nothing of it used afterwards.
-    pub fn abandon(&mut self) {
-        self.live = None;
     }
 }
 

@@ -18,8 +18,8 @@ pub struct UserBuf {
 
 /// Size in bytes of `count` elements of `dtype`, or `None` when the host rejects the datatype
 /// or the count is negative (the caller then hands the call to the host, which reports it).
-/// The cheap test that sends small messages straight to the host MPI: predefined datatypes
-/// are looked up in a table made once (no call), any other costs one PMPI call.
+/// Predefined datatypes are looked up in a table made once (no call), any other costs one
+/// PMPI call.
 #[inline(always)]
 pub fn payload_bytes(count: i64, dtype: MPI_Datatype) -> Option<u64> {
     if count < 0 {
@@ -30,6 +30,22 @@ pub fn payload_bytes(count: i64, dtype: MPI_Datatype) -> Option<u64> {
         None => type_size(dtype)?,
     };
     size.checked_mul(count as u64)
+}
+
+/// `payload_bytes` for a predefined datatype once the table exists (`init_predefined`);
+/// None for anything else, without calling anything, so that the entry points' fast path
+/// needs no stack frame.
+#[inline(always)]
+pub fn predefined_payload_bytes(count: i64, dtype: MPI_Datatype) -> Option<u64> {
+    if count < 0 {
+        return None;
+    }
+    TABLE.get()?.size(dtype)?.checked_mul(count as u64)
+}
+
+/// Makes the table of predefined datatype sizes (MPI must be initialised).
+pub fn init_predefined() {
+    predefined();
 }
 
 #[inline(never)]
@@ -59,52 +75,54 @@ fn handle_key(h: MPI_Datatype) -> usize {
     k
 }
 
-/// Sizes of the predefined datatypes by handle: open addressing, a power of two of slots
-/// at least four times the entries, so a lookup reads one or two slots. Key 0 is empty
-/// (no MPI uses 0 as a predefined handle: Open MPI's are addresses, MPICH's carry kind bits).
+/// Sizes of the predefined datatypes by handle: open addressing in a fixed power of two of
+/// slots (at least four times the entries, so a lookup reads one or two slots). Key 0 is
+/// empty (no MPI uses 0 as a predefined handle: Open MPI's are addresses, MPICH's carry kind
+/// bits).
 struct SizeTable {
-    slots: Vec<(usize, u64)>,
-    shift: u32,
+    slots: [(usize, u64); SLOTS],
 }
+
+const SLOT_BITS: u32 = 8;
+/// 256 slots for at most 64 entries.
+const SLOTS: usize = 1 << SLOT_BITS;
+const MAX_PREDEFINED: usize = 64;
 
 impl SizeTable {
     #[inline(always)]
-    fn slot(&self, key: usize) -> usize {
-        ((key as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift) as usize
+    fn slot(key: usize) -> usize {
+        ((key as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - SLOT_BITS)) as usize
     }
 
     #[inline(always)]
     fn size(&self, dtype: MPI_Datatype) -> Option<u64> {
         let key = handle_key(dtype);
-        let mask = self.slots.len() - 1;
-        let mut i = self.slot(key);
+        let mut i = Self::slot(key);
         loop {
-            match self.slots[i] {
+            match self.slots[i & (SLOTS - 1)] {
                 (0, _) => return None,
                 (k, s) if k == key => return Some(s),
-                _ => i = (i + 1) & mask,
+                _ => i += 1,
             }
         }
     }
 }
 
-/// Made at the first broadcast (MPI is initialised by then).
-#[inline(always)]
+static TABLE: std::sync::OnceLock<SizeTable> = std::sync::OnceLock::new();
+
+/// Made at the session's start, or at the first broadcast (MPI is initialised by then).
 fn predefined() -> &'static SizeTable {
-    static TABLE: std::sync::OnceLock<SizeTable> = std::sync::OnceLock::new();
     TABLE.get_or_init(|| {
-        const MAX: usize = 64;
         // SAFETY: MPI_Datatype is a plain handle; the C side writes at most MAX of them.
-        let mut handles: Vec<MPI_Datatype> = vec![unsafe { std::mem::zeroed() }; MAX];
+        let mut handles: Vec<MPI_Datatype> = vec![unsafe { std::mem::zeroed() }; MAX_PREDEFINED];
         // SAFETY: `handles` holds MAX writable handles.
-        let n = unsafe { super::c::mpicast_c_predefined(handles.as_mut_ptr(), MAX as c_int) };
-        handles.truncate(n.max(0) as usize);
-        let bits = 8u32; // 256 slots for at most 64 entries
-        let mut t = SizeTable {
-            slots: vec![(0, 0); 1 << bits],
-            shift: 64 - bits,
+        let n = unsafe {
+            super::c::mpicast_c_predefined(handles.as_mut_ptr(), MAX_PREDEFINED as c_int)
         };
-        let mask = t.slots.len() - 1;
+        handles.truncate(n.max(0) as usize);
+        let mut t = SizeTable {
+            slots: [(0, 0); SLOTS],
+        };
         for h in handles {
             let (key, Some(size)) = (handle_key(h), type_size(h)) else {
                 continue;
@@ -112,9 +130,9 @@ fn predefined() -> &'static SizeTable {
             if key == 0 {
                 continue;
             }
-            let mut i = t.slot(key);
+            let mut i = SizeTable::slot(key);
             while t.slots[i].0 != 0 && t.slots[i].0 != key {
-                i = (i + 1) & mask;
+                i = (i + 1) & (SLOTS - 1);
             }
             t.slots[i] = (key, size);
         }

@@ -134,6 +134,25 @@ impl Requests {
         if self.reqs.is_empty() {
             return Ok(());
         }
+        if self.reqs.len() == 1 {
+            // One request: MPI_Wait / MPI_Test, the calls a hand-written loop would make
+            // (the *some forms cost more per call in the MPIs we host on).
+            let mut flag: c_int = 1;
+            // SAFETY: a live request handle owned by us; the status is ignored.
+            check(unsafe {
+                if wait {
+                    mpi_sys::PMPI_Wait(&mut self.reqs[0], super::status_ignore())
+                } else {
+                    mpi_sys::PMPI_Test(&mut self.reqs[0], &mut flag, super::status_ignore())
+                }
+            })?;
+            if flag != 0 {
+                done.push(self.ids[0]);
+                self.reqs.clear();
+                self.ids.clear();
+            }
+            return Ok(());
+        }
         self.indices.resize(self.reqs.len(), 0);
         let mut outcount: c_int = 0;
         let f = if wait {
@@ -155,24 +174,23 @@ impl Requests {
             // MPI_UNDEFINED (no active requests) or nothing finished.
             return Ok(());
         }
-        let mut finished: Vec<usize> = self.indices[..outcount as usize]
-            .iter()
-            .map(|&i| i as usize)
-            .collect();
+        // Highest index first, so that each swap_remove leaves the others in place.
+        let finished = &mut self.indices[..outcount as usize];
         finished.sort_unstable_by(|a, b| b.cmp(a));
-        for i in finished {
+        for &i in finished.iter() {
+            let i = i as usize;
             done.push(self.ids[i]);
             self.reqs.swap_remove(i);
             self.ids.swap_remove(i);
         }
         Ok(())
     }
-}
 
-impl Drop for Requests {
-    fn drop(&mut self) {
-        // Only reached on an error path: complete what is outstanding so MPI holds no
-        // request to memory we free. Zero-byte scouts always complete once peers act.
+    /// Cancels and completes whatever is outstanding, so that MPI holds no request to memory
+    /// about to be freed or reused; keeps the vectors for the next user.
+    pub fn cancel_all(&mut self) {
+        // Only finds requests on an error path or an abandoned run. Zero-byte scouts always
+        // complete once peers act.
         for r in self.reqs.iter_mut() {
             // SAFETY: live request handles owned by us.
             unsafe {
@@ -180,6 +198,14 @@ impl Drop for Requests {
                 mpi_sys::PMPI_Wait(r, super::status_ignore());
             }
         }
+        self.reqs.clear();
+        self.ids.clear();
+    }
+}
+
+impl Drop for Requests {
+    fn drop(&mut self) {
+        self.cancel_all();
     }
 }
 

@@ -48,21 +48,55 @@ pub struct Execution<'s> {
     ignored: u64,
 }
 
+/// The memory of a finished run, kept to size the next run of any schedule without
+/// allocating (`Execution::into_memory`, `Execution::with_memory`).
+#[derive(Clone, Debug, Default)]
+pub struct ExecMemory {
+    remaining: Vec<u32>,
+    state: Vec<State>,
+    done: Vec<ActionId>,
+    starting: Vec<ActionId>,
+}
+
 impl<'s> Execution<'s> {
     pub fn new(s: &'s Schedule) -> Self {
-        let remaining = (0..s.len() as ActionId)
-            .map(|id| s.prerequisites(id) as u32)
-            .collect();
+        Self::with_memory(s, ExecMemory::default())
+    }
+
+    /// A fresh run of `s` in the vectors of an earlier run (grown if `s` is larger).
+    pub fn with_memory(s: &'s Schedule, m: ExecMemory) -> Self {
+        let ExecMemory {
+            mut remaining,
+            mut state,
+            mut done,
+            mut starting,
+        } = m;
+        remaining.clear();
+        remaining.extend((0..s.len() as ActionId).map(|id| s.prerequisites(id) as u32));
+        state.clear();
+        state.resize(s.len(), State::Waiting);
+        done.clear();
+        starting.clear();
         Execution {
             sched: s,
             remaining,
-            state: vec![State::Waiting; s.len()],
-            done: Vec::new(),
-            starting: Vec::new(),
+            state,
+            done,
+            starting,
             started: false,
             running: 0,
             completed: 0,
             ignored: 0,
+        }
+    }
+
+    /// Gives the run's vectors back for `with_memory` (the run itself ends here).
+    pub fn into_memory(self) -> ExecMemory {
+        ExecMemory {
+            remaining: self.remaining,
+            state: self.state,
+            done: self.done,
+            starting: self.starting,
         }
     }
 

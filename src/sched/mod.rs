@@ -9,7 +9,7 @@ pub mod func;
 pub mod ir;
 pub mod window;
 
-pub use exec::{Backend, Execution};
+pub use exec::{Backend, ExecMemory, Execution};
 pub use func::{Dtype, Func, Opcode, Predef};
 pub use ir::{
     ActionId, BufRef, BuildError, Builder, Op, Schedule, ANY_PEER, ANY_TAG, SCRATCH_SLOT,

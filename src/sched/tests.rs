@@ -507,6 +507,35 @@ fn many_executions_share_one_schedule() {
 }
 
 #[test]
+fn memory_of_a_finished_run_serves_other_schedules() {
+    // The vectors of one run, handed to runs of larger, smaller and half-finished schedules:
+    // each new run starts from scratch and runs every action once, as a fresh one would.
+    let mut rng = Rng::new(7);
+    let big = random_dag(&mut rng, 300, 6);
+    let small = random_dag(&mut rng, 5, 2);
+    let mut mem = crate::sched::ExecMemory::default();
+    for (k, s) in [&small, &big, &small, &big].into_iter().enumerate() {
+        let mut ex = Execution::with_memory(s, mem);
+        assert_eq!((ex.completed(), ex.running()), (0, 0));
+        let mut fake = Fake::new(s, k as u64, 40);
+        ex.wait(&mut fake).unwrap();
+        fake.check_all_ran_once();
+        assert_eq!(ex.ignored_completions(), 0);
+        mem = ex.into_memory();
+    }
+    // A run given up half way leaves nothing behind for the next one.
+    let mut ex = Execution::with_memory(&big, mem);
+    let mut fake = Fake::new(&big, 9, 0);
+    ex.start(&mut fake).unwrap();
+    ex.test(&mut fake).unwrap();
+    assert!(!ex.is_done());
+    let mut ex = Execution::with_memory(&big, ex.into_memory());
+    let mut fake = Fake::new(&big, 10, 40);
+    ex.wait(&mut fake).unwrap();
+    fake.check_all_ran_once();
+}
+
+#[test]
 fn start_is_idempotent_and_errors_propagate() {
     let s = chain(3);
     struct Failing(u32);

@@ -191,13 +191,25 @@ pub struct GoalBackend {
     scratch: Region,
     users: Vec<Option<UserFunc>>,
     calcs: Vec<(ActionId, Instant)>,
-    /// The run's multicasts (None: the schedule has none).
-    mcast: Option<McastRun>,
+    /// The run's multicasts (None: the schedule has none); boxed, as most runs have none.
+    mcast: Option<Box<McastRun>>,
     /// Per action, its multicast number (`Numbering::of`).
     mcast_no: Vec<u32>,
     /// `progress` may block in the host MPI until a request completes (set by a caller that
     /// waits for the run and that no other thread shares it with).
     blocking: bool,
+}
+
+/// The vectors of a finished run's backend, kept so that the next run of the same handle
+/// allocates nothing (`GoalBackend::into_memory`, `GoalBackend::with_memory`).
+#[derive(Default)]
+pub struct BackendMemory {
+    /// The memory of each slot (None: unbound), filled by the caller before `with_memory`.
+    pub slots: Vec<Option<Region>>,
+    /// The user functions (`users[n]` is function n), filled likewise.
+    pub users: Vec<Option<UserFunc>>,
+    reqs: Requests,
+    calcs: Vec<(ActionId, Instant)>,
 }
 
 impl GoalBackend {
@@ -212,20 +224,67 @@ impl GoalBackend {
         users: Vec<Option<UserFunc>>,
         mcast: Option<(McastRun, Vec<u32>)>,
     ) -> Self {
+        let m = BackendMemory {
+            slots,
+            users,
+            ..BackendMemory::default()
+        };
+        Self::with_memory(comm, m, scratch, mcast)
+    }
+
+    /// As `new`, with the slots and user functions in `m` (an earlier run's vectors).
+    pub fn with_memory(
+        comm: MPI_Comm,
+        m: BackendMemory,
+        scratch: Region,
+        mcast: Option<(McastRun, Vec<u32>)>,
+    ) -> Self {
         let (mcast, mcast_no) = match mcast {
-            Some((m, no)) => (Some(m), no),
+            Some((m, no)) => (Some(Box::new(m)), no),
             None => (None, Vec::new()),
         };
+        let BackendMemory {
+            slots,
+            users,
+            mut reqs,
+            mut calcs,
+        } = m;
+        reqs.cancel_all();
+        calcs.clear();
         GoalBackend {
-            reqs: Requests::default(),
+            reqs,
             comm,
             slots,
             scratch,
             users,
-            calcs: Vec::new(),
+            calcs,
             mcast,
             mcast_no,
             blocking: false,
+        }
+    }
+
+    /// Ends the run where it stands (outstanding requests cancelled, multicasts dropped) and
+    /// gives its vectors back, emptied.
+    pub fn into_memory(self) -> BackendMemory {
+        let GoalBackend {
+            mut reqs,
+            mut slots,
+            mut users,
+            mut calcs,
+            mcast,
+            ..
+        } = self;
+        reqs.cancel_all();
+        drop(mcast);
+        slots.clear();
+        users.clear();
+        calcs.clear();
+        BackendMemory {
+            slots,
+            users,
+            reqs,
+            calcs,
         }
     }
 

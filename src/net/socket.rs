@@ -141,12 +141,7 @@ impl McastSocket {
                     match self.sendmmsg(chunk) {
                         Ok(n) => break n,
                         Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                        Err(e)
-                            if e.kind() == io::ErrorKind::WouldBlock
-                                || e.raw_os_error() == Some(libc::ENOBUFS) =>
-                        {
-                            return Ok(0)
-                        }
+                        Err(e) if queue_full(&e) => return Ok(0),
                         Err(e) => return Err(e),
                     }
                 }
@@ -374,6 +369,12 @@ pub fn wait_readable_into(
     }
 }
 
+/// The send buffer is full (`EWOULDBLOCK`) or the device queue refused the datagram
+/// (`ENOBUFS`, with `IP_RECVERR`): a later send may succeed.
+fn queue_full(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::WouldBlock || e.raw_os_error() == Some(libc::ENOBUFS)
+}
+
 /// Runs `op` until it succeeds, retrying on EINTR and waiting on EAGAIN (poll for POLLOUT) or
 /// ENOBUFS (the device queue is full, which poll cannot see: back off and retry), for at most
 /// [`SEND_WAIT_LIMIT`].
@@ -385,14 +386,13 @@ fn send_waiting(sock: &Socket, mut op: impl FnMut() -> io::Result<usize>) -> io:
             Ok(n) => return Ok(n),
             Err(e) => e,
         };
-        let full = e.kind() == io::ErrorKind::WouldBlock;
-        let nobufs = e.raw_os_error() == Some(libc::ENOBUFS);
         if e.kind() == io::ErrorKind::Interrupted {
             continue;
         }
-        if !full && !nobufs {
+        if !queue_full(&e) {
             return Err(e);
         }
+        let full = e.kind() == io::ErrorKind::WouldBlock;
         let waited = start.elapsed();
         if waited >= SEND_WAIT_LIMIT {
             return Err(io::Error::new(

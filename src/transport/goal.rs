@@ -213,26 +213,11 @@ pub struct BackendMemory {
 }
 
 impl GoalBackend {
-    /// `slots[i]` is the memory of slot i (None: unbound); `scratch` the scratch area.
-    /// `users[n]` is user function n (the caller checked that every one the schedule calls
-    /// is there). `mcast` carries the run's multicasts, numbered by `mcast_no`; it must be
-    /// there when the schedule has any.
-    pub fn new(
-        comm: MPI_Comm,
-        slots: Vec<Option<Region>>,
-        scratch: Region,
-        users: Vec<Option<UserFunc>>,
-        mcast: Option<(McastRun, Vec<u32>)>,
-    ) -> Self {
-        let m = BackendMemory {
-            slots,
-            users,
-            ..BackendMemory::default()
-        };
-        Self::with_memory(comm, m, scratch, mcast)
-    }
-
-    /// As `new`, with the slots and user functions in `m` (an earlier run's vectors).
+    /// A backend for one run. `m.slots[i]` is the memory of slot i (None: unbound) and
+    /// `m.users[n]` user function n (the caller checked that every one the schedule calls is
+    /// there), filled by the caller into the vectors of an earlier run (`into_memory`) or
+    /// fresh ones; `scratch` is the scratch area. `mcast` carries the run's multicasts,
+    /// numbered by its vector; it must be there when the schedule has any.
     pub fn with_memory(
         comm: MPI_Comm,
         m: BackendMemory,
@@ -243,14 +228,13 @@ impl GoalBackend {
             Some((m, no)) => (Some(Box::new(m)), no),
             None => (None, Vec::new()),
         };
+        // Empty: `into_memory` emptied them, or they are new.
         let BackendMemory {
             slots,
             users,
-            mut reqs,
-            mut calcs,
+            reqs,
+            calcs,
         } = m;
-        reqs.cancel_all();
-        calcs.clear();
         GoalBackend {
             reqs,
             comm,

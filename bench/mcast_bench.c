@@ -1,14 +1,17 @@
 /* mcast_bench: the host MPI's broadcast and barrier against mpicast's, side by side in one run.
  *
- *   mcast_bench [--sizes LIST] [--variants host,tree,linear,default] [--budget SECONDS]
+ *   mcast_bench [--sizes LIST] [--variants host,tree,linear,eager,default] [--budget SECONDS]
  *               [--reps-min N] [--reps-max N] [--barrier-reps N] [--no-barrier]
  *   mcast_bench --overhead [--size BYTES] [--iters N] [--blocks N]
  *
  * Variants, each on its own communicator so that mpicast keeps one channel per variant:
  *   host     PMPI_Bcast / PMPI_Barrier on MPI_COMM_WORLD: the host MPI's own collectives
  *   tree     MPI_Bcast / MPI_Barrier on a duplicate with hints mpicast_sync=tree,
- *            mpicast_min_bytes=0 (every size multicast, scouts up the binary tree)
+ *            mpicast_min_bytes=0, mpicast_eager_bytes=0 (every size multicast, scouts up the
+ *            binary tree before every broadcast: seed 002's algorithm)
  *   linear   the same with mpicast_sync=linear (every scout straight to the root)
+ *   eager    the same with mpicast_eager_bytes=1GiB (no scouts: the root multicasts at once;
+ *            barriers as tree)
  *   default  MPI_Bcast / MPI_Barrier on a plain MPI_Comm_dup: what a user who sets nothing gets
  * Without mpicast loaded the hints are ignored and every variant is the host MPI (a control).
  *
@@ -43,8 +46,8 @@
 
 #include "mpicast.h"
 
-enum { V_HOST, V_TREE, V_LINEAR, V_DEFAULT, NVARIANTS };
-static const char *const VNAME[NVARIANTS] = {"host", "tree", "linear", "default"};
+enum { V_HOST, V_TREE, V_LINEAR, V_EAGER, V_DEFAULT, NVARIANTS };
+static const char *const VNAME[NVARIANTS] = {"host", "tree", "linear", "eager", "default"};
 
 typedef int (*get_stats_fn)(MPICAST_Stats *);
 static get_stats_fn get_stats;
@@ -205,12 +208,13 @@ static void measure(struct bench *b, int is_bcast, size_t size, double budget, i
   for (int v = 0; v < NVARIANTS; v++) free(rows[v].t);
 }
 
-static MPI_Comm hinted(const char *sync) {
+static MPI_Comm hinted(const char *sync, const char *eager) {
   MPI_Info info;
   MPI_Comm c;
   MPI_Info_create(&info);
   MPI_Info_set(info, "mpicast_sync", sync);
   MPI_Info_set(info, "mpicast_min_bytes", "0");
+  MPI_Info_set(info, "mpicast_eager_bytes", eager);
   MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &c);
   MPI_Info_free(&info);
   return c;
@@ -299,7 +303,7 @@ int main(int argc, char **argv) {
   struct bench b;
   memset(&b, 0, sizeof b);
   const char *vlist = arg(argc, argv, "--variants");
-  char *vcopy = strdup(vlist ? vlist : "host,tree,linear,default");
+  char *vcopy = strdup(vlist ? vlist : "host,tree,linear,eager,default");
   for (char *tok = strtok(vcopy, ","); tok; tok = strtok(NULL, ",")) {
     int found = 0;
     for (int v = 0; v < NVARIANTS; v++)
@@ -311,8 +315,9 @@ int main(int argc, char **argv) {
   }
   free(vcopy);
   b.comm[V_HOST] = MPI_COMM_WORLD;
-  b.comm[V_TREE] = hinted("tree");
-  b.comm[V_LINEAR] = hinted("linear");
+  b.comm[V_TREE] = hinted("tree", "0");
+  b.comm[V_LINEAR] = hinted("linear", "0");
+  b.comm[V_EAGER] = hinted("tree", "1GiB");
   MPI_Comm_dup(MPI_COMM_WORLD, &b.comm[V_DEFAULT]);
 
   double budget = arg(argc, argv, "--budget") ? atof(arg(argc, argv, "--budget")) : 10.0;
@@ -376,6 +381,7 @@ int main(int argc, char **argv) {
   }
   MPI_Comm_free(&b.comm[V_TREE]);
   MPI_Comm_free(&b.comm[V_LINEAR]);
+  MPI_Comm_free(&b.comm[V_EAGER]);
   MPI_Comm_free(&b.comm[V_DEFAULT]);
   free(b.buf);
   /* The last line before MPI_Finalize: a driver that sees it knows the figures are complete

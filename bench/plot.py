@@ -19,6 +19,7 @@ STYLE = {  # variant: (label, colour, dash)
     "host": ("host MPI (PMPI_Bcast)", "#d62728", ""),
     "tree": ("mpicast, tree scouts", "#1f77b4", ""),
     "linear": ("mpicast, linear scouts", "#2ca02c", "6,3"),
+    "eager": ("mpicast, no scouts (eager)", "#ff7f0e", "1,2"),
     "default": ("mpicast, default settings", "#9467bd", "2,3"),
 }
 

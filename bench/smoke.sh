@@ -59,25 +59,25 @@ for f in "${flavours[@]}"; do
   udp_after=$("$cluster" exec 2 awk '$1 == "Udp:" && $2 ~ /^[0-9]+$/ { print $2 }' /proc/net/snmp)
   [ "$rc" = 0 ] || { cat "$out" "$err" >&2; fail "$f: the job failed (exit $rc)"; }
   grep -q '^# data check: 0 wrong words' "$out" || { cat "$out" >&2; fail "$f: data check failed"; }
-  # Every tree/linear row: reps operations, all multicast.
-  bad=$(awk -F, -v reps="$REPS" '$1 ~ /^(bcast|barrier)$/ && ($2 == "tree" || $2 == "linear") &&
+  # Every tree/linear/eager row: reps operations, all multicast.
+  bad=$(awk -F, -v reps="$REPS" '$1 ~ /^(bcast|barrier)$/ && $2 ~ /^(tree|linear|eager)$/ &&
           ($4 != reps || $10 != reps) { print }' "$out")
-  rows=$(awk -F, '$1 ~ /^(bcast|barrier)$/ && ($2 == "tree" || $2 == "linear")' "$out" | wc -l)
-  [ "$rows" = 10 ] || { cat "$out" >&2; fail "$f: expected 10 tree/linear rows, got $rows"; }
+  rows=$(awk -F, '$1 ~ /^(bcast|barrier)$/ && $2 ~ /^(tree|linear|eager)$/' "$out" | wc -l)
+  [ "$rows" = 15 ] || { cat "$out" >&2; fail "$f: expected 15 tree/linear/eager rows, got $rows"; }
   [ -z "$bad" ] || { cat "$out" >&2; fail "$f: operations that did not take the multicast path: $bad"; }
   line=$(grep -E '^mpicast: stats: rank=0 ' "$err" | tail -n 1 || true)
   [ -n "$line" ] || { cat "$err" >&2; fail "$f: no MPICAST_STATS line"; }
   mc=$(sed -n 's/.* bcast_mcast=\([0-9]*\).*/\1/p' <<<"$line")
   fb=$(sed -n 's/.* fallbacks=\([0-9]*\).*/\1/p' <<<"$line")
   [ "${mc:-0}" -gt 0 ] && [ "${fb:-1}" = 0 ] || fail "$f: stats line shows no multicast or a fallback: $line"
-  # Each 1 MiB row moved REPS+2 (warm-up) copies to host 2, for each of 4 variants.
-  need=$(((REPS + 2) * 4 * 1048576))
+  # Each 1 MiB row moved REPS+2 (warm-up) copies to host 2, for each of 5 variants.
+  need=$(((REPS + 2) * 5 * 1048576))
   got=$((after - before))
   [ "$got" -ge "$need" ] || fail "$f: host 2's link received $got bytes, less than the $need broadcast to it"
   [ $((udp_after - udp_before)) -gt 0 ] || fail "$f: host 2 received no UDP datagram: multicast did not cross the link"
   hang=""
   grep -q 'finalize-hang' "$err" && hang=" (MPI_Finalize did not return; ended after the last line, see cluster.sh run)"
-  note "$f: ok: data right, multicast path for every tree/linear operation, $got bytes into host 2, $((udp_after - udp_before)) UDP datagrams$hang"
+  note "$f: ok: data right, multicast path for every tree/linear/eager operation, $got bytes into host 2, $((udp_after - udp_before)) UDP datagrams$hang"
   note "$f: $line"
 done
 

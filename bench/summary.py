@@ -178,17 +178,19 @@ def main():
       "Crossover: the smallest measured size from which mpicast's median beats the host MPI's at "
       "every larger size. Load: 1-minute load average before / after the configuration ran.")
     p("")
-    p("| configuration | host MPI | tree | linear | default | wire | tree/wire | host/tree | host/linear "
-      "| crossover tree | crossover linear | barrier host | barrier mpicast | repairs/op | load |")
-    p("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    p("| configuration | host MPI | tree | linear | eager | default | wire | tree/wire | host/tree | host/linear "
+      "| crossover tree | crossover linear | crossover eager | barrier host | barrier mpicast | repairs/op | load |")
+    p("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for r in sorted(plain, key=lambda r: (r.meta.get("rate", ""), r.meta.get("mpi", ""), r.name)):
-        h, t, l, df = (r.med(v, MIB) for v in ("host", "tree", "linear", "default"))
+        h, t, l, e, df = (r.med(v, MIB) for v in ("host", "tree", "linear", "eager", "default"))
         ct, _ = r.crossover("tree")
         cl, _ = r.crossover("linear")
+        ce, _ = r.crossover("eager")
+        cross = lambda c: size_str(c) if c else "none"  # noqa: E731
         rp = r.repairs_per_op("tree", MIB)
         p(f"| {r.name} ({r.meta.get('hosts')}x{r.meta.get('ppn')}, {r.meta.get('rate')}) | {ms(h)} | {ms(t)} | "
-          f"{ms(l)} | {ms(df)} | {ms(r.wire(MIB))} | {fx(ratio(t, r.wire(MIB)))} | {fx(ratio(h, t))} | "
-          f"{fx(ratio(h, l))} | {size_str(ct) if ct else 'none'} | {size_str(cl) if cl else 'none'} | "
+          f"{ms(l)} | {ms(e)} | {ms(df)} | {ms(r.wire(MIB))} | {fx(ratio(t, r.wire(MIB)))} | {fx(ratio(h, t))} | "
+          f"{fx(ratio(h, l))} | {cross(ct)} | {cross(cl)} | {'-' if e is None else cross(ce)} | "
           f"{us(r.bar('host'))} | {us(r.bar('tree'))} | {'-' if rp is None else f'{rp:.0f}'} | {r.load()} |")
     p("")
     p("1 MiB columns in ms, barriers in microseconds; repairs/op: fragments retransmitted per 1 MiB "
@@ -249,9 +251,14 @@ def main():
     for r in sorted(targeted, key=lambda r: r.name):
         if r.meta.get("rate") == "100mbit" and r.meta.get("ppn") == "1":
             ct, lt = r.crossover("tree")
+            ce, le = r.crossover("eager")
             w = r.worst_default()
+            eager = ""
+            if r.med("eager", MIB) is not None:
+                eager = (f", eager {size_str(ce) if ce else 'none'} (host faster up to "
+                         f"{size_str(le) if le else '-'})")
             t2.append(f"{r.name}: crossover {size_str(ct) if ct else 'none'} (host faster up to "
-                      f"{size_str(lt) if lt else '-'}); default worst {fx(w[0]) if w else '-'}x host at "
+                      f"{size_str(lt) if lt else '-'}){eager}; default worst {fx(w[0]) if w else '-'}x host at "
                       f"{size_str(w[1]) if w else '-'}{' (within the host spread)' if w and w[2] else ''}")
     p("2. crossover <= 1500 B at 100 Mbit/s; default never slower than the host MPI: " + ("; ".join(t2) or "no run"))
     t3 = [f"{r.name}: host {us(r.bar('host'))} us, mpicast {us(r.bar('tree'))} us ({fx(ratio(r.bar('tree'), r.bar('host')))}x)"

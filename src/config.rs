@@ -97,6 +97,10 @@ pub struct Config {
     pub verbose: u8,
     /// `MPICAST_PROGRESS`: who drives non-blocking GOAL runs.
     pub progress: Progress,
+    /// `MPICAST_EAGER_BYTES`: broadcasts of at most this many bytes go without scouts (the
+    /// root multicasts at once; receivers' sockets, joined all along, hold the data until they
+    /// enter); 0 sends scouts before every broadcast.
+    pub eager_bytes: usize,
     /// `MPICAST_GOAL_WINDOW`: run GOAL schedules longer than this through a sliding window of
     /// this many actions (0: no window).
     pub goal_window: usize,
@@ -115,6 +119,7 @@ pub enum Progress {
 const DEFAULT_GROUP: (Ipv4Addr, u8) = (Ipv4Addr::new(239, 255, 0, 0), 16);
 const DEFAULT_PORTS: (u16, u16) = (23000, 23999);
 const DEFAULT_RCVBUF: usize = 8 << 20;
+const DEFAULT_EAGER_BYTES: usize = 128 << 10;
 const MIN_RCVBUF: usize = 64 << 10;
 // The kernel doubles the request and stores it in an int; staying at 1 GiB keeps clear of that.
 const MAX_RCVBUF: usize = 1 << 30;
@@ -140,6 +145,7 @@ impl Default for Config {
             stats: false,
             verbose: 0,
             progress: Progress::Poll,
+            eager_bytes: DEFAULT_EAGER_BYTES,
             goal_window: 0,
         }
     }
@@ -234,9 +240,17 @@ pub const VARIABLES: &[(&str, &str, &str)] = &[
          MPI_THREAD_MULTIPLE; without it mpicast warns and polls)",
     ),
     (
+        "MPICAST_EAGER_BYTES",
+        "128KiB",
+        "multicast broadcasts of at most this size skip the scouts: the root sends at once and \
+         the receivers' joined sockets hold the data until they enter (acknowledgements and the \
+         window still pace it); 0 sends scouts before every broadcast",
+    ),
+    (
         "MPICAST_GOAL_WINDOW",
         "0",
-        "GOAL runs of schedules longer than this many actions hold at most this many at a time          (a sliding window: executor state bounded by the window plus pending credits); 0 off",
+        "GOAL runs of schedules longer than this many actions hold at most this many at a time \
+         (a sliding window: executor state bounded by the window plus pending credits); 0 off",
     ),
 ];
 
@@ -265,6 +279,8 @@ impl std::error::Error for ConfigError {}
 
 const EXPECT_BOOL: &str = "one of 0, 1, true, false, yes, no, on, off";
 const EXPECT_SYNC: &str = "tree or linear";
+const EXPECT_SIZE: &str =
+    "a size in bytes, optionally with a binary suffix k, KiB, m, MiB, g or GiB (e.g. 1500, 64k, 8MiB)";
 const EXPECT_MIN_BYTES: &str =
     "auto, or a size in bytes, optionally with a binary suffix k, KiB, m, MiB, g or GiB (e.g. 1500, 64k, 8MiB)";
 
@@ -407,6 +423,10 @@ impl Config {
                 _ => return Err(err("MPICAST_PROGRESS", &raw, "poll or thread")),
             };
         }
+        if let Some((raw, v)) = val("MPICAST_EAGER_BYTES") {
+            c.eager_bytes =
+                parse_size(&v).ok_or_else(|| err("MPICAST_EAGER_BYTES", &raw, EXPECT_SIZE))?;
+        }
         if let Some((raw, v)) = val("MPICAST_GOAL_WINDOW") {
             c.goal_window = parse_uint::<usize>(&v)
                 .ok_or_else(|| err("MPICAST_GOAL_WINDOW", &raw, "an integer number of actions"))?;
@@ -485,6 +505,9 @@ impl Config {
         if let Some(m) = h.min_bytes {
             c.min_bytes = m;
         }
+        if let Some(e) = h.eager_bytes {
+            c.eager_bytes = e;
+        }
         c
     }
 }
@@ -538,12 +561,14 @@ fn parse_min_bytes(v: &str) -> Option<MinBytes> {
 }
 
 /// Per-communicator hints from `MPI_Info`. Keys: `mpicast` = on|off, `mpicast_sync` = tree|linear,
-/// `mpicast_min_bytes` = a size or `auto`. `None` leaves the process-wide value.
+/// `mpicast_min_bytes` = a size or `auto`, `mpicast_eager_bytes` = a size. `None` leaves the
+/// process-wide value.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Hints {
     pub enabled: Option<bool>,
     pub sync: Option<SyncAlgo>,
     pub min_bytes: Option<MinBytes>,
+    pub eager_bytes: Option<usize>,
 }
 
 impl Hints {
@@ -574,11 +599,18 @@ impl Hints {
                     Some(parse_min_bytes(v).ok_or_else(|| err(&var(), value, EXPECT_MIN_BYTES))?)
                 };
             }
+            "mpicast_eager_bytes" => {
+                self.eager_bytes = if v.is_empty() {
+                    None
+                } else {
+                    Some(parse_size(v).ok_or_else(|| err(&var(), value, EXPECT_SIZE))?)
+                };
+            }
             _ if key.to_ascii_lowercase().starts_with("mpicast_") => {
                 return Err(err(
                     &var(),
                     value,
-                    "a known key: mpicast, mpicast_sync or mpicast_min_bytes",
+                    "a known key: mpicast, mpicast_sync, mpicast_min_bytes or mpicast_eager_bytes",
                 ));
             }
             _ => return Ok(false),
@@ -782,7 +814,7 @@ mod tests {
             assert!(n.starts_with(PREFIX));
             assert_eq!(names.iter().filter(|m| *m == n).count(), 1, "{n} twice");
         }
-        assert_eq!(names.len(), 16);
+        assert_eq!(names.len(), 17);
     }
 
     #[test]
@@ -1037,6 +1069,7 @@ mod tests {
             ("MPICAST_STATS", "on"),
             ("MPICAST_VERBOSE", "2"),
             ("MPICAST_PROGRESS", "Thread"),
+            ("MPICAST_EAGER_BYTES", "2k"),
             ("MPICAST_GOAL_WINDOW", "64"),
         ])
         .unwrap();
@@ -1058,6 +1091,7 @@ mod tests {
                 stats: true,
                 verbose: 2,
                 progress: Progress::Thread,
+                eager_bytes: 2048,
                 goal_window: 64,
             }
         );
@@ -1147,19 +1181,23 @@ mod tests {
         assert_eq!(h.set("mpicast", "off"), Ok(true));
         assert_eq!(h.set("mpicast_sync", "linear"), Ok(true));
         assert_eq!(h.set("mpicast_min_bytes", "64k"), Ok(true));
+        assert_eq!(h.set("mpicast_eager_bytes", "0"), Ok(true));
         assert_eq!(h.set("cb_nodes", "4"), Ok(false));
         assert_eq!(
             h,
             Hints {
                 enabled: Some(false),
                 sync: Some(SyncAlgo::Linear),
-                min_bytes: Some(MinBytes::Fixed(65536))
+                min_bytes: Some(MinBytes::Fixed(65536)),
+                eager_bytes: Some(0),
             }
         );
         let c = Config::default().with_hints(&h);
         assert!(c.disable);
         assert_eq!(c.sync, SyncAlgo::Linear);
         assert_eq!(c.min_bytes, MinBytes::Fixed(65536));
+        assert_eq!(c.eager_bytes, 0);
+        assert!(h.set("mpicast_eager_bytes", "lots").is_err());
         assert_eq!(h.set("mpicast_min_bytes", "AUTO"), Ok(true));
         assert_eq!(h.min_bytes, Some(MinBytes::Auto));
 

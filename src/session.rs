@@ -88,7 +88,12 @@ pub struct CommState {
 }
 
 /// The per-communicator MPI_Info keys that belong to mpicast.
-pub const HINT_KEYS: [&str; 3] = ["mpicast", "mpicast_sync", "mpicast_min_bytes"];
+pub const HINT_KEYS: [&str; 4] = [
+    "mpicast",
+    "mpicast_sync",
+    "mpicast_min_bytes",
+    "mpicast_eager_bytes",
+];
 
 /// Hint values as given (validated when the communicator's state is made).
 type HintMap = BTreeMap<String, String>;

@@ -1,8 +1,11 @@
 //! Broadcast and barrier over multicast, synchronised by scouts (seed 002, Figs. 3 and 4).
-//! Multicast loses data sent to a rank that has not entered the collective, so the root may only
-//! multicast once every rank announced itself with a zero-byte scout: gathered up the binary tree
-//! or sent straight to the root. The barrier gathers the same way to rank 0, whose zero-byte
-//! multicast releases everyone.
+//! In the seed, multicast loses data sent to a rank that has not entered the collective, so the
+//! root may only multicast once every rank announced itself with a zero-byte scout: gathered up
+//! the binary tree or sent straight to the root. The barrier gathers the same way to rank 0,
+//! whose zero-byte multicast releases everyone. mpicast's sockets stay joined from setup to
+//! finalize and its sender never runs more than a window (half the smallest receive buffer)
+//! ahead of the slowest acknowledgement, so a broadcast may also go without scouts
+//! ([`Sync::Eager`]): what reaches a rank that has not entered waits in its socket.
 
 use super::tree::{tree_children, tree_parent};
 use super::TAG_SCOUT;
@@ -15,6 +18,10 @@ pub enum Sync {
     Tree,
     /// Every non-root sends to the root, which receives n - 1 scouts.
     Linear,
+    /// No scouts: the root multicasts at once and every other rank only receives. Its latency
+    /// is one multicast instead of a gather plus a multicast; a rank that enters late finds
+    /// the data in its socket (or in the channel's store of early datagrams).
+    Eager,
 }
 
 /// What a non-root's multicast receive waits for.
@@ -83,6 +90,18 @@ fn gather_then_multicast(
             None,
         ),
         Sync::Linear => (Vec::new(), Some(root)),
+        Sync::Eager => {
+            assert!(
+                release == Release::Immediately,
+                "a barrier needs its scouts"
+            );
+            if me == root {
+                b.add(Op::McastSend { buf: data });
+            } else {
+                b.add(Op::McastRecv { root, buf: data });
+            }
+            return b.build().expect("one action");
+        }
     };
     let gathered = match parent {
         None => b.add(Op::McastSend { buf: data }),
@@ -205,6 +224,22 @@ mod tests {
     }
 
     #[test]
+    fn eager_bcast_has_no_scouts() {
+        let s = bcast(Sync::Eager, 5, 2, 2, 8);
+        assert_eq!(ops(&s), [Op::McastSend { buf: data(8) }]);
+        assert_eq!(s.initially_ready().collect::<Vec<_>>(), [0]);
+        let s = bcast(Sync::Eager, 5, 2, 0, 8);
+        assert_eq!(
+            ops(&s),
+            [Op::McastRecv {
+                root: 2,
+                buf: data(8)
+            }]
+        );
+        assert_eq!(s.edge_count(), 0);
+    }
+
+    #[test]
     fn barrier_receive_waits_for_own_scout() {
         let s = barrier(4, 1);
         assert_eq!(
@@ -229,10 +264,14 @@ mod tests {
 
     #[test]
     fn single_rank_and_empty_messages() {
-        for sync in [Sync::Tree, Sync::Linear] {
+        for sync in [Sync::Tree, Sync::Linear, Sync::Eager] {
             assert!(bcast(sync, 1, 0, 0, 1 << 20).is_empty());
             let s = bcast(sync, 2, 1, 1, 0);
-            assert_eq!(ops(&s), [recv(0), Op::McastSend { buf: data(0) }]);
+            let scouts: &[Op] = if sync == Sync::Eager { &[] } else { &[recv(0)] };
+            assert_eq!(
+                ops(&s),
+                [scouts, &[Op::McastSend { buf: data(0) }]].concat()
+            );
         }
         assert!(barrier(1, 0).is_empty());
     }

@@ -112,14 +112,21 @@ pub fn bcast(
     }
     st.seq += 1;
     let sync = match st.cfg.sync {
+        _ if bytes <= st.cfg.eager_bytes => algo::Sync::Eager,
         SyncAlgo::Tree => algo::Sync::Tree,
         SyncAlgo::Linear => algo::Sync::Linear,
     };
     let root = root as u32;
     if st.cfg.verbose >= 2 {
         crate::session::say(&format!(
-            "mpicast: rank {} MPI_Bcast op {} root {root} {bytes} B by multicast ({:?} scouts)",
-            st.rank, st.seq, st.cfg.sync
+            "mpicast: rank {} MPI_Bcast op {} root {root} {bytes} B by multicast ({})",
+            st.rank,
+            st.seq,
+            match sync {
+                algo::Sync::Eager => "eager, no scouts",
+                algo::Sync::Tree => "tree scouts",
+                algo::Sync::Linear => "linear scouts",
+            }
         ));
     }
     let (private, rank, size, seq) = (st.private.0, st.rank, st.size, st.seq);

@@ -1,7 +1,7 @@
 //! MPI_Comm_set_info and MPI_Comm_dup_with_info: the host does the call; mpicast notes its
-//! own keys (`mpicast`, `mpicast_sync`, `mpicast_min_bytes`) on the way, because hosts
-//! need not return keys they do not know from MPI_Comm_get_info (Open MPI 4.1 and MPICH
-//! 4.0 both drop them).
+//! own keys (`mpicast`, `mpicast_sync`, `mpicast_min_bytes`, `mpicast_eager_bytes`) on the
+//! way, because hosts need not return keys they do not know from MPI_Comm_get_info (Open MPI
+//! 4.1 and MPICH 4.0 both drop them).
 
 use super::session_or_die;
 use crate::host::{self, MPI_Comm, MPI_Info};

@@ -44,10 +44,6 @@ const TAG_P2P_BASE: c_int = 64;
 /// multicasts whose tags collide are never both in flight between the same two ranks.
 const TAG_P2P_SPAN: u64 = 16384;
 
-/// Bytes of datagrams kept for multicasts not started yet, at most (beyond this they are
-/// dropped and repaired by the protocol like any loss).
-const EARLY_MAX_BYTES: usize = 8 << 20;
-
 /// The multicasts of one rank's schedule: per action, its number within a run (1-based; 0
 /// for an action that is not a multicast), and how many a run has in all.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -316,7 +312,7 @@ impl McastRun {
         let chan: &mut Channel = chan;
         let now = chan.now();
         // Datagrams, to the receiver of their multicast.
-        let mut kept: usize = chan.early_dgrams.iter().map(|(_, d)| d.len()).sum();
+        let mut kept = None;
         while let Some(len) = chan.sock.recv(&mut self.rbuf)? {
             let d = &self.rbuf[..len];
             let Some(seq) = packet::peek_seq(d) else {
@@ -340,10 +336,7 @@ impl McastRun {
                     }
                 }
                 // A later run's (a faster root): keep it for then.
-                Some(k) if k > self.total && kept + d.len() <= EARLY_MAX_BYTES => {
-                    kept += d.len();
-                    chan.early_dgrams.push((seq, d.to_vec()));
-                }
+                Some(k) if k > self.total => chan.keep_early(&mut kept, seq, d),
                 // This rank's own, looped back; an old one; or beyond what is kept.
                 _ => {}
             }

@@ -44,10 +44,16 @@ pub struct Channel {
     /// `tx_batch[tx_unsent.clone()]` were taken from a sender but not yet accepted by the
     /// kernel (a non-blocking transmit found the device queue full): sent before anything new.
     pub tx_unsent: std::ops::Range<usize>,
-    /// GOAL runs only: datagrams of a multicast that this rank has not started yet (its
-    /// `mrecv` still waits for prerequisites), by sequence number, replayed when it starts.
+    /// Datagrams of a multicast that this rank has not started yet, by sequence number,
+    /// replayed when it starts: an eager broadcast's root does not wait for scouts, so its
+    /// data may reach a rank still busy with an earlier operation of the communicator, and a
+    /// GOAL run's `mrecv` may still wait for its prerequisites. At most `EARLY_MAX_BYTES`.
     pub early_dgrams: Vec<(u64, Vec<u8>)>,
 }
+
+/// Bytes of datagrams kept for multicasts not started yet, at most (beyond this they are
+/// dropped and repaired by the protocol like any loss).
+pub const EARLY_MAX_BYTES: usize = 8 << 20;
 
 /// Datagrams handed to the kernel per sendmmsg.
 pub const TX_BATCH: usize = 32;
@@ -55,6 +61,17 @@ pub const TX_BATCH: usize = 32;
 impl Channel {
     pub fn now(&self) -> wire::Nanos {
         self.epoch.elapsed().as_nanos() as wire::Nanos
+    }
+
+    /// Keeps datagram `d` of operation `seq` (not started here yet) for when it starts,
+    /// within `EARLY_MAX_BYTES`. `kept`: the bytes already kept, summed on first use by the
+    /// caller's receive loop.
+    pub fn keep_early(&mut self, kept: &mut Option<usize>, seq: u64, d: &[u8]) {
+        let k = kept.get_or_insert_with(|| self.early_dgrams.iter().map(|(_, d)| d.len()).sum());
+        if *k + d.len() <= EARLY_MAX_BYTES {
+            *k += d.len();
+            self.early_dgrams.push((seq, d.to_vec()));
+        }
     }
 
     pub fn close(self, session: &Session) {

@@ -140,8 +140,12 @@ impl<'a> OpBackend<'a> {
                 let before = tx.stats();
                 moved |= transmit(self.chan, tx, now, data, true)?;
                 // Our own looped-back copies and stale datagrams: drain so they never fill
-                // the buffer that the next operation's data needs.
-                while let Ok(Some(_)) = self.chan.sock.recv(&mut self.rbuf) {}
+                // the buffer that the next operation's data needs. A later operation's (an
+                // eager root that is done with this one) is kept for then.
+                let mut kept = None;
+                while let Ok(Some(len)) = self.chan.sock.recv(&mut self.rbuf) {
+                    keep_if_later(self.chan, &mut kept, self.seq, &self.rbuf[..len]);
+                }
                 while let Some((src, len)) =
                     p2p::try_recv_any(self.private, TAG_CONTROL, &mut self.cbuf)?
                 {
@@ -183,8 +187,12 @@ impl<'a> OpBackend<'a> {
                     Data::Recv(d) => d,
                     _ => return Err(OpError::Unsupported("multicast receive without a buffer")),
                 };
+                let mut kept = None;
                 while let Some(len) = self.chan.sock.recv(&mut self.rbuf)? {
-                    moved |= count_outcome(rx.handle_datagram(now, &self.rbuf[..len], buf));
+                    let d = &self.rbuf[..len];
+                    if !keep_if_later(self.chan, &mut kept, self.seq, d) {
+                        moved |= count_outcome(rx.handle_datagram(now, d, buf));
+                    }
                 }
                 let root = self.root;
                 {
@@ -212,8 +220,12 @@ impl<'a> OpBackend<'a> {
                 }
             }
             Mcast::Waiter(w, id) => {
+                let mut kept = None;
                 while let Some(len) = self.chan.sock.recv(&mut self.rbuf)? {
-                    moved |= count_outcome(w.handle_datagram(now, &self.rbuf[..len]));
+                    let d = &self.rbuf[..len];
+                    if !keep_if_later(self.chan, &mut kept, self.seq, d) {
+                        moved |= count_outcome(w.handle_datagram(now, d));
+                    }
                 }
                 if w.poll_timeout().is_some_and(|t| t <= now) {
                     w.handle_timeout(now);
@@ -359,6 +371,18 @@ pub(super) fn control_seq(msg: &[u8]) -> Option<u64> {
     }
 }
 
+/// Keeps datagram `d` if it belongs to a later operation than `seq` (a root that sent
+/// without scouts while this rank was still in operation `seq`); true if it did.
+fn keep_if_later(chan: &mut Channel, kept: &mut Option<usize>, seq: u64, d: &[u8]) -> bool {
+    match wire::packet::peek_seq(d) {
+        Some(s) if s > seq => {
+            chan.keep_early(kept, s, d);
+            true
+        }
+        _ => false,
+    }
+}
+
 pub(super) fn count_outcome(o: Outcome) -> bool {
     match o {
         Outcome::Accepted => {
@@ -439,7 +463,7 @@ impl Backend for OpBackend<'_> {
                     self.mcast = Mcast::Waiter(w, id);
                 }
                 Kind::Bcast => {
-                    let rx = McastReceiver::new(
+                    let mut rx = McastReceiver::new(
                         &self.chan.ctx,
                         self.seq,
                         *root,
@@ -448,6 +472,19 @@ impl Backend for OpBackend<'_> {
                         &self.chan.params,
                         now,
                     );
+                    // What an eager root sent while this rank was in an earlier operation.
+                    if !self.chan.early_dgrams.is_empty() {
+                        let Data::Recv(data) = &mut self.data else {
+                            return Err(OpError::Unsupported("multicast receive without a buffer"));
+                        };
+                        let seq = self.seq;
+                        self.chan.early_dgrams.retain(|(s, d)| {
+                            if *s == seq {
+                                count_outcome(rx.handle_datagram(now, d, data));
+                            }
+                            *s > seq
+                        });
+                    }
                     self.root = *root;
                     self.mcast = Mcast::Receiver(rx, id);
                 }

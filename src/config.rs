@@ -279,10 +279,13 @@ impl std::error::Error for ConfigError {}
 
 const EXPECT_BOOL: &str = "one of 0, 1, true, false, yes, no, on, off";
 const EXPECT_SYNC: &str = "tree or linear";
-const EXPECT_SIZE: &str =
-    "a size in bytes, optionally with a binary suffix k, KiB, m, MiB, g or GiB (e.g. 1500, 64k, 8MiB)";
-const EXPECT_MIN_BYTES: &str =
-    "auto, or a size in bytes, optionally with a binary suffix k, KiB, m, MiB, g or GiB (e.g. 1500, 64k, 8MiB)";
+macro_rules! expect_size {
+    () => {
+        "a size in bytes, optionally with a binary suffix k, KiB, m, MiB, g or GiB (e.g. 1500, 64k, 8MiB)"
+    };
+}
+const EXPECT_SIZE: &str = expect_size!();
+const EXPECT_MIN_BYTES: &str = concat!("auto, or ", expect_size!());
 
 fn err(var: &str, value: &str, expected: impl Into<String>) -> ConfigError {
     ConfigError {

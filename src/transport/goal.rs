@@ -228,7 +228,7 @@ impl GoalBackend {
             Some((m, no)) => (Some(Box::new(m)), no),
             None => (None, Vec::new()),
         };
-        // Empty: `into_memory` emptied them, or they are new.
+        // `reqs` and `calcs` are empty: `into_memory` emptied them, or they are new.
         let BackendMemory {
             slots,
             users,

@@ -158,7 +158,7 @@ impl McastRun {
             let base = st.seq;
             st.seq += u64::from(n.total);
             if let Path::Mcast(chan) = &mut st.path {
-                chan.early_dgrams.retain(|(s, _)| *s > base);
+                chan.early_dgrams.forget_through(base);
                 chan.early_control
                     .retain(|(_, m)| control_seq(m).is_some_and(|s| s > base));
             }
@@ -263,13 +263,8 @@ impl McastRun {
                     rx,
                     buf,
                 };
-                let early = std::mem::take(&mut chan.early_dgrams);
-                for (s, d) in early {
-                    if s == seq {
-                        accept(chan, &mut a, now, &d, rank)?;
-                    } else {
-                        chan.early_dgrams.push((s, d));
-                    }
+                for d in chan.early_dgrams.take(seq) {
+                    accept(chan, &mut a, now, &d, rank)?;
                 }
                 self.active.push(a);
             }
@@ -312,7 +307,6 @@ impl McastRun {
         let chan: &mut Channel = chan;
         let now = chan.now();
         // Datagrams, to the receiver of their multicast.
-        let mut kept = None;
         while let Some(len) = chan.sock.recv(&mut self.rbuf)? {
             let d = &self.rbuf[..len];
             let Some(seq) = packet::peek_seq(d) else {
@@ -336,7 +330,7 @@ impl McastRun {
                     }
                 }
                 // A later run's (a faster root): keep it for then.
-                Some(k) if k > self.total => chan.keep_early(&mut kept, seq, d),
+                Some(k) if k > self.total => chan.early_dgrams.keep(seq, d),
                 // This rank's own, looped back; an old one; or beyond what is kept.
                 _ => {}
             }

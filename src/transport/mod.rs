@@ -44,16 +44,62 @@ pub struct Channel {
     /// `tx_batch[tx_unsent.clone()]` were taken from a sender but not yet accepted by the
     /// kernel (a non-blocking transmit found the device queue full): sent before anything new.
     pub tx_unsent: std::ops::Range<usize>,
-    /// Datagrams of a multicast that this rank has not started yet, by sequence number,
-    /// replayed when it starts: an eager broadcast's root does not wait for scouts, so its
-    /// data may reach a rank still busy with an earlier operation of the communicator, and a
-    /// GOAL run's `mrecv` may still wait for its prerequisites. At most `EARLY_MAX_BYTES`.
-    pub early_dgrams: Vec<(u64, Vec<u8>)>,
+    /// Datagrams of multicasts that this rank has not started yet: an eager broadcast's root
+    /// does not wait for scouts, so its data may reach a rank still busy with an earlier
+    /// operation of the communicator, and a GOAL run's `mrecv` may still wait for its
+    /// prerequisites.
+    pub early_dgrams: EarlyDgrams,
 }
 
 /// Bytes of datagrams kept for multicasts not started yet, at most (beyond this they are
 /// dropped and repaired by the protocol like any loss).
 pub const EARLY_MAX_BYTES: usize = 8 << 20;
+
+/// Datagrams kept for the multicast of their sequence number, replayed when it starts; at
+/// most `EARLY_MAX_BYTES` of them.
+#[derive(Default)]
+pub struct EarlyDgrams {
+    dgrams: Vec<(u64, Vec<u8>)>,
+    bytes: usize,
+}
+
+impl EarlyDgrams {
+    /// Keeps datagram `d` of multicast `seq`, unless the store is full.
+    pub fn keep(&mut self, seq: u64, d: &[u8]) {
+        if self.bytes + d.len() <= EARLY_MAX_BYTES {
+            self.bytes += d.len();
+            self.dgrams.push((seq, d.to_vec()));
+        }
+    }
+
+    /// Takes out the datagrams of multicast `seq`, in the order they came.
+    pub fn take(&mut self, seq: u64) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        if self.dgrams.iter().any(|&(s, _)| s == seq) {
+            let all = std::mem::take(&mut self.dgrams);
+            for (s, d) in all {
+                if s == seq {
+                    self.bytes -= d.len();
+                    out.push(d);
+                } else {
+                    self.dgrams.push((s, d));
+                }
+            }
+        }
+        out
+    }
+
+    /// Forgets the datagrams of multicasts up to `seq`: those operations are over here.
+    pub fn forget_through(&mut self, seq: u64) {
+        let bytes = &mut self.bytes;
+        self.dgrams.retain(|(s, d)| {
+            if *s <= seq {
+                *bytes -= d.len();
+            }
+            *s > seq
+        });
+    }
+}
 
 /// Datagrams handed to the kernel per sendmmsg.
 pub const TX_BATCH: usize = 32;
@@ -61,17 +107,6 @@ pub const TX_BATCH: usize = 32;
 impl Channel {
     pub fn now(&self) -> wire::Nanos {
         self.epoch.elapsed().as_nanos() as wire::Nanos
-    }
-
-    /// Keeps datagram `d` of operation `seq` (not started here yet) for when it starts,
-    /// within `EARLY_MAX_BYTES`. `kept`: the bytes already kept, summed on first use by the
-    /// caller's receive loop.
-    pub fn keep_early(&mut self, kept: &mut Option<usize>, seq: u64, d: &[u8]) {
-        let k = kept.get_or_insert_with(|| self.early_dgrams.iter().map(|(_, d)| d.len()).sum());
-        if *k + d.len() <= EARLY_MAX_BYTES {
-            *k += d.len();
-            self.early_dgrams.push((seq, d.to_vec()));
-        }
     }
 
     pub fn close(self, session: &Session) {
@@ -411,7 +446,7 @@ pub fn setup(
         early_control: Vec::new(),
         tx_batch: Vec::new(),
         tx_unsent: 0..0,
-        early_dgrams: Vec::new(),
+        early_dgrams: EarlyDgrams::default(),
     }))
 }
 
@@ -529,5 +564,31 @@ mod tests {
             (m.group, m.port, m.key, m.job, m.comm)
         );
         assert_eq!((d.responder, d.frag_bytes, d.ok), (m.responder, 1000, true));
+    }
+
+    #[test]
+    fn early_datagrams_by_sequence_number_and_bounded() {
+        let mut e = EarlyDgrams::default();
+        e.keep(5, b"a");
+        e.keep(6, b"bb");
+        e.keep(5, b"c");
+        assert_eq!(e.take(5), [b"a".to_vec(), b"c".to_vec()]);
+        assert!(e.take(5).is_empty());
+        assert_eq!(e.bytes, 2);
+        e.keep(7, b"d");
+        e.forget_through(6);
+        assert_eq!(e.bytes, 1);
+        assert!(e.take(6).is_empty());
+        assert_eq!(e.take(7), [b"d".to_vec()]);
+        assert_eq!(e.bytes, 0);
+        // Full: what does not fit is not kept (the protocol repairs it).
+        let big = vec![0u8; EARLY_MAX_BYTES - 1];
+        e.keep(8, &big);
+        e.keep(8, b"xy");
+        e.keep(8, b"z");
+        let got = e.take(8);
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[1], b"z");
+        assert_eq!(e.bytes, 0);
     }
 }

@@ -142,9 +142,8 @@ impl<'a> OpBackend<'a> {
                 // Our own looped-back copies and stale datagrams: drain so they never fill
                 // the buffer that the next operation's data needs. A later operation's (an
                 // eager root that is done with this one) is kept for then.
-                let mut kept = None;
                 while let Ok(Some(len)) = self.chan.sock.recv(&mut self.rbuf) {
-                    keep_if_later(self.chan, &mut kept, self.seq, &self.rbuf[..len]);
+                    keep_if_later(self.chan, self.seq, &self.rbuf[..len]);
                 }
                 while let Some((src, len)) =
                     p2p::try_recv_any(self.private, TAG_CONTROL, &mut self.cbuf)?
@@ -187,10 +186,9 @@ impl<'a> OpBackend<'a> {
                     Data::Recv(d) => d,
                     _ => return Err(OpError::Unsupported("multicast receive without a buffer")),
                 };
-                let mut kept = None;
                 while let Some(len) = self.chan.sock.recv(&mut self.rbuf)? {
                     let d = &self.rbuf[..len];
-                    if !keep_if_later(self.chan, &mut kept, self.seq, d) {
+                    if !keep_if_later(self.chan, self.seq, d) {
                         moved |= count_outcome(rx.handle_datagram(now, d, buf));
                     }
                 }
@@ -220,10 +218,9 @@ impl<'a> OpBackend<'a> {
                 }
             }
             Mcast::Waiter(w, id) => {
-                let mut kept = None;
                 while let Some(len) = self.chan.sock.recv(&mut self.rbuf)? {
                     let d = &self.rbuf[..len];
-                    if !keep_if_later(self.chan, &mut kept, self.seq, d) {
+                    if !keep_if_later(self.chan, self.seq, d) {
                         moved |= count_outcome(w.handle_datagram(now, d));
                     }
                 }
@@ -373,10 +370,10 @@ pub(super) fn control_seq(msg: &[u8]) -> Option<u64> {
 
 /// Keeps datagram `d` if it belongs to a later operation than `seq` (a root that sent
 /// without scouts while this rank was still in operation `seq`); true if it did.
-fn keep_if_later(chan: &mut Channel, kept: &mut Option<usize>, seq: u64, d: &[u8]) -> bool {
+fn keep_if_later(chan: &mut Channel, seq: u64, d: &[u8]) -> bool {
     match wire::packet::peek_seq(d) {
         Some(s) if s > seq => {
-            chan.keep_early(kept, s, d);
+            chan.early_dgrams.keep(s, d);
             true
         }
         _ => false,
@@ -473,18 +470,13 @@ impl Backend for OpBackend<'_> {
                         now,
                     );
                     // What an eager root sent while this rank was in an earlier operation.
-                    if !self.chan.early_dgrams.is_empty() {
-                        let Data::Recv(data) = &mut self.data else {
-                            return Err(OpError::Unsupported("multicast receive without a buffer"));
-                        };
-                        let seq = self.seq;
-                        self.chan.early_dgrams.retain(|(s, d)| {
-                            if *s == seq {
-                                count_outcome(rx.handle_datagram(now, d, data));
-                            }
-                            *s > seq
-                        });
+                    let Data::Recv(data) = &mut self.data else {
+                        return Err(OpError::Unsupported("multicast receive without a buffer"));
+                    };
+                    for d in self.chan.early_dgrams.take(self.seq) {
+                        count_outcome(rx.handle_datagram(now, &d, data));
                     }
+                    self.chan.early_dgrams.forget_through(self.seq);
                     self.root = *root;
                     self.mcast = Mcast::Receiver(rx, id);
                 }

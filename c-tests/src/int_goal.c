@@ -516,6 +516,59 @@ int main(int argc, char **argv) {
     free(buf);
   }
 
+  /* (a1) runs without binding again between them: the handle keeps the last run whole and
+   * only restarts it. Then a newly bound buffer, then another program: every run must use
+   * what is bound and loaded now, never the kept run's. */
+  {
+    const size_t len = 300;
+    unsigned char *b1 = malloc(len), *b2 = malloc(len);
+    binomial_bcast(size, (int)len);
+    check(g, API(MPICAST_Goal_load_text)(g, text), "load binomial (restarts)");
+    check(g, API(MPICAST_Goal_bind_buffer)(g, "buf", b1, len), "bind b1");
+    for (int iter = 0; iter < 4; iter++) {
+      uint64_t seed = tc_pattern_seed(0, (uint64_t)(100 + iter), len);
+      if (rank == 0)
+        tc_fill(b1, len, seed);
+      else
+        tc_poison(b1, len, seed);
+      MPICAST_Request *req = NULL;
+      check(g, API(MPICAST_Goal_start)(g, &req), "start (restart)");
+      if (iter % 2) {
+        int done = 0;
+        while (!done)
+          check(g, API(MPICAST_Goal_test)(req, &done), "test (restart)");
+      } else {
+        check(g, API(MPICAST_Goal_wait)(req), "wait (restart)");
+      }
+      tc_check(b1, len, seed, "goal bcast run again without binding", 0, (uint64_t)iter);
+    }
+    uint64_t keep = tc_pattern_seed(3, 1, len), seed = tc_pattern_seed(0, 200, len);
+    tc_fill(b1, len, keep);
+    if (rank == 0)
+      tc_fill(b2, len, seed);
+    else
+      tc_poison(b2, len, seed);
+    check(g, API(MPICAST_Goal_bind_buffer)(g, "buf", b2, len), "bind b2");
+    MPICAST_Request *req = NULL;
+    check(g, API(MPICAST_Goal_start)(g, &req), "start (b2)");
+    check(g, API(MPICAST_Goal_wait)(req), "wait (b2)");
+    tc_check(b2, len, seed, "goal bcast into a newly bound buffer", 0, 200);
+    tc_check(b1, len, keep, "the buffer bound before (must stay untouched)", 3, 1);
+    /* Another program over the same binding: 40 bytes. */
+    uint64_t short_seed = tc_pattern_seed(0, 300, 40);
+    if (rank == 0)
+      tc_fill(b2, 40, short_seed);
+    else
+      tc_poison(b2, 40, short_seed);
+    binomial_bcast(size, 40);
+    check(g, API(MPICAST_Goal_load_text)(g, text), "load binomial (40 B)");
+    check(g, API(MPICAST_Goal_start)(g, &req), "start (40 B)");
+    check(g, API(MPICAST_Goal_wait)(req), "wait (40 B)");
+    tc_check(b2, 40, short_seed, "goal bcast of another program", 0, 300);
+    free(b1);
+    free(b2);
+  }
+
   /* (a2) seed 004's Example 2 on three ranks: rank 0 adds what ranks 1 and 2 send. */
   if (size == 3) {
     const char *ex2 = "num_ranks 3;\n"

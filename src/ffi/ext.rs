@@ -195,6 +195,7 @@ impl MPICAST_Goal {
     fn install(&mut self, l: Result<Loaded, String>) -> c_int {
         match l {
             Ok(l) => {
+                self.spare.unpark();
                 self.loaded = Some(Box::new(l));
                 self.stream = None;
                 self.error = CString::default();
@@ -308,6 +309,25 @@ impl MPICAST_Goal {
 
     /// Ends an active run; outstanding requests are cancelled first. Under the run's lock,
     /// so the progress thread never touches it afterwards.
+    /// A started run becomes the handle's active run; its request goes to `request_out`
+    /// (non-NULL).
+    fn begin(&mut self, shared: SharedRun, request_out: *mut *mut MPICAST_Request) -> c_int {
+        self.threaded = progress::register(&shared);
+        self.run = Some(shared);
+        let req: *mut MPICAST_Request = &mut *self.request;
+        // SAFETY: the caller checked `request_out` non-NULL.
+        unsafe { request_out.write(req) };
+        OK
+    }
+
+    fn start_failed(&mut self, e: core::GoalError) -> c_int {
+        let status = match e {
+            core::GoalError::Mpi(_) | core::GoalError::Mcast(_) => ERR_MPI,
+            _ => INVALID,
+        };
+        self.fail(status, format!("goal: start failed: {e}"))
+    }
+
     fn abandon(&mut self) {
         if let Some(r) = self.run.take() {
             self.spare.retire(r);
@@ -362,6 +382,7 @@ impl MPICAST_Goal {
 impl Drop for MPICAST_Goal {
     fn drop(&mut self) {
         self.abandon();
+        self.spare.unpark();
         if host::is_active() {
             let _ = host::comm::free(self.comm);
         }
@@ -572,6 +593,7 @@ pub unsafe extern "C" fn MPICAST_Goal_reg_func(
             if g.users.len() > u16::MAX as usize {
                 return g.fail(STATE, "goal: error: 65536 user functions are registered");
             }
+            g.spare.unpark();
             g.users.push(UserFunc { f, ctx });
             // SAFETY: checked non-NULL.
             unsafe { id_out.write((g.users.len() - 1) as c_int) };
@@ -903,6 +925,7 @@ pub unsafe extern "C" fn MPICAST_Goal_compile(goal: *mut MPICAST_Goal) -> c_int 
             };
             let mut buffers = vec![crate::goal::DEFAULT_BUFFER.to_string()];
             let mut needed = vec![0usize];
+            g.spare.unpark();
             g.bound.retain(|(n, _)| !n.starts_with("_builder"));
             for (k, r) in regions.into_iter().enumerate() {
                 let name = format!("_builder{}", k + 1);
@@ -976,6 +999,7 @@ pub unsafe extern "C" fn MPICAST_Goal_bind_buffer(
                 .into_owned();
             // SAFETY: the caller promises `ptr` is valid for `len` bytes during runs.
             let r = unsafe { Region::new(ptr as *mut u8, len) };
+            g.spare.unpark();
             g.bound.retain(|(n, _)| *n != name);
             g.bound.push((name, r));
             OK
@@ -1011,6 +1035,13 @@ pub unsafe extern "C" fn MPICAST_Goal_start(
             let Some(l) = g.loaded.as_deref() else {
                 return g.fail(STATE, "goal: error: no program loaded");
             };
+            // The last run of this program, with the same buffers and functions, kept whole.
+            if let Some(r) = g.spare.restart() {
+                return match r {
+                    Ok(shared) => g.begin(shared, request_out),
+                    Err(e) => g.start_failed(e),
+                };
+            }
             // First, while every rank is here: a program with multicasts needs the
             // communicator's channel, made collectively at the first such start.
             let state = if l.mcast.is_empty() {
@@ -1102,19 +1133,10 @@ pub unsafe extern "C" fn MPICAST_Goal_start(
             if let Err(e) = run.start(&mut backend) {
                 drop(run);
                 drop(backend);
-                let status = match e {
-                    core::GoalError::Mpi(_) | core::GoalError::Mcast(_) => ERR_MPI,
-                    _ => INVALID,
-                };
-                return g.fail(status, format!("goal: start failed: {e}"));
+                return g.start_failed(e);
             }
             let shared = Run::new(run, backend, &mut g.spare);
-            g.threaded = progress::register(&shared);
-            g.run = Some(shared);
-            let req: *mut MPICAST_Request = &mut *g.request;
-            // SAFETY: checked non-NULL.
-            unsafe { request_out.write(req) };
-            OK
+            g.begin(shared, request_out)
         },
     )
 }

@@ -110,18 +110,44 @@ pub struct Run {
 }
 
 /// What the runs of one handle leave for its next run: their vectors, and their shared cell
-/// once nobody else holds it, so that starting a run again allocates nothing.
+/// once nobody else holds it, so that starting a run again allocates nothing. A run that
+/// completed (nothing outstanding, no multicast, executed whole) stays in the cell as it is,
+/// `parked`, and the next start of the same program with the same buffers and functions
+/// only resets its counters (`restart`): the handle calls `unpark` before it changes any of
+/// those.
 #[derive(Default)]
 pub struct Spare {
     pub exec: ExecMemory,
     pub backend: BackendMemory,
     cell: Option<SharedRun>,
+    parked: bool,
 }
 
 impl Spare {
-    /// Ends `run` where it stands (outstanding requests cancelled: nothing of it is used
-    /// afterwards) and keeps its memory.
+    /// Takes `run` back from its handle: parked if it can run again as it is, else ended
+    /// where it stands (outstanding requests cancelled: nothing of it is used afterwards)
+    /// with its memory kept.
     pub fn retire(&mut self, mut run: SharedRun) {
+        self.unpark();
+        // The progress thread's weak reference, while it has one, keeps the cell its own.
+        if let Some(m) = Arc::get_mut(&mut run) {
+            let r = m.get_mut().unwrap_or_else(|p| p.into_inner());
+            let whole = r.outcome.is_none()
+                && r.live.as_ref().is_some_and(|l| match &l.exec {
+                    Exec::Full(e) => e.is_done() && l.backend.reusable(),
+                    _ => false,
+                });
+            if whole {
+                self.cell = Some(run);
+                self.parked = true;
+                return;
+            }
+        }
+        self.end(run);
+    }
+
+    /// Ends `run` where it stands and keeps its memory (and its cell, when unshared).
+    fn end(&mut self, mut run: SharedRun) {
         let live = run.lock().unwrap_or_else(|p| p.into_inner()).live.take();
         if let Some(Live { exec, backend }) = live {
             self.backend = backend.into_memory();
@@ -129,9 +155,52 @@ impl Spare {
                 self.exec = e.into_memory();
             }
         }
-        // The progress thread's weak reference, while it has one, keeps the cell its own.
         if Arc::get_mut(&mut run).is_some() {
             self.cell = Some(run);
+        }
+    }
+
+    /// Ends a parked run, keeping its memory: the program, its buffers or its functions are
+    /// about to change (or the handle to go).
+    pub fn unpark(&mut self) {
+        if std::mem::take(&mut self.parked) {
+            if let Some(cell) = self.cell.take() {
+                self.end(cell);
+            }
+        }
+    }
+
+    /// Starts the parked run again, if there is one: its counters reset, its actions
+    /// started. None when nothing is parked (start a run the long way). On an error the
+    /// run is ended (its memory lost) and the error returned.
+    pub fn restart(&mut self) -> Option<Result<SharedRun, GoalError>> {
+        if !std::mem::take(&mut self.parked) {
+            return None;
+        }
+        let mut cell = self.cell.take()?;
+        let Some(m) = Arc::get_mut(&mut cell) else {
+            // Cannot happen (parked only while unshared); the long way is always right.
+            return None;
+        };
+        let r = m.get_mut().unwrap_or_else(|p| p.into_inner());
+        r.outcome = None;
+        let started = match r.live.as_mut() {
+            Some(Live {
+                exec: Exec::Full(e),
+                backend,
+            }) => {
+                e.reset();
+                e.start(backend)
+            }
+            _ => return None,
+        };
+        match started {
+            Ok(()) => Some(Ok(cell)),
+            Err(e) => {
+                r.live = None;
+                self.cell = Some(cell);
+                Some(Err(e))
+            }
         }
     }
 }

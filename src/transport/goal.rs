@@ -272,6 +272,12 @@ impl GoalBackend {
         }
     }
 
+    /// Nothing outstanding and no multicast channel: a finished run that can run again as it
+    /// is (`ffi::progress::Spare` keeps it whole for the next start of the same program).
+    pub fn reusable(&self) -> bool {
+        self.reqs.is_empty() && self.calcs.is_empty() && self.mcast.is_none()
+    }
+
     /// Lets `progress` wait inside the host MPI when only point-to-point requests are
     /// outstanding (nothing to spin for, no socket to poll): the caller is waiting for the
     /// run and no other thread drives it.

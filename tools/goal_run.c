@@ -45,14 +45,16 @@ static int rank, nranks;
 static void usage(const char *msg, ...) __attribute__((format(printf, 1, 2)));
 static void usage(const char *msg, ...) {
   if (rank == 0) {
+    /* One write (stderr is unbuffered): the launcher must not split the message. */
+    char what[512];
     va_list ap;
     va_start(ap, msg);
-    fprintf(stderr, "mpicast-goal-run: ");
-    vfprintf(stderr, msg, ap);
+    vsnprintf(what, sizeof what, msg, ap);
     va_end(ap);
     fprintf(stderr,
-            "\nusage: mpicast-goal-run FILE [--buffer NAME=SIZE]... [--reps R] [--check] "
-            "[--expect bcast|sum-int32]\n");
+            "mpicast-goal-run: %s\nusage: mpicast-goal-run FILE [--buffer NAME=SIZE]... [--reps R] "
+            "[--check] [--expect bcast|sum-int32]\n",
+            what);
   }
   MPI_Finalize();
   exit(2);
@@ -286,22 +288,31 @@ int main(int argc, char **argv) {
         MPI_Abort(MPI_COMM_WORLD, 1);
       PMPI_Gather(&h, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
       if (rank == 0) {
+        /* The whole line in one write: stderr is unbuffered, and the launcher forwarding it
+         * could interleave pieces with this rank's stdout. */
+        size_t cap = 128 + 48 * (size_t)nranks, len = 0;
+        char *line = malloc(cap);
+        if (!line)
+          MPI_Abort(MPI_COMM_WORLD, 1);
         int bad = 0;
+        len += (size_t)snprintf(line, cap,
+                                "mpicast-goal-run: check %lld/%lld: buffer `buf` differs:", r + 1,
+                                reps);
         for (int i = 1; i < nranks; i++)
           if (all[i] != all[0]) {
-            if (!bad)
-              fprintf(stderr, "mpicast-goal-run: check %lld/%lld: buffer `buf` differs:", r + 1,
-                      reps);
-            fprintf(stderr, " rank %d has fnv1a 0x%016" PRIx64 ",", i, all[i]);
+            len += (size_t)snprintf(line + len, cap - len, " rank %d has fnv1a 0x%016" PRIx64 ",",
+                                    i, all[i]);
             bad = 1;
           }
         if (bad) {
-          fprintf(stderr, " rank 0 0x%016" PRIx64 "\n", all[0]);
+          snprintf(line + len, cap - len, " rank 0 0x%016" PRIx64 "\n", all[0]);
+          fputs(line, stderr);
           status = 3;
         } else {
           printf("check %lld/%lld: buf identical on %d ranks (fnv1a 0x%016" PRIx64 ")\n", r + 1,
                  reps, nranks, all[0]);
         }
+        free(line);
         fflush(stdout);
       }
       free(all);

@@ -307,8 +307,6 @@ impl MPICAST_Goal {
         status
     }
 
-    /// Ends an active run; outstanding requests are cancelled first. Under the run's lock,
-    /// so the progress thread never touches it afterwards.
     /// A started run becomes the handle's active run; its request goes to `request_out`
     /// (non-NULL).
     fn begin(&mut self, shared: SharedRun, request_out: *mut *mut MPICAST_Request) -> c_int {
@@ -328,6 +326,8 @@ impl MPICAST_Goal {
         self.fail(status, format!("goal: start failed: {e}"))
     }
 
+    /// Ends an active run; outstanding requests are cancelled first. Under the run's lock,
+    /// so the progress thread never touches it afterwards.
     fn abandon(&mut self) {
         if let Some(r) = self.run.take() {
             self.spare.retire(r);

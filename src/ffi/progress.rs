@@ -128,7 +128,8 @@ impl Spare {
     /// where it stands (outstanding requests cancelled: nothing of it is used afterwards)
     /// with its memory kept.
     pub fn retire(&mut self, mut run: SharedRun) {
-        self.unpark();
+        // A run was started, so nothing is parked (`restart` took it, or the long way ran).
+        debug_assert!(!self.parked);
         // The progress thread's weak reference, while it has one, keeps the cell its own.
         if let Some(m) = Arc::get_mut(&mut run) {
             let r = m.get_mut().unwrap_or_else(|p| p.into_inner());
@@ -172,34 +173,32 @@ impl Spare {
 
     /// Starts the parked run again, if there is one: its counters reset, its actions
     /// started. None when nothing is parked (start a run the long way). On an error the
-    /// run is ended (its memory lost) and the error returned.
+    /// run is ended (its memory kept) and the error returned.
     pub fn restart(&mut self) -> Option<Result<SharedRun, GoalError>> {
         if !std::mem::take(&mut self.parked) {
             return None;
         }
         let mut cell = self.cell.take()?;
-        let Some(m) = Arc::get_mut(&mut cell) else {
-            // Cannot happen (parked only while unshared); the long way is always right.
+        // Parked only while unshared and whole (`retire`); otherwise the long way.
+        let Some(Run {
+            live:
+                Some(Live {
+                    exec: Exec::Full(e),
+                    backend,
+                }),
+            outcome,
+        }) = Arc::get_mut(&mut cell).map(|m| m.get_mut().unwrap_or_else(|p| p.into_inner()))
+        else {
+            self.end(cell);
             return None;
         };
-        let r = m.get_mut().unwrap_or_else(|p| p.into_inner());
-        r.outcome = None;
-        let started = match r.live.as_mut() {
-            Some(Live {
-                exec: Exec::Full(e),
-                backend,
-            }) => {
-                e.reset();
-                e.start(backend)
-            }
-            _ => return None,
-        };
-        match started {
+        *outcome = None;
+        e.reset();
+        match e.start(backend) {
             Ok(()) => Some(Ok(cell)),
-            Err(e) => {
-                r.live = None;
-                self.cell = Some(cell);
-                Some(Err(e))
+            Err(err) => {
+                self.end(cell);
+                Some(Err(err))
             }
         }
     }

@@ -101,6 +101,11 @@ pub struct Config {
     /// root multicasts at once; receivers' sockets, joined all along, hold the data until they
     /// enter); 0 sends scouts before every broadcast.
     pub eager_bytes: usize,
+    /// `MPICAST_ROOT_WAITS`: the root of an eager broadcast that fits the window waits for
+    /// every acknowledgement before it returns. Off (the default), it returns once its
+    /// datagrams are out, its responder thread keeps a copy to repair losses, and the
+    /// acknowledgements are collected at its next operation on the communicator.
+    pub root_waits: bool,
     /// `MPICAST_GOAL_WINDOW`: run GOAL schedules longer than this through a sliding window of
     /// this many actions (0: no window).
     pub goal_window: usize,
@@ -146,6 +151,7 @@ impl Default for Config {
             verbose: 0,
             progress: Progress::Poll,
             eager_bytes: DEFAULT_EAGER_BYTES,
+            root_waits: false,
             goal_window: 0,
         }
     }
@@ -245,6 +251,14 @@ pub const VARIABLES: &[(&str, &str, &str)] = &[
         "multicast broadcasts of at most this size skip the scouts: the root sends at once and \
          the receivers' joined sockets hold the data until they enter (acknowledgements and the \
          window still pace it); 0 sends scouts before every broadcast",
+    ),
+    (
+        "MPICAST_ROOT_WAITS",
+        "0",
+        "1/true/yes/on: the root of an eager broadcast waits for every receiver's \
+         acknowledgement before it returns; off, it returns once its datagrams are out (its \
+         responder thread keeps a copy and repairs losses; the acknowledgements are collected \
+         at its next operation on the communicator, or when it is freed)",
     ),
     (
         "MPICAST_GOAL_WINDOW",
@@ -429,6 +443,10 @@ impl Config {
         if let Some((raw, v)) = val("MPICAST_EAGER_BYTES") {
             c.eager_bytes =
                 parse_size(&v).ok_or_else(|| err("MPICAST_EAGER_BYTES", &raw, EXPECT_SIZE))?;
+        }
+        if let Some((raw, v)) = val("MPICAST_ROOT_WAITS") {
+            c.root_waits =
+                parse_bool(&v).ok_or_else(|| err("MPICAST_ROOT_WAITS", &raw, EXPECT_BOOL))?;
         }
         if let Some((raw, v)) = val("MPICAST_GOAL_WINDOW") {
             c.goal_window = parse_uint::<usize>(&v)
@@ -817,7 +835,7 @@ mod tests {
             assert!(n.starts_with(PREFIX));
             assert_eq!(names.iter().filter(|m| *m == n).count(), 1, "{n} twice");
         }
-        assert_eq!(names.len(), 17);
+        assert_eq!(names.len(), 18);
     }
 
     #[test]
@@ -843,10 +861,13 @@ mod tests {
         ] {
             assert_eq!(cfg(&[("MPICAST_DISABLE", v)]).unwrap().disable, want, "{v}");
             assert_eq!(cfg(&[("MPICAST_STATS", v)]).unwrap().stats, want, "{v}");
+            let waits = cfg(&[("MPICAST_ROOT_WAITS", v)]).unwrap().root_waits;
+            assert_eq!(waits, want, "{v}");
         }
         for v in ["2", "y", "enable", "-1", "truee"] {
             bad("MPICAST_DISABLE", v);
             bad("MPICAST_STATS", v);
+            bad("MPICAST_ROOT_WAITS", v);
         }
     }
 
@@ -1073,6 +1094,7 @@ mod tests {
             ("MPICAST_VERBOSE", "2"),
             ("MPICAST_PROGRESS", "Thread"),
             ("MPICAST_EAGER_BYTES", "2k"),
+            ("MPICAST_ROOT_WAITS", "1"),
             ("MPICAST_GOAL_WINDOW", "64"),
         ])
         .unwrap();
@@ -1095,6 +1117,7 @@ mod tests {
                 verbose: 2,
                 progress: Progress::Thread,
                 eager_bytes: 2048,
+                root_waits: true,
                 goal_window: 64,
             }
         );

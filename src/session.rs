@@ -463,11 +463,11 @@ impl Session {
 impl CommState {
     fn teardown(&mut self, session: &Session) {
         match std::mem::replace(&mut self.path, Path::Host("freed".into())) {
-            Path::Mcast(ch) => ch.close(session),
+            Path::Mcast(ch) => ch.close(session, self.private.0),
             Path::Hier(h) => {
                 if let Some(l) = h.lead {
                     if let LeaderPath::Mcast(ch) = l.path {
-                        ch.close(session);
+                        ch.close(session, l.comm.0);
                     }
                     let _ = host::comm::free(l.comm.0);
                 }

@@ -84,5 +84,6 @@ pub(super) fn mcast_barrier(
         Kind::Barrier,
         Data::None,
         &sched,
+        false,
     )
 }

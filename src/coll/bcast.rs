@@ -175,6 +175,7 @@ pub(super) fn mcast_bcast(
                 Kind::Bcast,
                 Data::Send(d),
                 &sched,
+                sync == algo::Sync::Eager,
             )
         })
     } else {
@@ -188,6 +189,7 @@ pub(super) fn mcast_bcast(
                 Kind::Bcast,
                 Data::Recv(d),
                 &sched,
+                sync == algo::Sync::Eager,
             )
         })
     }

@@ -38,7 +38,8 @@ fn session_or_die() -> &'static Session {
     }
 }
 
-/// Runs one operation's schedule to completion.
+/// Runs one operation's schedule to completion, after what an earlier eager broadcast of
+/// this rank still owes (`Channel::settle`). `eager`: a broadcast without scouts.
 #[allow(clippy::too_many_arguments)]
 fn run(
     chan: &mut Channel,
@@ -49,8 +50,10 @@ fn run(
     kind: Kind,
     data: Data<'_>,
     sched: &Schedule,
+    eager: bool,
 ) -> Result<(), OpError> {
-    let mut be = OpBackend::new(chan, private, rank, size, seq, kind, data);
+    chan.settle(private)?;
+    let mut be = OpBackend::new(chan, private, rank, size, seq, kind, data).eager(eager);
     let mut ex = Execution::new(sched);
     ex.start(&mut be)?;
     ex.wait(&mut be)

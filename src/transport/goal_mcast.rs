@@ -159,8 +159,10 @@ impl McastRun {
             st.seq += u64::from(n.total);
             if let Path::Mcast(chan) = &mut st.path {
                 chan.early_dgrams.forget_through(base);
+                // The acks of an eager broadcast this rank left early stay for `settle`.
+                let owed = chan.deferred.as_ref().map(|d| d.seq());
                 chan.early_control
-                    .retain(|(_, m)| control_seq(m).is_some_and(|s| s > base));
+                    .retain(|(_, m)| control_seq(m).is_some_and(|s| s > base || Some(s) == owed));
             }
             base
         };

@@ -28,12 +28,23 @@ pub struct Channel {
     pub params: Params,
     /// Rank 0's responder, which answers barrier release queries.
     pub root_responder: SocketAddrV4,
-    /// Lazily opened socket for release queries (non-root ranks only).
+    /// Every rank's responder, by rank: where receivers of an eager broadcast ask its root
+    /// for lost fragments.
+    pub responders: Vec<SocketAddrV4>,
+    /// Lazily opened socket for release and repair queries and their answers.
     pub query_sock: Option<UnicastSocket>,
     pub iface_addr: Ipv4Addr,
     pub epoch: Instant,
-    /// Rank 0 only: where barrier releases are recorded for the responder thread.
+    /// This process's responder: barrier releases (rank 0) and the copies of eager
+    /// broadcasts this rank rooted are recorded there for the responder thread.
     pub responder: Option<responder::ResponderHandle>,
+    /// An eager broadcast this rank rooted and returned from before every receiver
+    /// acknowledged it (at most one): its acknowledgements are collected by `settle`, at the
+    /// start of this rank's next operation on the channel and when the channel closes.
+    pub deferred: Option<op::Deferred>,
+    /// MPICAST_ROOT_WAITS: the root of an eager broadcast waits for every acknowledgement
+    /// before it returns, instead of leaving that to `settle`.
+    pub root_waits: bool,
     /// Control messages for a later operation that reached this rank while it was still the
     /// root of an earlier one (receivers may ask for data as soon as they enter): replayed
     /// when that operation's sender starts.
@@ -109,7 +120,21 @@ impl Channel {
         self.epoch.elapsed().as_nanos() as wire::Nanos
     }
 
-    pub fn close(self, session: &Session) {
+    /// The socket for unicast queries and their answers, opened at first use.
+    pub fn query_sock(&mut self) -> std::io::Result<&UnicastSocket> {
+        if self.query_sock.is_none() {
+            self.query_sock = Some(UnicastSocket::open(self.iface_addr)?);
+        }
+        Ok(self.query_sock.as_ref().expect("opened above"))
+    }
+
+    /// Collects what an earlier broadcast still owes (`settle`), then stops answering for
+    /// the channel. `private`: the communicator's private duplicate, still valid. A failure
+    /// cannot be reported to a caller any more (the communicator is going away): it is said.
+    pub fn close(mut self, session: &Session, private: MPI_Comm) {
+        if let Err(e) = self.settle(private) {
+            crate::session::say(&format!("mpicast: while freeing a communicator: {e}"));
+        }
         if let Some(r) = session.responder.lock().unwrap().as_ref() {
             r.unregister(self.ctx.comm);
         }
@@ -211,7 +236,7 @@ fn draw_group(cfg: &Config, rnd: u64) -> (Ipv4Addr, u16) {
 }
 
 /// Per-rank facts gathered by the probe allgather.
-const INFO_LEN: usize = 16;
+const INFO_LEN: usize = 24;
 #[derive(Clone, Copy)]
 struct RankInfo {
     /// 0 = could not open/join, 1 = opened but saw no probe, 2 = ready.
@@ -219,6 +244,8 @@ struct RankInfo {
     errno: u32,
     rcvbuf_kib: u32,
     max_payload: u32,
+    /// The rank's responder thread.
+    responder: SocketAddrV4,
 }
 
 impl RankInfo {
@@ -230,6 +257,8 @@ impl RankInfo {
         {
             b[i * 4..i * 4 + 4].copy_from_slice(&v.to_le_bytes());
         }
+        b[16..20].copy_from_slice(&self.responder.ip().octets());
+        b[20..22].copy_from_slice(&self.responder.port().to_le_bytes());
         b
     }
     fn decode(b: &[u8]) -> RankInfo {
@@ -239,6 +268,10 @@ impl RankInfo {
             errno: f(1),
             rcvbuf_kib: f(2),
             max_payload: f(3),
+            responder: SocketAddrV4::new(
+                Ipv4Addr::new(b[16], b[17], b[18], b[19]),
+                u16::from_le_bytes([b[20], b[21]]),
+            ),
         }
     }
 }
@@ -296,6 +329,7 @@ pub fn setup(
         errno: 0,
         rcvbuf_kib: 0,
         max_payload: 0,
+        responder: SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0),
     };
     let opened = iface.as_ref().map_err(|e| e.clone()).and_then(|ifc| {
         McastSocket::open(ifc, msg.group, msg.port, cfg.ttl, cfg.rcvbuf)
@@ -307,6 +341,11 @@ pub fn setup(
                     msg.group, msg.port, ifc.name, ifc.addr
                 )
             })
+    });
+    // Every rank may root an eager broadcast, whose repairs its responder serves.
+    let opened = opened.and_then(|(sock, ifc)| {
+        info.responder = start_responder(session, ifc.addr)?;
+        Ok((sock, ifc))
     });
     let mut probe_out = Vec::new();
     wire::packet::encode(
@@ -420,14 +459,10 @@ pub fn setup(
         window_frags(min_rcvbuf, frag),
         cfg.timeout_ms * 1_000_000,
     );
-    let responder = if rank == 0 {
-        session.responder.lock().unwrap().as_ref().map(|r| {
-            r.register(&ctx, 0);
-            r.handle()
-        })
-    } else {
-        None
-    };
+    let responder = session.responder.lock().unwrap().as_ref().map(|r| {
+        r.register(&ctx, rank);
+        r.handle()
+    });
     if cfg.verbose >= 1 && rank == 0 {
         crate::session::say(&format!(
             "mpicast: communicator of {size} ranks on {}:{} via {} ({}): {} B per datagram, window {} datagrams",
@@ -439,10 +474,13 @@ pub fn setup(
         ctx,
         params,
         root_responder: msg.responder,
+        responders: infos.iter().map(|i| i.responder).collect(),
         query_sock: None,
         iface_addr: ifc.addr,
         epoch: Instant::now(),
         responder,
+        deferred: None,
+        root_waits: cfg.root_waits,
         early_control: Vec::new(),
         tx_batch: Vec::new(),
         tx_unsent: 0..0,
@@ -467,16 +505,7 @@ fn rank0_draw(
     let mut rnd = [0u8; 56];
     random_bytes(&mut rnd).map_err(|e| format!("cannot read /dev/urandom: {e}"))?;
     let (group, port) = draw_group(cfg, u64::from_le_bytes(rnd[0..8].try_into().unwrap()));
-    let responder = {
-        let mut r = session.responder.lock().unwrap();
-        if r.is_none() {
-            *r =
-                Some(responder::ResponderThread::start(ifc.addr).map_err(|e| {
-                    format!("cannot start the release responder on {}: {e}", ifc.addr)
-                })?);
-        }
-        r.as_ref().unwrap().addr()
-    };
+    let responder = start_responder(session, ifc.addr)?;
     Ok(SetupMsg {
         ok: true,
         group,
@@ -487,6 +516,18 @@ fn rank0_draw(
         responder,
         frag_bytes: cfg.frag_bytes.unwrap_or(0) as u32,
     })
+}
+
+/// This process's responder thread, started at first use; its address.
+fn start_responder(session: &Session, addr: Ipv4Addr) -> Result<SocketAddrV4, String> {
+    let mut r = session.responder.lock().unwrap();
+    if r.is_none() {
+        *r = Some(
+            responder::ResponderThread::start(addr)
+                .map_err(|e| format!("cannot start the responder thread on {addr}: {e}"))?,
+        );
+    }
+    Ok(r.as_ref().expect("started above").addr())
 }
 
 fn wait_probe(sock: &McastSocket, ctx: &Ctx, bound: Duration) -> bool {

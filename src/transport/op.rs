@@ -10,6 +10,7 @@ use crate::sched::{ActionId, Backend, Op};
 use crate::stats::{self, COUNTERS};
 use crate::wire::{self, McastReceiver, McastSender, Outcome, ReleaseWaiter};
 use std::os::raw::c_int;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// MPI tags on the private duplicate. Scouts use the schedule's own tag.
@@ -66,6 +67,90 @@ impl From<std::io::Error> for OpError {
     }
 }
 
+/// An eager broadcast whose root returned once its datagrams were out (`Channel::deferred`):
+/// its sender, kept to take the acknowledgements, and the copy its responder repairs from.
+pub struct Deferred {
+    tx: McastSender,
+    data: Arc<[u8]>,
+    seq: u64,
+    rank: u32,
+    size: u32,
+}
+
+impl Deferred {
+    /// The broadcast's sequence number on its communicator.
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+}
+
+impl Channel {
+    /// Collects the acknowledgements of the eager broadcast this rank returned from early, if
+    /// any, then drops its copy. Called before anything else uses the channel (they come by
+    /// MPI on `private` and must not be taken for a later operation's), and when the channel
+    /// closes. The receivers finish that broadcast without this rank (its responder thread
+    /// repairs), so this waits only for them to get there; the tail probe and NACKs by MPI
+    /// are served as in the broadcast itself.
+    pub fn settle(&mut self, private: MPI_Comm) -> Result<(), OpError> {
+        let Some(mut d) = self.deferred.take() else {
+            return Ok(());
+        };
+        let seq = d.seq;
+        let now = self.now();
+        d.tx.resume(now);
+        let mut early = std::mem::take(&mut self.early_control);
+        early.retain(|(src, msg)| match control_seq(msg) {
+            Some(s) if s == seq => {
+                let _ = d.tx.handle_control(now, *src, msg);
+                false
+            }
+            Some(s) => s > seq,
+            None => false,
+        });
+        self.early_control = early;
+        let mut cbuf = vec![0u8; wire::control::MAX_CONTROL_LEN];
+        let result = loop {
+            let now = self.now();
+            while let Some((src, len)) = p2p::try_recv_any(private, TAG_CONTROL, &mut cbuf)? {
+                let msg = &cbuf[..len];
+                if let Err(wire::Reject::WrongSeq) = d.tx.handle_control(now, src, msg) {
+                    if control_seq(msg) > Some(seq) {
+                        self.early_control.push((src, msg.to_vec()));
+                    }
+                }
+            }
+            if d.tx.is_done() {
+                break Ok(());
+            }
+            let before = d.tx.stats();
+            if d.tx.poll_timeout().is_some_and(|t| t <= now) {
+                d.tx.handle_timeout(now);
+            }
+            let data = d.data.clone();
+            transmit(self, &mut d.tx, now, &data, true)?;
+            let after = d.tx.stats();
+            stats::add(&COUNTERS.dgrams_sent, after.datagrams - before.datagrams);
+            stats::add(&COUNTERS.repairs, after.retransmits - before.retransmits);
+            if d.tx.stalled(now) {
+                let missing: Vec<String> =
+                    d.tx.pending_ranks().iter().map(|r| r.to_string()).collect();
+                break Err(OpError::Stalled(format!(
+                    "{}: the root returned at once (eager) and has had no acknowledgement for \
+                     {} ms since it came back for them; ranks still missing data: {}",
+                    describe(Kind::Bcast, seq, d.size, d.rank),
+                    self.params.stall_timeout / 1_000_000,
+                    missing.join(", ")
+                )));
+            }
+            std::thread::yield_now();
+        };
+        if let Some(r) = &self.responder {
+            r.drop_held(self.ctx.comm, seq);
+        }
+        result
+    }
+}
+
 enum Mcast {
     Idle,
     Sender(McastSender, ActionId),
@@ -92,6 +177,14 @@ pub struct OpBackend<'a> {
     cbuf: Vec<u8>,
     last_progress: wire::Nanos,
     timeout: wire::Nanos,
+    /// An eager broadcast that fits the window: its root's responder keeps a copy, so that
+    /// receivers ask it for lost fragments by UDP, not the root by MPI (`repair_to`), and the
+    /// root may return before the acknowledgements (`Channel::deferred`).
+    eager: bool,
+    /// Receiver of such a broadcast: its root's responder.
+    repair_to: Option<std::net::SocketAddrV4>,
+    /// Root of such a broadcast: its responder holds a copy, dropped when the sender is done.
+    held: bool,
 }
 
 impl<'a> OpBackend<'a> {
@@ -123,7 +216,16 @@ impl<'a> OpBackend<'a> {
             cbuf: vec![0u8; wire::control::MAX_CONTROL_LEN],
             last_progress: now,
             timeout,
+            eager: false,
+            repair_to: None,
+            held: false,
         }
+    }
+
+    /// A broadcast without scouts (`algo::Sync::Eager`): see `eager`.
+    pub fn eager(mut self, eager: bool) -> Self {
+        self.eager = eager;
+        self
     }
 
     /// Drives the multicast state machine; true if anything moved.
@@ -166,6 +268,11 @@ impl<'a> OpBackend<'a> {
                 stats::add(&COUNTERS.dgrams_sent, after.datagrams - before.datagrams);
                 stats::add(&COUNTERS.repairs, after.retransmits - before.retransmits);
                 if tx.is_done() {
+                    if self.held {
+                        if let Some(r) = &self.chan.responder {
+                            r.drop_held(self.chan.ctx.comm, self.seq);
+                        }
+                    }
                     done.push(*id);
                     self.mcast = Mcast::Idle;
                     return Ok(true);
@@ -192,14 +299,24 @@ impl<'a> OpBackend<'a> {
                         moved |= count_outcome(rx.handle_datagram(now, d, buf));
                     }
                 }
+                if self.repair_to.is_some() {
+                    if let Some(qs) = &self.chan.query_sock {
+                        while let Ok(Some((len, _))) = qs.recv_from(&mut self.rbuf) {
+                            moved |= count_outcome(rx.handle_datagram(now, &self.rbuf[..len], buf));
+                        }
+                    }
+                }
                 let root = self.root;
                 {
-                    while let Some(msg) = rx.poll_control(now) {
-                        p2p::send_bytes(self.private, root, TAG_CONTROL, &msg)?;
-                    }
                     if rx.poll_timeout().is_some_and(|t| t <= now) {
                         rx.handle_timeout(now);
-                        while let Some(msg) = rx.poll_control(now) {
+                    }
+                    while let Some(msg) = rx.poll_control(now) {
+                        let asked = match self.repair_to {
+                            Some(to) => ask_repair(self.chan, to, &msg, rx, &mut self.dgram)?,
+                            None => false,
+                        };
+                        if !asked {
                             p2p::send_bytes(self.private, root, TAG_CONTROL, &msg)?;
                         }
                     }
@@ -352,6 +469,27 @@ fn flush(chan: &mut Channel, wait: bool) -> Result<(bool, bool), OpError> {
     Ok((moved, true))
 }
 
+/// Sends control message `msg` of receiver `rx` to its root's responder `to` as a
+/// RepairQuery if it is a NACK; true if it was (an ack goes to the root by MPI, which it
+/// collects when it comes back for them).
+fn ask_repair(
+    chan: &mut Channel,
+    to: std::net::SocketAddrV4,
+    msg: &[u8],
+    rx: &McastReceiver,
+    out: &mut Vec<u8>,
+) -> Result<bool, OpError> {
+    let Ok(wire::control::Control::Nack { seq, missing, .. }) = wire::control::Control::decode(msg)
+    else {
+        return Ok(false);
+    };
+    wire::release::encode_repair_query(&chan.ctx, seq, rx.root(), rx.rank(), &missing, out);
+    // Not counted as a repair: a root that is merely late gets these too. Its responder
+    // counts the fragments it sends.
+    chan.query_sock()?.send_to(out, to)?;
+    Ok(true)
+}
+
 fn describe(kind: Kind, seq: u64, size: u32, rank: u32) -> String {
     let what = match kind {
         Kind::Bcast => "MPI_Bcast",
@@ -447,6 +585,41 @@ impl Backend for OpBackend<'_> {
                             Some(s) => s > seq,
                             None => false,
                         });
+                    if self.eager && tx.nfrags() <= self.chan.params.window() {
+                        // Receivers ask the responder for repairs: it needs the copy first.
+                        let Data::Send(data) = &self.data else {
+                            return Err(OpError::Unsupported("multicast send without data"));
+                        };
+                        let Some(r) = &self.chan.responder else {
+                            return Err(OpError::Unsupported(
+                                "eager broadcast without a responder",
+                            ));
+                        };
+                        let copy: Arc<[u8]> = Arc::from(*data);
+                        r.hold(
+                            self.chan.ctx.comm,
+                            seq,
+                            copy.clone(),
+                            self.chan.params.frag(),
+                        );
+                        self.held = true;
+                        if !self.chan.root_waits {
+                            let before = tx.stats().datagrams;
+                            transmit(self.chan, &mut tx, now, &copy, true)?;
+                            stats::add(&COUNTERS.dgrams_sent, tx.stats().datagrams - before);
+                            if tx.all_sent() && self.chan.tx_unsent.is_empty() {
+                                self.chan.deferred = Some(Deferred {
+                                    tx,
+                                    data: copy,
+                                    seq,
+                                    rank: self.rank,
+                                    size: self.size,
+                                });
+                                done.push(id);
+                                return Ok(());
+                            }
+                        }
+                    }
                     self.mcast = Mcast::Sender(tx, id);
                 }
             },
@@ -477,6 +650,13 @@ impl Backend for OpBackend<'_> {
                         count_outcome(rx.handle_datagram(now, &d, data));
                     }
                     self.chan.early_dgrams.forget_through(self.seq);
+                    if self.eager && rx.nfrags() <= self.chan.params.window() {
+                        // The root does not wait for scouts: silence is loss from now on, and
+                        // its responder answers.
+                        self.repair_to = self.chan.responders.get(*root as usize).copied();
+                        self.chan.query_sock()?;
+                        rx.arm_nack(now);
+                    }
                     self.root = *root;
                     self.mcast = Mcast::Receiver(rx, id);
                 }

@@ -1,5 +1,7 @@
 //! The per-process responder thread: it answers barrier release queries from ranks that
-//! lost the one release datagram, after this rank (the barrier root) already left. It only
+//! lost the one release datagram, after this rank (the barrier root) already left, and
+//! repair queries for an eager broadcast this rank rooted and left before every receiver
+//! acknowledged it (the copy is held here until then). It only
 //! touches a UDP socket and the pure `wire::Responder`, never MPI, so it can never race the
 //! host MPI's shutdown; it is still stopped at finalize.
 
@@ -62,8 +64,8 @@ impl ResponderThread {
 }
 
 fn serve(sock: UnicastSocket, table: Arc<Mutex<Responder>>, stop: Arc<AtomicBool>) {
-    let mut buf = vec![0u8; 2048];
-    let mut out = Vec::with_capacity(256);
+    let mut buf = vec![0u8; 65536];
+    let mut out: Vec<Vec<u8>> = Vec::new();
     let fds = [sock.fd()];
     while !stop.load(Ordering::Relaxed) {
         match crate::net::wait_readable(&fds, Duration::from_millis(50)) {
@@ -72,9 +74,21 @@ fn serve(sock: UnicastSocket, table: Arc<Mutex<Responder>>, stop: Arc<AtomicBool
             Err(_) => continue,
         }
         while let Ok(Some((len, from))) = sock.recv_from(&mut buf) {
-            let answered = table.lock().unwrap().answer(&buf[..len], &mut out);
-            if answered {
-                let _ = sock.send_to(&out, from);
+            let n = {
+                let t = table.lock().unwrap();
+                if out.is_empty() {
+                    out.push(Vec::new());
+                }
+                if t.answer(&buf[..len], &mut out[0]) {
+                    1
+                } else {
+                    let n = t.answer_repair(&buf[..len], &mut out);
+                    crate::stats::add(&crate::stats::COUNTERS.repairs, n as u64);
+                    n
+                }
+            };
+            for d in &out[..n] {
+                let _ = sock.send_to(d, from);
             }
         }
     }
@@ -88,5 +102,16 @@ impl ResponderHandle {
     /// answered.
     pub fn released(&self, comm: u32, seq: u64) {
         self.0.lock().unwrap().released(comm, seq);
+    }
+
+    /// Keeps a copy of eager broadcast `seq` of `comm` for repair queries; must be called
+    /// before its datagrams go out.
+    pub fn hold(&self, comm: u32, seq: u64, data: Arc<[u8]>, frag: usize) {
+        self.0.lock().unwrap().hold(comm, seq, data, frag);
+    }
+
+    /// Every receiver acknowledged broadcast `seq` of `comm`.
+    pub fn drop_held(&self, comm: u32, seq: u64) {
+        self.0.lock().unwrap().drop_held(comm, seq);
     }
 }

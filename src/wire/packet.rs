@@ -1,5 +1,5 @@
 //! packet: the one datagram format of mpicast (data fragments, barrier release, release query,
-//! setup probe) and its authentication.
+//! repair query, setup probe) and its authentication.
 //!
 //! Layout, little-endian, fixed: magic(4) version(1) kind(1) reserved(2) job(8) comm(4) root(4)
 //! seq(8) frag(4) nfrags(4) total_len(8) | payload | MAC(16). The MAC is blake3 keyed_hash of
@@ -35,6 +35,9 @@ pub enum Kind {
     Release = 2,
     ReleaseQuery = 3,
     Probe = 4,
+    /// A receiver's request to the root's responder for fragments of a broadcast the root has
+    /// already left: the payload lists them (u32 each, little-endian), `frag` names the asker.
+    RepairQuery = 5,
 }
 
 impl Kind {
@@ -44,6 +47,7 @@ impl Kind {
             2 => Kind::Release,
             3 => Kind::ReleaseQuery,
             4 => Kind::Probe,
+            5 => Kind::RepairQuery,
             _ => return None,
         })
     }
@@ -206,6 +210,7 @@ pub fn decode<'a>(ctx: &Ctx, dgram: &'a [u8]) -> Result<(Header, &'a [u8]), Reje
             }
             Kind::Release | Kind::ReleaseQuery => len == 0 && h.nfrags == 0 && h.total_len == 0,
             Kind::Probe => true,
+            Kind::RepairQuery => len > 0 && len % 4 == 0 && h.nfrags == 0 && h.total_len == 0,
         };
     if !consistent {
         return Err(Reject::Malformed);

@@ -176,6 +176,15 @@ impl McastReceiver {
         Outcome::Accepted
     }
 
+    /// Arms the NACK timer now, before any datagram: for a broadcast whose root sends without
+    /// waiting for anyone (eager), so that silence means loss and is asked about after
+    /// `nack_initial` (a root that is merely late answers nothing, and the backoff grows).
+    pub fn arm_nack(&mut self, now: Nanos) {
+        if !self.complete() && self.nack_at == Nanos::MAX {
+            self.nack_at = now.saturating_add(self.nack_rto);
+        }
+    }
+
     /// The next control message for the root, if one is due.
     pub fn poll_control(&mut self, _now: Nanos) -> Option<Vec<u8>> {
         if self.final_sent || self.nfrags == 0 {

@@ -3,8 +3,13 @@
 //! The root multicasts one Release per barrier; it is the one datagram whose loss nothing else
 //! exposes, so a waiting rank that hears nothing asks the root's `Responder` (a per-process
 //! thread that outlives the barrier on the root) by unicast ReleaseQuery, with backoff.
+//!
+//! The same responder keeps a copy of an eager broadcast whose root returned as soon as its
+//! datagrams were out (`hold`), and answers a receiver's RepairQuery with the fragments it
+//! lists, by unicast, until the root has every acknowledgement (`drop_held`).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use super::packet::{self, Header, Kind, Reject};
 use super::receiver::Outcome;
@@ -112,11 +117,47 @@ impl ReleaseWaiter {
     }
 }
 
+/// A RepairQuery for fragments `missing` of broadcast `seq` from `root`, asked by rank `me`
+/// (at most `MAX_NACK_MISSING` fragments are listed; the rest wait for the next query).
+pub fn encode_repair_query(
+    ctx: &Ctx,
+    seq: u64,
+    root: u32,
+    me: u32,
+    missing: &[u32],
+    out: &mut Vec<u8>,
+) {
+    let n = missing.len().min(super::MAX_NACK_MISSING);
+    let mut payload = Vec::with_capacity(4 * n);
+    for f in &missing[..n] {
+        payload.extend_from_slice(&f.to_le_bytes());
+    }
+    packet::encode(
+        ctx,
+        &header(ctx, Kind::RepairQuery, seq, root, me),
+        &payload,
+        out,
+    );
+}
+
+/// Payload bytes of fragments sent in answer to one RepairQuery, at most (at least one
+/// fragment): what a receiver's unicast socket takes at once without overflowing.
+pub const REPAIR_ANSWER_BYTES: usize = 128 << 10;
+
 #[derive(Debug)]
 struct Registered {
     ctx: Ctx,
     root: u32,
     released: Option<u64>,
+    held: Option<Held>,
+}
+
+/// The copy of an eager broadcast that its root left before every receiver acknowledged it.
+#[derive(Debug)]
+struct Held {
+    seq: u64,
+    data: Arc<[u8]>,
+    frag: usize,
 }
 
 /// Answers ReleaseQuery datagrams for every communicator this process is the barrier root of.
@@ -139,8 +180,63 @@ impl Responder {
                 ctx: ctx.clone(),
                 root,
                 released: None,
+                held: None,
             },
         );
+    }
+
+    /// Keeps `data`, broadcast `seq` of `comm` from this process, cut in `frag`-byte
+    /// fragments, to answer repair queries for it (one broadcast per communicator at a time:
+    /// a newer one replaces it).
+    pub fn hold(&mut self, comm: u32, seq: u64, data: Arc<[u8]>, frag: usize) {
+        if let Some(r) = self.comms.get_mut(&comm) {
+            r.held = Some(Held { seq, data, frag });
+        }
+    }
+
+    /// Every receiver has broadcast `seq` of `comm`: its copy goes.
+    pub fn drop_held(&mut self, comm: u32, seq: u64) {
+        if let Some(r) = self.comms.get_mut(&comm) {
+            if r.held.as_ref().is_some_and(|h| h.seq == seq) {
+                r.held = None;
+            }
+        }
+    }
+
+    /// The fragments that an authentic RepairQuery for a held broadcast lists, up to
+    /// `REPAIR_ANSWER_BYTES` of them, into `out[..n]`; returns `n`.
+    pub fn answer_repair(&self, query: &[u8], out: &mut Vec<Vec<u8>>) -> usize {
+        let Some(r) = packet::peek_comm(query).and_then(|c| self.comms.get(&c)) else {
+            return 0;
+        };
+        let Ok((h, payload)) = packet::decode(&r.ctx, query) else {
+            return 0;
+        };
+        let held = match &r.held {
+            Some(held) if h.kind == Kind::RepairQuery && h.root == r.root && h.seq == held.seq => {
+                held
+            }
+            _ => return 0,
+        };
+        let frag = held.frag.max(1);
+        let nfrags = held.data.len().div_ceil(frag).max(1);
+        let (mut n, mut bytes) = (0, 0);
+        for f in payload.chunks_exact(4) {
+            let f = u32::from_le_bytes(f.try_into().expect("4 bytes"));
+            if f as usize >= nfrags {
+                continue;
+            }
+            if n > 0 && bytes + frag > REPAIR_ANSWER_BYTES {
+                break;
+            }
+            if out.len() <= n {
+                out.push(Vec::new());
+            }
+            super::sender::encode_fragment(&r.ctx, h.seq, r.root, frag, &held.data, f, &mut out[n]);
+            n += 1;
+            bytes += frag;
+        }
+        n
     }
 
     pub fn unregister(&mut self, comm: u32) {

@@ -57,6 +57,35 @@ pub struct McastSender {
     stats: SenderStats,
 }
 
+/// Writes fragment `f` of message `data` (broadcast `seq` from `root`, cut in pieces of
+/// `frag` bytes) as a data datagram into `out`: what the root multicasts, and what its
+/// responder sends again to a receiver that lost it.
+pub fn encode_fragment(
+    ctx: &Ctx,
+    seq: u64,
+    root: u32,
+    frag: usize,
+    data: &[u8],
+    f: u32,
+    out: &mut Vec<u8>,
+) {
+    let frag = frag.max(1);
+    let nfrags = data.len().div_ceil(frag).max(1) as u32;
+    let start = f as usize * frag;
+    let end = (start + frag).min(data.len());
+    let h = Header {
+        kind: Kind::Data,
+        job: ctx.job,
+        comm: ctx.comm,
+        seq,
+        root,
+        frag: f,
+        nfrags,
+        total_len: data.len() as u64,
+    };
+    packet::encode(ctx, &h, &data[start..end], out);
+}
+
 impl McastSender {
     pub fn new(
         ctx: &Ctx,
@@ -143,19 +172,7 @@ impl McastSender {
     }
 
     fn emit(&mut self, f: u32, data: &[u8], out: &mut Vec<u8>) {
-        let start = f as usize * self.frag;
-        let end = (start + self.frag).min(self.total_len);
-        let h = Header {
-            kind: Kind::Data,
-            job: self.ctx.job,
-            comm: self.ctx.comm,
-            seq: self.seq,
-            root: self.root,
-            frag: f,
-            nfrags: self.nfrags,
-            total_len: self.total_len as u64,
-        };
-        packet::encode(&self.ctx, &h, &data[start..end], out);
+        encode_fragment(&self.ctx, self.seq, self.root, self.frag, data, f, out);
         self.stats.datagrams += 1;
         self.stats.bytes += out.len() as u64;
     }
@@ -259,6 +276,19 @@ impl McastSender {
 
     pub fn stats(&self) -> SenderStats {
         self.stats
+    }
+
+    /// Starts the stall clock and the tail probe over from `now`: for a root that left the
+    /// broadcast and comes back to collect its acknowledgements (silence while it was away
+    /// is not a stall).
+    pub fn resume(&mut self, now: Nanos) {
+        self.last_progress = now;
+        self.probe_base = now;
+    }
+
+    /// Every fragment went out at least once and no retransmission is queued.
+    pub fn all_sent(&self) -> bool {
+        self.next_new == self.nfrags && self.retx.is_empty()
     }
 
     pub fn nfrags(&self) -> u32 {

@@ -1177,3 +1177,183 @@ fn responder_rejects_forged_queries() {
     assert!(w.stalled(p.stall_timeout));
     assert_eq!(w.poll_timeout(), Some(p.nack_initial));
 }
+
+/// Turns receiver `rx`'s control messages into repair queries for `resp` (NACKs) and feeds
+/// the answers back; returns the acks it handed out (what goes to the root by MPI).
+fn repair_round(
+    rx: &mut McastReceiver,
+    resp: &Responder,
+    ctx: &Ctx,
+    now: Nanos,
+    buf: &mut [u8],
+) -> Vec<Control> {
+    let mut acks = Vec::new();
+    let mut q = Vec::new();
+    let mut ans = Vec::new();
+    while let Some(msg) = rx.poll_control(now) {
+        match Control::decode(&msg).unwrap() {
+            Control::Nack { seq, missing, .. } => {
+                release::encode_repair_query(ctx, seq, rx.root(), rx.rank(), &missing, &mut q);
+                let n = resp.answer_repair(&q, &mut ans);
+                for d in &ans[..n] {
+                    rx.handle_datagram(now, d, buf);
+                }
+            }
+            ack => acks.push(ack),
+        }
+    }
+    acks
+}
+
+/// An eager broadcast whose root left at once: the receiver's NACK timer runs from the start,
+/// and the root's responder repairs from its copy both holes and total loss; the final ack
+/// goes to the root. Once the copy is dropped, nothing is answered.
+#[test]
+fn eager_broadcast_repaired_by_responder() {
+    let p = params();
+    let ctx = rel_ctx(8, 3);
+    let mut rng = Rng(41);
+    let data = rng.bytes(64 * 20 + 17);
+    let nfrags = p.nfrags(data.len());
+    assert!(nfrags <= p.window());
+    let mut resp = Responder::new();
+    resp.register(&ctx, 2);
+    resp.hold(8, 5, data.clone().into(), p.frag());
+    let mut tx = McastSender::new(&ctx, 5, 2, &[0, 1], data.len(), &p, 0);
+    let mut sent = Vec::new();
+    let mut d = Vec::new();
+    while tx.poll_transmit(0, &data, &mut d) {
+        sent.push(d.clone());
+    }
+    assert_eq!(sent.len(), nfrags as usize);
+    assert!(tx.all_sent());
+
+    // Rank 0 lost every third datagram, the last one included.
+    let mut buf = vec![0u8; data.len()];
+    let mut rx = McastReceiver::new(&ctx, 5, 2, 0, data.len(), &p, 0);
+    rx.arm_nack(0);
+    assert_eq!(rx.poll_timeout(), Some(p.nack_initial));
+    for (i, d) in sent.iter().enumerate() {
+        if i % 3 != 2 && i + 1 != sent.len() {
+            rx.handle_datagram(1, d, &mut buf);
+        }
+    }
+    // The holes below the highest fragment are asked for at once, the tail at the timer.
+    let acks = repair_round(&mut rx, &resp, &ctx, 1, &mut buf);
+    assert!(acks
+        .iter()
+        .all(|a| matches!(a, Control::Ack { cum, .. } if *cum < nfrags)));
+    assert!(!rx.is_done());
+    let t = rx.poll_timeout().unwrap();
+    rx.handle_timeout(t);
+    let acks = repair_round(&mut rx, &resp, &ctx, t, &mut buf);
+    assert!(rx.is_done());
+    assert_eq!(buf, data);
+    assert_eq!(
+        acks.last(),
+        Some(&Control::Ack {
+            seq: 5,
+            cum: nfrags
+        })
+    );
+    for a in &acks {
+        let mut m = Vec::new();
+        a.encode(&mut m);
+        tx.handle_control(t, 0, &m).unwrap();
+    }
+
+    // Rank 1 lost everything: its first timer asks for the whole message.
+    let mut buf = vec![0u8; data.len()];
+    let mut rx = McastReceiver::new(&ctx, 5, 2, 1, data.len(), &p, 0);
+    rx.arm_nack(0);
+    rx.handle_timeout(p.nack_initial);
+    let acks = repair_round(&mut rx, &resp, &ctx, p.nack_initial, &mut buf);
+    assert!(rx.is_done());
+    assert_eq!(buf, data);
+    for a in &acks {
+        let mut m = Vec::new();
+        a.encode(&mut m);
+        tx.handle_control(p.nack_initial, 1, &m).unwrap();
+    }
+    assert!(tx.is_done());
+
+    // Another broadcast, a forged or altered query, or a dropped copy: no answer.
+    let mut q = Vec::new();
+    let mut ans = Vec::new();
+    release::encode_repair_query(&ctx, 6, 2, 1, &[0], &mut q);
+    assert_eq!(
+        resp.answer_repair(&q, &mut ans),
+        0,
+        "another broadcast answered"
+    );
+    release::encode_repair_query(&rel_ctx(8, 4), 5, 2, 1, &[0], &mut q);
+    assert_eq!(
+        resp.answer_repair(&q, &mut ans),
+        0,
+        "a query with a wrong key answered"
+    );
+    release::encode_repair_query(&ctx, 5, 3, 1, &[0], &mut q);
+    assert_eq!(
+        resp.answer_repair(&q, &mut ans),
+        0,
+        "a query for another root answered"
+    );
+    release::encode_repair_query(&ctx, 5, 2, 1, &[0, nfrags, 1], &mut q);
+    assert_eq!(
+        resp.answer_repair(&q, &mut ans),
+        2,
+        "a fragment beyond the message answered"
+    );
+    for bit in 0..q.len() * 8 {
+        let mut d = q.clone();
+        d[bit / 8] ^= 1 << (bit % 8);
+        assert_eq!(
+            resp.answer_repair(&d, &mut ans),
+            0,
+            "flipped bit {bit} answered"
+        );
+    }
+    resp.drop_held(8, 4);
+    assert_eq!(
+        resp.answer_repair(&q, &mut ans),
+        2,
+        "dropping another broadcast dropped this one"
+    );
+    resp.drop_held(8, 5);
+    assert_eq!(resp.answer_repair(&q, &mut ans), 0);
+}
+
+/// One answer carries at most `REPAIR_ANSWER_BYTES` of fragments (what a receiving socket
+/// takes at once); the receiver's next query gets the rest.
+#[test]
+fn repair_answers_are_bounded() {
+    let p = Params::new(1000, 1024, 1_000_000_000);
+    let ctx = rel_ctx(9, 5);
+    let data = Rng(7).bytes(1000 * 300);
+    let mut resp = Responder::new();
+    resp.register(&ctx, 0);
+    resp.hold(9, 1, data.clone().into(), p.frag());
+    let mut buf = vec![0u8; data.len()];
+    let mut rx = McastReceiver::new(&ctx, 1, 0, 1, data.len(), &p, 0);
+    rx.arm_nack(0);
+    let mut t = p.nack_initial;
+    let mut rounds = 0;
+    while !rx.is_done() {
+        rx.handle_timeout(t);
+        repair_round(&mut rx, &resp, &ctx, t, &mut buf);
+        t += p.nack_max;
+        rounds += 1;
+        assert!(rounds < 10, "no progress");
+    }
+    assert_eq!(buf, data);
+    // 300 fragments of 1000 B, 131 per answer.
+    assert_eq!(rounds, 3);
+    let mut q = Vec::new();
+    let mut ans = Vec::new();
+    let all: Vec<u32> = (0..300).collect();
+    release::encode_repair_query(&ctx, 1, 0, 1, &all, &mut q);
+    assert_eq!(
+        resp.answer_repair(&q, &mut ans),
+        release::REPAIR_ANSWER_BYTES / 1000
+    );
+}

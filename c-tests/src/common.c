@@ -41,6 +41,17 @@ void tc_poison(void *buf, size_t n, uint64_t seed) {
   for (size_t i = 0; i < n; i++) b[i] = (uint8_t)~tc_pattern_byte(seed, i);
 }
 
+uint64_t tc_bcast_prepare(MPI_Comm comm, void *buf, size_t n, int root, uint64_t iter) {
+  int rank;
+  MPI_Comm_rank(comm, &rank);
+  uint64_t seed = tc_pattern_seed(root, iter, n);
+  if (rank == root)
+    tc_fill(buf, n, seed);
+  else
+    tc_poison(buf, n, seed);
+  return seed;
+}
+
 void tc_check(const void *buf, size_t n, uint64_t seed, const char *what, int root,
               uint64_t iter) {
   const uint8_t *b = buf;

@@ -20,6 +20,10 @@ uint64_t tc_pattern_seed(int root, uint64_t iter, size_t size);
 void tc_fill(void *buf, size_t n, uint64_t seed);
 /* Fill with bytes that differ from the pattern at every offset. */
 void tc_poison(void *buf, size_t n, uint64_t seed);
+/* Before a checked broadcast of n bytes from root on comm: the root fills buf
+ * with the pattern of (root, iter, n), every other rank poisons it. Returns the
+ * pattern's seed, for tc_check after the broadcast. */
+uint64_t tc_bcast_prepare(MPI_Comm comm, void *buf, size_t n, int root, uint64_t iter);
 /* Compare byte by byte; on a mismatch print where and MPI_Abort. */
 void tc_check(const void *buf, size_t n, uint64_t seed, const char *what, int root,
               uint64_t iter);

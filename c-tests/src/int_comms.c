@@ -14,13 +14,7 @@
 
 static void bcast_checked(MPI_Comm comm, const char *name, int root, uint64_t iter, size_t n,
                           uint8_t *buf) {
-  int rank;
-  MPI_Comm_rank(comm, &rank);
-  uint64_t seed = tc_pattern_seed(root, iter, n);
-  if (rank == root)
-    tc_fill(buf, n, seed);
-  else
-    tc_poison(buf, n, seed);
+  uint64_t seed = tc_bcast_prepare(comm, buf, n, root, iter);
   if (MPI_Bcast(buf, (int)n, MPI_BYTE, root, comm) != MPI_SUCCESS)
     tc_fail("%s: MPI_Bcast failed", name);
   tc_check(buf, n, seed, name, root, iter);

@@ -45,6 +45,8 @@ pub struct Channel {
     /// MPICAST_ROOT_WAITS: the root of an eager broadcast waits for every acknowledgement
     /// before it returns, instead of leaving that to `settle`.
     pub root_waits: bool,
+    /// `settle`'s receive buffer, kept between calls.
+    pub settle_buf: Vec<u8>,
     /// Control messages for a later operation that reached this rank while it was still the
     /// root of an earlier one (receivers may ask for data as soon as they enter): replayed
     /// when that operation's sender starts.
@@ -481,6 +483,7 @@ pub fn setup(
         responder,
         deferred: None,
         root_waits: cfg.root_waits,
+        settle_buf: Vec::new(),
         early_control: Vec::new(),
         tx_batch: Vec::new(),
         tx_unsent: 0..0,

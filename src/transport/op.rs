@@ -108,11 +108,30 @@ impl Channel {
             None => false,
         });
         self.early_control = early;
-        let mut cbuf = vec![0u8; wire::control::MAX_CONTROL_LEN];
-        let result = loop {
+        // Control messages, then datagrams, are read into the channel's buffer (no allocation
+        // on the way to the next operation).
+        let mut buf = std::mem::take(&mut self.settle_buf);
+        buf.resize(65536, 0);
+        let result = self.collect(&mut d, private, &mut buf);
+        self.settle_buf = buf;
+        if let Some(r) = &self.responder {
+            r.drop_held(self.ctx.comm, seq);
+        }
+        result
+    }
+
+    /// `settle`'s loop: until every receiver acknowledged broadcast `d`.
+    fn collect(
+        &mut self,
+        d: &mut Deferred,
+        private: MPI_Comm,
+        buf: &mut [u8],
+    ) -> Result<(), OpError> {
+        let seq = d.seq;
+        loop {
             let now = self.now();
-            while let Some((src, len)) = p2p::try_recv_any(private, TAG_CONTROL, &mut cbuf)? {
-                let msg = &cbuf[..len];
+            while let Some((src, len)) = p2p::try_recv_any(private, TAG_CONTROL, buf)? {
+                let msg = &buf[..len];
                 if let Err(wire::Reject::WrongSeq) = d.tx.handle_control(now, src, msg) {
                     if control_seq(msg) > Some(seq) {
                         self.early_control.push((src, msg.to_vec()));
@@ -120,7 +139,7 @@ impl Channel {
                 }
             }
             if d.tx.is_done() {
-                break Ok(());
+                return Ok(());
             }
             let before = d.tx.stats();
             if d.tx.poll_timeout().is_some_and(|t| t <= now) {
@@ -128,26 +147,23 @@ impl Channel {
             }
             let data = d.data.clone();
             transmit(self, &mut d.tx, now, &data, true)?;
+            drain(self, seq, buf);
             let after = d.tx.stats();
             stats::add(&COUNTERS.dgrams_sent, after.datagrams - before.datagrams);
             stats::add(&COUNTERS.repairs, after.retransmits - before.retransmits);
             if d.tx.stalled(now) {
                 let missing: Vec<String> =
                     d.tx.pending_ranks().iter().map(|r| r.to_string()).collect();
-                break Err(OpError::Stalled(format!(
+                return Err(OpError::Stalled(format!(
                     "{}: the root returned at once (eager) and has had no acknowledgement for \
-                     {} ms since it came back for them; ranks still missing data: {}",
+                         {} ms since it came back for them; ranks still missing data: {}",
                     describe(Kind::Bcast, seq, d.size, d.rank),
                     self.params.stall_timeout / 1_000_000,
                     missing.join(", ")
                 )));
             }
             std::thread::yield_now();
-        };
-        if let Some(r) = &self.responder {
-            r.drop_held(self.ctx.comm, seq);
         }
-        result
     }
 }
 
@@ -241,12 +257,7 @@ impl<'a> OpBackend<'a> {
                 };
                 let before = tx.stats();
                 moved |= transmit(self.chan, tx, now, data, true)?;
-                // Our own looped-back copies and stale datagrams: drain so they never fill
-                // the buffer that the next operation's data needs. A later operation's (an
-                // eager root that is done with this one) is kept for then.
-                while let Ok(Some(len)) = self.chan.sock.recv(&mut self.rbuf) {
-                    keep_if_later(self.chan, self.seq, &self.rbuf[..len]);
-                }
+                drain(self.chan, self.seq, &mut self.rbuf);
                 while let Some((src, len)) =
                     p2p::try_recv_any(self.private, TAG_CONTROL, &mut self.cbuf)?
                 {
@@ -506,6 +517,15 @@ pub(super) fn control_seq(msg: &[u8]) -> Option<u64> {
     }
 }
 
+/// Reads the channel's socket empty: our own looped-back copies and stale datagrams must
+/// never fill the buffer that a later operation's data needs. A later operation's datagram
+/// (an eager root that is done with operation `seq`) is kept for then.
+fn drain(chan: &mut Channel, seq: u64, rbuf: &mut [u8]) {
+    while let Ok(Some(len)) = chan.sock.recv(rbuf) {
+        keep_if_later(chan, seq, &rbuf[..len]);
+    }
+}
+
 /// Keeps datagram `d` if it belongs to a later operation than `seq` (a root that sent
 /// without scouts while this rank was still in operation `seq`); true if it did.
 fn keep_if_later(chan: &mut Channel, seq: u64, d: &[u8]) -> bool {
@@ -604,6 +624,9 @@ impl Backend for OpBackend<'_> {
                         );
                         self.held = true;
                         if !self.chan.root_waits {
+                            // An eager root never reads its socket in the operation: the
+                            // looped-back copies of its last one go now.
+                            drain(self.chan, seq, &mut self.rbuf);
                             let before = tx.stats().datagrams;
                             transmit(self.chan, &mut tx, now, &copy, true)?;
                             stats::add(&COUNTERS.dgrams_sent, tx.stats().datagrams - before);

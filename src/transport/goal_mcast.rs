@@ -26,7 +26,7 @@
 //! from the root to every other rank on the state's private duplicate, with a tag per
 //! sequence number: the same semantics, without the wire.
 
-use super::op::{control_seq, count_outcome, transmit, OpError, TAG_CONTROL};
+use super::op::{control_seq, count_outcome, count_tx, transmit, OpError, TAG_CONTROL};
 use super::Channel;
 use crate::host::p2p::{self, Region, Requests};
 use crate::host::MPI_Comm;
@@ -369,9 +369,7 @@ impl McastRun {
                         tx.handle_timeout(now);
                         data.with_mut(|d| transmit(chan, tx, now, d, wait))?;
                     }
-                    let after = tx.stats();
-                    stats::add(&COUNTERS.dgrams_sent, after.datagrams - before.datagrams);
-                    stats::add(&COUNTERS.repairs, after.retransmits - before.retransmits);
+                    count_tx(before, tx.stats());
                     tx.is_done()
                 }
                 Active::Recv { rx, .. } => match rx {

@@ -26,10 +26,8 @@ pub struct Channel {
     pub sock: McastSocket,
     pub ctx: Ctx,
     pub params: Params,
-    /// Rank 0's responder, which answers barrier release queries.
-    pub root_responder: SocketAddrV4,
     /// Every rank's responder, by rank: where receivers of an eager broadcast ask its root
-    /// for lost fragments.
+    /// for lost fragments, and barrier waiters ask rank 0 for a lost release.
     pub responders: Vec<SocketAddrV4>,
     /// Lazily opened socket for release and repair queries and their answers.
     pub query_sock: Option<UnicastSocket>,
@@ -154,7 +152,6 @@ struct SetupMsg {
     key: [u8; 32],
     job: u64,
     comm: u32,
-    responder: SocketAddrV4,
     frag_bytes: u32,
 }
 
@@ -168,8 +165,6 @@ impl SetupMsg {
         b[16..48].copy_from_slice(&self.key);
         b[48..56].copy_from_slice(&self.job.to_le_bytes());
         b[56..60].copy_from_slice(&self.comm.to_le_bytes());
-        b[60..64].copy_from_slice(&self.responder.ip().octets());
-        b[64..66].copy_from_slice(&self.responder.port().to_le_bytes());
         b[68..72].copy_from_slice(&self.frag_bytes.to_le_bytes());
         b
     }
@@ -187,7 +182,6 @@ impl SetupMsg {
             key: b[16..48].try_into().unwrap(),
             job: u64::from_le_bytes(b[48..56].try_into().unwrap()),
             comm: u32_at(56),
-            responder: SocketAddrV4::new(ip(60), u16::from_le_bytes([b[64], b[65]])),
             frag_bytes: u32_at(68),
         })
     }
@@ -293,7 +287,7 @@ pub fn setup(
     let mut msg_bytes = [0u8; SETUP_LEN];
     let mut local_error: Option<String> = None;
     if rank == 0 {
-        let msg = match rank0_draw(session, cfg, &iface) {
+        let msg = match rank0_draw(cfg, &iface) {
             Ok(m) => m,
             Err(e) => {
                 local_error = Some(e);
@@ -304,7 +298,6 @@ pub fn setup(
                     key: [0; 32],
                     job: 0,
                     comm: 0,
-                    responder: SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0),
                     frag_bytes: 0,
                 }
             }
@@ -475,7 +468,6 @@ pub fn setup(
         sock,
         ctx,
         params,
-        root_responder: msg.responder,
         responders: infos.iter().map(|i| i.responder).collect(),
         query_sock: None,
         iface_addr: ifc.addr,
@@ -499,16 +491,12 @@ fn window_frags(rcvbuf: usize, frag: usize) -> u32 {
     ((rcvbuf / 2) / per).clamp(4, 1 << 16) as u32
 }
 
-fn rank0_draw(
-    session: &Session,
-    cfg: &Config,
-    iface: &Result<Iface, String>,
-) -> Result<SetupMsg, String> {
-    let ifc = iface.as_ref().map_err(|e| e.clone())?;
+fn rank0_draw(cfg: &Config, iface: &Result<Iface, String>) -> Result<SetupMsg, String> {
+    // Without an interface nobody multicasts: say why once, from here.
+    iface.as_ref().map_err(|e| e.clone())?;
     let mut rnd = [0u8; 56];
     random_bytes(&mut rnd).map_err(|e| format!("cannot read /dev/urandom: {e}"))?;
     let (group, port) = draw_group(cfg, u64::from_le_bytes(rnd[0..8].try_into().unwrap()));
-    let responder = start_responder(session, ifc.addr)?;
     Ok(SetupMsg {
         ok: true,
         group,
@@ -516,7 +504,6 @@ fn rank0_draw(
         key: rnd[8..40].try_into().unwrap(),
         job: u64::from_le_bytes(rnd[40..48].try_into().unwrap()),
         comm: u32::from_le_bytes(rnd[48..52].try_into().unwrap()),
-        responder,
         frag_bytes: cfg.frag_bytes.unwrap_or(0) as u32,
     })
 }
@@ -599,7 +586,6 @@ mod tests {
             key: [7; 32],
             job: 42,
             comm: 9,
-            responder: SocketAddrV4::new(Ipv4Addr::LOCALHOST, 4000),
             frag_bytes: 1000,
         };
         let d = SetupMsg::decode(&m.encode()).unwrap();
@@ -607,7 +593,23 @@ mod tests {
             (d.group, d.port, d.key, d.job, d.comm),
             (m.group, m.port, m.key, m.job, m.comm)
         );
-        assert_eq!((d.responder, d.frag_bytes, d.ok), (m.responder, 1000, true));
+        assert_eq!((d.frag_bytes, d.ok), (1000, true));
+    }
+
+    #[test]
+    fn rank_info_round_trips() {
+        let i = RankInfo {
+            status: 2,
+            errno: 98,
+            rcvbuf_kib: 8192,
+            max_payload: 65507,
+            responder: SocketAddrV4::new(Ipv4Addr::new(10, 77, 0, 3), 40001),
+        };
+        let d = RankInfo::decode(&i.encode());
+        assert_eq!(
+            (d.status, d.errno, d.rcvbuf_kib, d.max_payload, d.responder),
+            (i.status, i.errno, i.rcvbuf_kib, i.max_payload, i.responder)
+        );
     }
 
     #[test]

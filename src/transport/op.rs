@@ -5,7 +5,7 @@
 
 use super::Channel;
 use crate::host::{self, p2p, MPI_Comm};
-use crate::net::{self, UnicastSocket};
+use crate::net;
 use crate::sched::{ActionId, Backend, Op};
 use crate::stats::{self, COUNTERS};
 use crate::wire::{self, McastReceiver, McastSender, Outcome, ReleaseWaiter};
@@ -98,16 +98,7 @@ impl Channel {
         let seq = d.seq;
         let now = self.now();
         d.tx.resume(now);
-        let mut early = std::mem::take(&mut self.early_control);
-        early.retain(|(src, msg)| match control_seq(msg) {
-            Some(s) if s == seq => {
-                let _ = d.tx.handle_control(now, *src, msg);
-                false
-            }
-            Some(s) => s > seq,
-            None => false,
-        });
-        self.early_control = early;
+        self.replay_control(seq, &mut d.tx, now);
         // Control messages, then datagrams, are read into the channel's buffer (no allocation
         // on the way to the next operation).
         let mut buf = std::mem::take(&mut self.settle_buf);
@@ -130,14 +121,7 @@ impl Channel {
         let seq = d.seq;
         loop {
             let now = self.now();
-            while let Some((src, len)) = p2p::try_recv_any(private, TAG_CONTROL, buf)? {
-                let msg = &buf[..len];
-                if let Err(wire::Reject::WrongSeq) = d.tx.handle_control(now, src, msg) {
-                    if control_seq(msg) > Some(seq) {
-                        self.early_control.push((src, msg.to_vec()));
-                    }
-                }
-            }
+            take_control(self, private, &mut d.tx, seq, buf, now)?;
             if d.tx.is_done() {
                 return Ok(());
             }
@@ -148,9 +132,7 @@ impl Channel {
             let data = d.data.clone();
             transmit(self, &mut d.tx, now, &data, true)?;
             drain(self, seq, buf);
-            let after = d.tx.stats();
-            stats::add(&COUNTERS.dgrams_sent, after.datagrams - before.datagrams);
-            stats::add(&COUNTERS.repairs, after.retransmits - before.retransmits);
+            count_tx(before, d.tx.stats());
             if d.tx.stalled(now) {
                 let missing: Vec<String> =
                     d.tx.pending_ranks().iter().map(|r| r.to_string()).collect();
@@ -240,7 +222,12 @@ impl<'a> OpBackend<'a> {
 
     /// A broadcast without scouts (`algo::Sync::Eager`): see `eager`.
     pub fn eager(mut self, eager: bool) -> Self {
-        self.eager = eager;
+        let len = match &self.data {
+            Data::Send(d) => d.len(),
+            Data::Recv(d) => d.len(),
+            Data::None => 0,
+        };
+        self.eager = eager && self.chan.params.fits_window(len);
         self
     }
 
@@ -258,26 +245,11 @@ impl<'a> OpBackend<'a> {
                 let before = tx.stats();
                 moved |= transmit(self.chan, tx, now, data, true)?;
                 drain(self.chan, self.seq, &mut self.rbuf);
-                while let Some((src, len)) =
-                    p2p::try_recv_any(self.private, TAG_CONTROL, &mut self.cbuf)?
-                {
-                    let msg = &self.cbuf[..len];
-                    match tx.handle_control(now, src, msg) {
-                        Err(wire::Reject::WrongSeq) if control_seq(msg) > Some(self.seq) => {
-                            self.chan.early_control.push((src, msg.to_vec()));
-                        }
-                        // Older operations' messages cannot arrive (a root leaves only after
-                        // every receiver's last word), and a malformed one cannot come from
-                        // our own library on a private communicator: drop either.
-                        _ => moved = true,
-                    }
-                }
+                moved |= take_control(self.chan, self.private, tx, self.seq, &mut self.cbuf, now)?;
                 if tx.poll_timeout().is_some_and(|t| t <= now) {
                     tx.handle_timeout(now);
                 }
-                let after = tx.stats();
-                stats::add(&COUNTERS.dgrams_sent, after.datagrams - before.datagrams);
-                stats::add(&COUNTERS.repairs, after.retransmits - before.retransmits);
+                count_tx(before, tx.stats());
                 if tx.is_done() {
                     if self.held {
                         if let Some(r) = &self.chan.responder {
@@ -322,13 +294,28 @@ impl<'a> OpBackend<'a> {
                     if rx.poll_timeout().is_some_and(|t| t <= now) {
                         rx.handle_timeout(now);
                     }
-                    while let Some(msg) = rx.poll_control(now) {
-                        let asked = match self.repair_to {
-                            Some(to) => ask_repair(self.chan, to, &msg, rx, &mut self.dgram)?,
-                            None => false,
-                        };
-                        if !asked {
-                            p2p::send_bytes(self.private, root, TAG_CONTROL, &msg)?;
+                    while let Some(msg) = rx.poll_message(now) {
+                        match (&msg, self.repair_to) {
+                            // The root's responder repairs; acks go to the root, which
+                            // collects them when it comes back for them.
+                            (wire::Control::Nack { seq, missing, .. }, Some(to)) => {
+                                let q = &mut self.dgram;
+                                wire::release::encode_repair_query(
+                                    &self.chan.ctx,
+                                    *seq,
+                                    root,
+                                    self.rank,
+                                    missing,
+                                    q,
+                                );
+                                // Not counted as a repair: a root that is merely late gets
+                                // these too. Its responder counts the fragments it sends.
+                                self.chan.query_sock()?.send_to(q, to)?;
+                            }
+                            _ => {
+                                msg.encode(&mut self.dgram);
+                                p2p::send_bytes(self.private, root, TAG_CONTROL, &self.dgram)?;
+                            }
                         }
                     }
                     if rx.is_done() {
@@ -356,11 +343,8 @@ impl<'a> OpBackend<'a> {
                     w.handle_timeout(now);
                 }
                 if !w.is_done() && w.poll_query(now, &mut self.dgram) {
-                    if self.chan.query_sock.is_none() {
-                        self.chan.query_sock = Some(UnicastSocket::open(self.chan.iface_addr)?);
-                    }
-                    let qs = self.chan.query_sock.as_ref().unwrap();
-                    qs.send_to(&self.dgram, self.chan.root_responder)?;
+                    let to = self.chan.responders[0];
+                    self.chan.query_sock()?.send_to(&self.dgram, to)?;
                     stats::add(&COUNTERS.repairs, 1);
                 }
                 if let Some(qs) = &self.chan.query_sock {
@@ -480,27 +464,6 @@ fn flush(chan: &mut Channel, wait: bool) -> Result<(bool, bool), OpError> {
     Ok((moved, true))
 }
 
-/// Sends control message `msg` of receiver `rx` to its root's responder `to` as a
-/// RepairQuery if it is a NACK; true if it was (an ack goes to the root by MPI, which it
-/// collects when it comes back for them).
-fn ask_repair(
-    chan: &mut Channel,
-    to: std::net::SocketAddrV4,
-    msg: &[u8],
-    rx: &McastReceiver,
-    out: &mut Vec<u8>,
-) -> Result<bool, OpError> {
-    let Ok(wire::control::Control::Nack { seq, missing, .. }) = wire::control::Control::decode(msg)
-    else {
-        return Ok(false);
-    };
-    wire::release::encode_repair_query(&chan.ctx, seq, rx.root(), rx.rank(), &missing, out);
-    // Not counted as a repair: a root that is merely late gets these too. Its responder
-    // counts the fragments it sends.
-    chan.query_sock()?.send_to(out, to)?;
-    Ok(true)
-}
-
 fn describe(kind: Kind, seq: u64, size: u32, rank: u32) -> String {
     let what = match kind {
         Kind::Bcast => "MPI_Bcast",
@@ -515,6 +478,55 @@ pub(super) fn control_seq(msg: &[u8]) -> Option<u64> {
             Some(seq)
         }
     }
+}
+
+impl Channel {
+    /// Hands sender `tx` of multicast `seq` the control messages that came for it before it
+    /// started (receivers may speak first); forgets those of earlier multicasts, which are
+    /// over, and keeps those of later ones.
+    fn replay_control(&mut self, seq: u64, tx: &mut McastSender, now: wire::Nanos) {
+        self.early_control
+            .retain(|(src, msg)| match control_seq(msg) {
+                Some(s) if s == seq => {
+                    let _ = tx.handle_control(now, *src, msg);
+                    false
+                }
+                Some(s) => s > seq,
+                None => false,
+            });
+    }
+}
+
+/// Takes every control message waiting on `private` for sender `tx` of multicast `seq`
+/// (those of a later multicast are kept for it); true if any was for `tx`.
+fn take_control(
+    chan: &mut Channel,
+    private: MPI_Comm,
+    tx: &mut McastSender,
+    seq: u64,
+    buf: &mut [u8],
+    now: wire::Nanos,
+) -> Result<bool, OpError> {
+    let mut moved = false;
+    while let Some((src, len)) = p2p::try_recv_any(private, TAG_CONTROL, buf)? {
+        let msg = &buf[..len];
+        match tx.handle_control(now, src, msg) {
+            Err(wire::Reject::WrongSeq) if control_seq(msg) > Some(seq) => {
+                chan.early_control.push((src, msg.to_vec()));
+            }
+            // Older operations' messages cannot arrive (a root takes every receiver's last
+            // word before its next operation: in it, or in `settle`), and a malformed one
+            // cannot come from our own library on a private communicator: drop either.
+            _ => moved = true,
+        }
+    }
+    Ok(moved)
+}
+
+/// Counts what sender statistics `before` -> `after` say went out.
+pub(super) fn count_tx(before: wire::SenderStats, after: wire::SenderStats) {
+    stats::add(&COUNTERS.dgrams_sent, after.datagrams - before.datagrams);
+    stats::add(&COUNTERS.repairs, after.retransmits - before.retransmits);
 }
 
 /// Reads the channel's socket empty: our own looped-back copies and stale datagrams must
@@ -595,17 +607,8 @@ impl Backend for OpBackend<'_> {
                     );
                     let mut tx = tx;
                     let seq = self.seq;
-                    self.chan
-                        .early_control
-                        .retain(|(src, msg)| match control_seq(msg) {
-                            Some(s) if s == seq => {
-                                let _ = tx.handle_control(now, *src, msg);
-                                false
-                            }
-                            Some(s) => s > seq,
-                            None => false,
-                        });
-                    if self.eager && tx.nfrags() <= self.chan.params.window() {
+                    self.chan.replay_control(seq, &mut tx, now);
+                    if self.eager {
                         // Receivers ask the responder for repairs: it needs the copy first.
                         let Data::Send(data) = &self.data else {
                             return Err(OpError::Unsupported("multicast send without data"));
@@ -627,9 +630,9 @@ impl Backend for OpBackend<'_> {
                             // An eager root never reads its socket in the operation: the
                             // looped-back copies of its last one go now.
                             drain(self.chan, seq, &mut self.rbuf);
-                            let before = tx.stats().datagrams;
+                            let before = tx.stats();
                             transmit(self.chan, &mut tx, now, &copy, true)?;
-                            stats::add(&COUNTERS.dgrams_sent, tx.stats().datagrams - before);
+                            count_tx(before, tx.stats());
                             if tx.all_sent() && self.chan.tx_unsent.is_empty() {
                                 self.chan.deferred = Some(Deferred {
                                     tx,
@@ -673,7 +676,7 @@ impl Backend for OpBackend<'_> {
                         count_outcome(rx.handle_datagram(now, &d, data));
                     }
                     self.chan.early_dgrams.forget_through(self.seq);
-                    if self.eager && rx.nfrags() <= self.chan.params.window() {
+                    if self.eager {
                         // The root does not wait for scouts: silence is loss from now on, and
                         // its responder answers.
                         self.repair_to = self.chan.responders.get(*root as usize).copied();

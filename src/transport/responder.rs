@@ -65,7 +65,8 @@ impl ResponderThread {
 
 fn serve(sock: UnicastSocket, table: Arc<Mutex<Responder>>, stop: Arc<AtomicBool>) {
     let mut buf = vec![0u8; 65536];
-    let mut out: Vec<Vec<u8>> = Vec::new();
+    // One buffer per datagram of an answer; the first also takes release answers.
+    let mut out: Vec<Vec<u8>> = vec![Vec::new()];
     let fds = [sock.fd()];
     while !stop.load(Ordering::Relaxed) {
         match crate::net::wait_readable(&fds, Duration::from_millis(50)) {
@@ -76,9 +77,6 @@ fn serve(sock: UnicastSocket, table: Arc<Mutex<Responder>>, stop: Arc<AtomicBool
         while let Ok(Some((len, from))) = sock.recv_from(&mut buf) {
             let n = {
                 let t = table.lock().unwrap();
-                if out.is_empty() {
-                    out.push(Vec::new());
-                }
                 if t.answer(&buf[..len], &mut out[0]) {
                     1
                 } else {

@@ -96,9 +96,20 @@ impl Params {
     /// fragment: its receivers still learn that it was sent (a GOAL `mcast` of 0 bytes
     /// orders like a 0-byte send).
     pub fn nfrags(&self, total_len: usize) -> u32 {
-        let n = total_len.div_ceil(self.frag()).max(1);
-        u32::try_from(n).expect("message has more than u32::MAX fragments")
+        nfrags(total_len, self.frag())
     }
+
+    /// Every fragment of a `total_len`-byte message goes out at once: the sender never
+    /// waits for an acknowledgement to send the rest.
+    pub fn fits_window(&self, total_len: usize) -> bool {
+        self.nfrags(total_len) <= self.window()
+    }
+}
+
+/// Number of `frag`-byte fragments of a `total_len`-byte message (see `Params::nfrags`).
+pub fn nfrags(total_len: usize, frag: usize) -> u32 {
+    let n = total_len.div_ceil(frag.max(1)).max(1);
+    u32::try_from(n).expect("message has more than u32::MAX fragments")
 }
 
 /// Exponential backoff: double, but never beyond `max`.

@@ -185,8 +185,16 @@ impl McastReceiver {
         }
     }
 
+    /// The next control message for the root, if one is due, encoded.
+    pub fn poll_control(&mut self, now: Nanos) -> Option<Vec<u8>> {
+        let msg = self.poll_message(now)?;
+        let mut out = Vec::new();
+        msg.encode(&mut out);
+        Some(out)
+    }
+
     /// The next control message for the root, if one is due.
-    pub fn poll_control(&mut self, _now: Nanos) -> Option<Vec<u8>> {
+    pub fn poll_message(&mut self, _now: Nanos) -> Option<Control> {
         if self.final_sent || self.nfrags == 0 {
             return None;
         }
@@ -211,9 +219,7 @@ impl McastReceiver {
             return None;
         };
         self.reported = self.cum;
-        let mut out = Vec::new();
-        msg.encode(&mut out);
-        Some(out)
+        Some(msg)
     }
 
     pub fn handle_timeout(&mut self, now: Nanos) {

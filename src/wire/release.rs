@@ -160,7 +160,8 @@ struct Held {
     frag: usize,
 }
 
-/// Answers ReleaseQuery datagrams for every communicator this process is the barrier root of.
+/// Answers the queries of every communicator this process belongs to: ReleaseQuery for the
+/// barriers it roots (rank 0), RepairQuery for the eager broadcast it holds a copy of.
 /// Pure: the responder thread owns one and feeds it.
 #[derive(Debug, Default)]
 pub struct Responder {
@@ -172,7 +173,9 @@ impl Responder {
         Self::default()
     }
 
-    /// Starts answering for communicator `ctx.comm`, whose barriers `root` (this process) roots.
+    /// Starts answering for communicator `ctx.comm`, in which this process is rank `root`
+    /// (the root of the barriers it answers for when that is 0, and of the broadcasts it
+    /// holds).
     pub fn register(&mut self, ctx: &Ctx, root: u32) {
         self.comms.insert(
             ctx.comm,
@@ -219,11 +222,11 @@ impl Responder {
             _ => return 0,
         };
         let frag = held.frag.max(1);
-        let nfrags = held.data.len().div_ceil(frag).max(1);
+        let nfrags = super::nfrags(held.data.len(), frag);
         let (mut n, mut bytes) = (0, 0);
         for f in payload.chunks_exact(4) {
             let f = u32::from_le_bytes(f.try_into().expect("4 bytes"));
-            if f as usize >= nfrags {
+            if f >= nfrags {
                 continue;
             }
             if n > 0 && bytes + frag > REPAIR_ANSWER_BYTES {

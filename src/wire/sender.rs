@@ -70,7 +70,7 @@ pub fn encode_fragment(
     out: &mut Vec<u8>,
 ) {
     let frag = frag.max(1);
-    let nfrags = data.len().div_ceil(frag).max(1) as u32;
+    let nfrags = super::nfrags(data.len(), frag);
     let start = f as usize * frag;
     let end = (start + frag).min(data.len());
     let h = Header {

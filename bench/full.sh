@@ -64,7 +64,7 @@ for f in "${flavours[@]}"; do
   s=$(short "$f")
   config "$s-4x2-100m" --mpi "$f" --hosts 4 --ppn 2 --rate 100mbit -- "${common[@]}"
   config "$s-9h-loss" --mpi "$f" --hosts 9 --rate 100mbit --loss 9:0,1,5 -- \
-    --sizes 65536,1048576,4194304 --variants tree,linear --budget "$budget" \
+    --sizes 65536,1048576,4194304 --variants tree,linear,default --budget "$budget" \
     --reps-min 10 --reps-max 30 --no-barrier
 done
 # Diagnostic, not a target: the same 9 hosts with mpicast's socket buffers (and so its window)

@@ -124,7 +124,7 @@ pub enum Progress {
 const DEFAULT_GROUP: (Ipv4Addr, u8) = (Ipv4Addr::new(239, 255, 0, 0), 16);
 const DEFAULT_PORTS: (u16, u16) = (23000, 23999);
 const DEFAULT_RCVBUF: usize = 8 << 20;
-const DEFAULT_EAGER_BYTES: usize = 128 << 10;
+const DEFAULT_EAGER_BYTES: usize = 1 << 20;
 const MIN_RCVBUF: usize = 64 << 10;
 // The kernel doubles the request and stores it in an int; staying at 1 GiB keeps clear of that.
 const MAX_RCVBUF: usize = 1 << 30;
@@ -247,7 +247,7 @@ pub const VARIABLES: &[(&str, &str, &str)] = &[
     ),
     (
         "MPICAST_EAGER_BYTES",
-        "128KiB",
+        "1MiB",
         "multicast broadcasts of at most this size skip the scouts: the root sends at once and \
          the receivers' joined sockets hold the data until they enter (acknowledgements and the \
          window still pace it); 0 sends scouts before every broadcast",

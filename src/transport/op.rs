@@ -231,6 +231,20 @@ impl<'a> OpBackend<'a> {
         self
     }
 
+    /// Gives this rank's responder a copy of eager broadcast `seq` to answer repair queries
+    /// from.
+    fn hold(&mut self, seq: u64, copy: &Arc<[u8]>) {
+        if let Some(r) = &self.chan.responder {
+            r.hold(
+                self.chan.ctx.comm,
+                seq,
+                copy.clone(),
+                self.chan.params.frag(),
+            );
+            self.held = true;
+        }
+    }
+
     /// Drives the multicast state machine; true if anything moved.
     fn drive_mcast(&mut self, done: &mut Vec<ActionId>) -> Result<bool, OpError> {
         let now = self.chan.now();
@@ -609,23 +623,16 @@ impl Backend for OpBackend<'_> {
                     let seq = self.seq;
                     self.chan.replay_control(seq, &mut tx, now);
                     if self.eager {
-                        // Receivers ask the responder for repairs: it needs the copy first.
+                        // Receivers ask the responder for repairs: it needs the copy.
                         let Data::Send(data) = &self.data else {
                             return Err(OpError::Unsupported("multicast send without data"));
                         };
-                        let Some(r) = &self.chan.responder else {
+                        if self.chan.responder.is_none() {
                             return Err(OpError::Unsupported(
                                 "eager broadcast without a responder",
                             ));
-                        };
+                        }
                         let copy: Arc<[u8]> = Arc::from(*data);
-                        r.hold(
-                            self.chan.ctx.comm,
-                            seq,
-                            copy.clone(),
-                            self.chan.params.frag(),
-                        );
-                        self.held = true;
                         if !self.chan.root_waits {
                             // An eager root never reads its socket in the operation: the
                             // looped-back copies of its last one go now.
@@ -633,17 +640,24 @@ impl Backend for OpBackend<'_> {
                             let before = tx.stats();
                             transmit(self.chan, &mut tx, now, &copy, true)?;
                             count_tx(before, tx.stats());
-                            if tx.all_sent() && self.chan.tx_unsent.is_empty() {
-                                self.chan.deferred = Some(Deferred {
-                                    tx,
-                                    data: copy,
-                                    seq,
-                                    rank: self.rank,
-                                    size: self.size,
-                                });
-                                done.push(id);
-                                return Ok(());
-                            }
+                        }
+                        // Held only once every datagram is with the kernel (a non-waiting
+                        // root): until then none can have been lost, and answering a receiver
+                        // that asks while they are being handed over (its first NACK comes
+                        // after `nack_initial`, and the link may still be queueing them) would
+                        // send them all a second time on the root's own link.
+                        self.hold(seq, &copy);
+                        if !self.chan.root_waits && tx.all_sent() && self.chan.tx_unsent.is_empty()
+                        {
+                            self.chan.deferred = Some(Deferred {
+                                tx,
+                                data: copy,
+                                seq,
+                                rank: self.rank,
+                                size: self.size,
+                            });
+                            done.push(id);
+                            return Ok(());
                         }
                     }
                     self.mcast = Mcast::Sender(tx, id);

@@ -61,9 +61,15 @@ pub struct McastReceiver {
     pending: Vec<u32>,
     nack_rto: Nanos,
     nack_at: Nanos,
+    /// How far past the highest fragment seen a NACK after a silence reaches, doubled by
+    /// every such NACK (see `handle_timeout`): unbounded unless `arm_nack` made it gradual.
+    silent_span: u32,
     last_progress: Nanos,
     stats: ReceiverStats,
 }
+
+/// Fragments past the highest one seen that the first NACK after a silence asks for.
+const SILENT_SPAN_INITIAL: u32 = 8;
 
 impl McastReceiver {
     pub fn new(
@@ -101,6 +107,7 @@ impl McastReceiver {
             // for scouts (which may take long on a loaded host), not loss; if the first
             // datagrams are lost, the root's tail probe exposes them.
             nack_at: Nanos::MAX,
+            silent_span: u32::MAX,
             last_progress: now,
             stats: ReceiverStats::default(),
         }
@@ -179,7 +186,12 @@ impl McastReceiver {
     /// Arms the NACK timer now, before any datagram: for a broadcast whose root sends without
     /// waiting for anyone (eager), so that silence means loss and is asked about after
     /// `nack_initial` (a root that is merely late answers nothing, and the backoff grows).
+    /// Until a fragment arrives these NACKs list only fragment 0, and after a silence they
+    /// reach past the highest fragment seen gradually (see `handle_timeout`): each receiver's
+    /// NACKs are answered separately, by unicast from the root's host, so a stream that is
+    /// only late must not be asked for again in full by every receiver.
     pub fn arm_nack(&mut self, now: Nanos) {
+        self.silent_span = SILENT_SPAN_INITIAL;
         if !self.complete() && self.nack_at == Nanos::MAX {
             self.nack_at = now.saturating_add(self.nack_rto);
         }
@@ -229,15 +241,28 @@ impl McastReceiver {
         // While fragments keep arriving, only the holes below the highest one seen: those
         // above may still be on their way, queued at the root behind what already came (a
         // window can be far more than the root's link sends in one NACK interval), and asking
-        // for them would queue every one a second time. After a silence, everything the root
-        // may have sent: it never goes beyond the slowest cum + window, and ours is at least
-        // the slowest (tail loss, or total loss).
+        // for them would queue every one a second time. After a silence, the fragments after
+        // the highest seen, up to all that the root may have sent (it never goes beyond the
+        // slowest cum + window, and ours is at least the slowest): tail loss, or total loss.
+        // In an eager broadcast (`arm_nack`) a silence is as often a stream that is only late
+        // (the root's link queue, or a host too busy to deliver for a few milliseconds), so
+        // the reach past the highest fragment seen starts small and doubles with every
+        // silence of the operation; and before any fragment only the first is asked for: most
+        // likely the root's data is still queued behind its link, or the root is not there
+        // yet. Its answer or the stream starts the flow, and a receiver that did lose
+        // everything goes on from there. (Without `arm_nack` the timer runs only once a
+        // fragment has arrived, and the root's probe exposes a lost tail.)
         let flowing = now.saturating_sub(self.last_progress) < self.nack_rto;
-        let edge = if flowing {
+        let edge = if self.seen_end == 0 {
+            1
+        } else if flowing {
             self.seen_end
         } else {
+            let reach = self.seen_end.saturating_add(self.silent_span);
+            self.silent_span = self.silent_span.saturating_mul(2);
             self.nfrags
                 .min(self.seen_end.max(self.cum.saturating_add(self.window)))
+                .min(reach)
         };
         let have = &self.have;
         self.pending.clear();

@@ -62,7 +62,7 @@ pub struct McastReceiver {
     nack_rto: Nanos,
     nack_at: Nanos,
     /// How far past the highest fragment seen a NACK after a silence reaches, doubled by
-    /// every such NACK (see `handle_timeout`): unbounded unless `arm_nack` made it gradual.
+    /// every such NACK (see `handle_timeout`).
     silent_span: u32,
     last_progress: Nanos,
     stats: ReceiverStats,
@@ -107,7 +107,7 @@ impl McastReceiver {
             // for scouts (which may take long on a loaded host), not loss; if the first
             // datagrams are lost, the root's tail probe exposes them.
             nack_at: Nanos::MAX,
-            silent_span: u32::MAX,
+            silent_span: SILENT_SPAN_INITIAL,
             last_progress: now,
             stats: ReceiverStats::default(),
         }
@@ -186,12 +186,8 @@ impl McastReceiver {
     /// Arms the NACK timer now, before any datagram: for a broadcast whose root sends without
     /// waiting for anyone (eager), so that silence means loss and is asked about after
     /// `nack_initial` (a root that is merely late answers nothing, and the backoff grows).
-    /// Until a fragment arrives these NACKs list only fragment 0, and after a silence they
-    /// reach past the highest fragment seen gradually (see `handle_timeout`): each receiver's
-    /// NACKs are answered separately, by unicast from the root's host, so a stream that is
-    /// only late must not be asked for again in full by every receiver.
+    /// Until a fragment arrives these NACKs list only fragment 0 (see `handle_timeout`).
     pub fn arm_nack(&mut self, now: Nanos) {
-        self.silent_span = SILENT_SPAN_INITIAL;
         if !self.complete() && self.nack_at == Nanos::MAX {
             self.nack_at = now.saturating_add(self.nack_rto);
         }
@@ -244,14 +240,14 @@ impl McastReceiver {
         // for them would queue every one a second time. After a silence, the fragments after
         // the highest seen, up to all that the root may have sent (it never goes beyond the
         // slowest cum + window, and ours is at least the slowest): tail loss, or total loss.
-        // In an eager broadcast (`arm_nack`) a silence is as often a stream that is only late
-        // (the root's link queue, or a host too busy to deliver for a few milliseconds), so
-        // the reach past the highest fragment seen starts small and doubles with every
-        // silence of the operation; and before any fragment only the first is asked for: most
-        // likely the root's data is still queued behind its link, or the root is not there
-        // yet. Its answer or the stream starts the flow, and a receiver that did lose
-        // everything goes on from there. (Without `arm_nack` the timer runs only once a
-        // fragment has arrived, and the root's probe exposes a lost tail.)
+        // But a silence is as often a stream that is only late (queued behind the root's
+        // link, or a host too busy to deliver for a few milliseconds), so the reach past the
+        // highest fragment seen starts small and doubles with every silence of the operation
+        // (a lost tail is exposed sooner by the root's probe, or, in an eager broadcast,
+        // asked for in a few rounds). Before any fragment (only an eager broadcast's timer
+        // runs then, `arm_nack`) the first fragment only: most likely the root's data is
+        // still queued behind its link, or the root is not there yet. Its answer or the
+        // stream starts the flow, and a receiver that did lose everything goes on from there.
         let flowing = now.saturating_sub(self.last_progress) < self.nack_rto;
         let edge = if self.seen_end == 0 {
             1

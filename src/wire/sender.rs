@@ -234,8 +234,13 @@ impl McastSender {
     pub fn handle_timeout(&mut self, now: Nanos) {
         if self.outstanding() && now >= self.probe_base.saturating_add(self.probe_rto) {
             // The highest sent fragment exposes tail loss: a receiver that lacks anything
-            // below it NACKs at once.
-            self.queue(self.next_new - 1);
+            // below it NACKs at once. But while the window holds back the rest of the message,
+            // what holds everything up is the slowest receiver's first missing fragment: send
+            // that instead (it is the one a single unlucky receiver keeps losing).
+            let base = self.base();
+            let full =
+                self.next_new < self.nfrags && self.next_new >= base.saturating_add(self.window);
+            self.queue(if full { base } else { self.next_new - 1 });
             self.probe_rto = backoff(self.probe_rto, self.probe_max);
             self.probe_base = now;
         }

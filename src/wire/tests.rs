@@ -867,6 +867,47 @@ fn duplicate_nacks_cause_one_retransmission() {
     assert_eq!(h.frag, 2);
 }
 
+/// While the window holds back the rest of the message, the probe repeats the slowest
+/// receiver's first missing fragment (what holds everything up) instead of the highest; once
+/// everything is sent, the highest again (tail loss).
+#[test]
+fn probe_sends_the_slowest_hole_while_the_window_is_full() {
+    let c = Ctx {
+        key: Key([4; 32]),
+        job: 1,
+        comm: 1,
+    };
+    let p = params();
+    let w = p.window_frags;
+    let data = vec![5u8; (w as usize + 8) * p.frag_payload];
+    let mut s = McastSender::new(&c, 7, 0, &[1, 2], data.len(), &p, 0);
+    let mut out = Vec::new();
+    while s.poll_transmit(0, &data, &mut out) {}
+    let ack = |s: &mut McastSender, now, from, cum| {
+        let mut m = Vec::new();
+        Control::Ack { seq: 7, cum }.encode(&mut m);
+        s.handle_control(now, from, &m).unwrap();
+    };
+    ack(&mut s, 10, 1, w);
+    ack(&mut s, 10, 2, 5);
+    let mut n = 0;
+    while s.poll_transmit(10, &data, &mut out) {
+        n += 1;
+    }
+    assert_eq!(n, 5, "the window moved to 5 + {w}");
+    let t = s.poll_timeout().unwrap();
+    s.handle_timeout(t);
+    assert!(s.poll_transmit(t, &data, &mut out));
+    assert_eq!(packet::decode(&c, &out).unwrap().0.frag, 5);
+    // The slow receiver catches up; the rest goes out; the probe goes back to the tail.
+    ack(&mut s, t, 2, w + 5);
+    while s.poll_transmit(t, &data, &mut out) {}
+    let t = s.poll_timeout().unwrap();
+    s.handle_timeout(t);
+    assert!(s.poll_transmit(t, &data, &mut out));
+    assert_eq!(packet::decode(&c, &out).unwrap().0.frag, w + 7);
+}
+
 /// The tail probe repeats the highest outstanding fragment when acks stop, with backoff.
 #[test]
 fn tail_probe_backs_off() {
@@ -903,8 +944,9 @@ fn tail_probe_backs_off() {
     assert_eq!(s.poll_timeout(), Some(now + 2 * p.nack_initial));
 }
 
-/// Receiver: a gap is NACKed at once; silence brings a NACK of the tail up to the window edge,
-/// with backoff; progress resets it.
+/// Receiver: a gap is NACKed at once; silence brings a NACK of the gaps and of the fragments
+/// after the highest seen, 8 at the first silence and twice as many at each next, with
+/// backoff; progress resets the backoff.
 #[test]
 fn receiver_nacks_gaps_and_tail() {
     let c = Ctx {
@@ -944,7 +986,8 @@ fn receiver_nacks_gaps_and_tail() {
         }
     );
     assert_eq!(r.poll_control(10), None);
-    // Silence: the timer lists the gap and the tail up to cum + window.
+    // Silence: the timer lists the gap and the 8 fragments after the highest seen (a stream
+    // that is only late must not be asked for a second time in full).
     let t = r.poll_timeout().unwrap();
     assert_eq!(t, 10 + p.nack_initial);
     r.handle_timeout(t);
@@ -952,13 +995,38 @@ fn receiver_nacks_gaps_and_tail() {
         Control::Nack {
             cum: 4, missing, ..
         } => {
-            let want: Vec<u32> = std::iter::once(4).chain(10..4 + p.window_frags).collect();
+            let want: Vec<u32> = std::iter::once(4).chain(10..18).collect();
             assert_eq!(missing, want);
         }
         m => panic!("{m:?}"),
     }
     assert_eq!(r.poll_timeout(), Some(t + 2 * p.nack_initial));
     assert_eq!(r.stats().nacks, 2);
+    // The silence goes on: twice the reach, up to the window's edge (cum + window) at most.
+    let t2 = t + 2 * p.nack_initial;
+    r.handle_timeout(t2);
+    match Control::decode(&r.poll_control(t2).unwrap()).unwrap() {
+        Control::Nack {
+            cum: 4, missing, ..
+        } => {
+            let want: Vec<u32> = std::iter::once(4).chain(10..26).collect();
+            assert_eq!(missing, want);
+        }
+        m => panic!("{m:?}"),
+    }
+    // The third reaches 32 past the highest seen, beyond the window's edge: up to the edge.
+    let t3 = r.poll_timeout().unwrap();
+    assert_eq!(t3, t2 + 4 * p.nack_initial);
+    r.handle_timeout(t3);
+    match Control::decode(&r.poll_control(t3).unwrap()).unwrap() {
+        Control::Nack { missing, .. } => {
+            let want: Vec<u32> = std::iter::once(4).chain(10..4 + p.window_frags).collect();
+            assert_eq!(missing, want);
+        }
+        m => panic!("{m:?}"),
+    }
+    assert_eq!(r.stats().nacks, 4);
+    let t = t3;
     // Repair: cum jumps, the backoff resets and a cumulative ack goes out.
     assert_eq!(
         r.handle_datagram(t + 5, &sent[4], &mut buf),

@@ -872,11 +872,7 @@ fn duplicate_nacks_cause_one_retransmission() {
 /// everything is sent, the highest again (tail loss).
 #[test]
 fn probe_sends_the_slowest_hole_while_the_window_is_full() {
-    let c = Ctx {
-        key: Key([4; 32]),
-        job: 1,
-        comm: 1,
-    };
+    let c = rel_ctx(1, 4);
     let p = params();
     let w = p.window_frags;
     let data = vec![5u8; (w as usize + 8) * p.frag_payload];
@@ -987,44 +983,30 @@ fn receiver_nacks_gaps_and_tail() {
     );
     assert_eq!(r.poll_control(10), None);
     // Silence: the timer lists the gap and the 8 fragments after the highest seen (a stream
-    // that is only late must not be asked for a second time in full).
+    // that is only late must not be asked for a second time in full); as it goes on, twice
+    // the reach each time, up to the window's edge (cum + window) at most.
+    let silent_nack = |r: &mut McastReceiver, t| {
+        r.handle_timeout(t);
+        match Control::decode(&r.poll_control(t).unwrap()).unwrap() {
+            Control::Nack {
+                cum: 4, missing, ..
+            } => missing,
+            m => panic!("{m:?}"),
+        }
+    };
+    let with_gap =
+        |tail: std::ops::Range<u32>| -> Vec<u32> { std::iter::once(4).chain(tail).collect() };
     let t = r.poll_timeout().unwrap();
     assert_eq!(t, 10 + p.nack_initial);
-    r.handle_timeout(t);
-    match Control::decode(&r.poll_control(t).unwrap()).unwrap() {
-        Control::Nack {
-            cum: 4, missing, ..
-        } => {
-            let want: Vec<u32> = std::iter::once(4).chain(10..18).collect();
-            assert_eq!(missing, want);
-        }
-        m => panic!("{m:?}"),
-    }
+    assert_eq!(silent_nack(&mut r, t), with_gap(10..18));
     assert_eq!(r.poll_timeout(), Some(t + 2 * p.nack_initial));
     assert_eq!(r.stats().nacks, 2);
-    // The silence goes on: twice the reach, up to the window's edge (cum + window) at most.
     let t2 = t + 2 * p.nack_initial;
-    r.handle_timeout(t2);
-    match Control::decode(&r.poll_control(t2).unwrap()).unwrap() {
-        Control::Nack {
-            cum: 4, missing, ..
-        } => {
-            let want: Vec<u32> = std::iter::once(4).chain(10..26).collect();
-            assert_eq!(missing, want);
-        }
-        m => panic!("{m:?}"),
-    }
-    // The third reaches 32 past the highest seen, beyond the window's edge: up to the edge.
+    assert_eq!(silent_nack(&mut r, t2), with_gap(10..26));
     let t3 = r.poll_timeout().unwrap();
     assert_eq!(t3, t2 + 4 * p.nack_initial);
-    r.handle_timeout(t3);
-    match Control::decode(&r.poll_control(t3).unwrap()).unwrap() {
-        Control::Nack { missing, .. } => {
-            let want: Vec<u32> = std::iter::once(4).chain(10..4 + p.window_frags).collect();
-            assert_eq!(missing, want);
-        }
-        m => panic!("{m:?}"),
-    }
+    // 32 past the highest seen is beyond the window's edge.
+    assert_eq!(silent_nack(&mut r, t3), with_gap(10..4 + p.window_frags));
     assert_eq!(r.stats().nacks, 4);
     let t = t3;
     // Repair: cum jumps, the backoff resets and a cumulative ack goes out.

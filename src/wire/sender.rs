@@ -142,6 +142,12 @@ impl McastSender {
         self.base() < self.next_new
     }
 
+    /// One past the last fragment flow control lets out: the slowest cumulative ack plus the
+    /// window, within the message.
+    fn limit(&self) -> u32 {
+        self.nfrags.min(self.base().saturating_add(self.window))
+    }
+
     /// Next datagram to multicast now, if flow control allows (retransmissions first, then new
     /// fragments below the slowest cumulative ack + window). `data` is the whole message.
     pub fn poll_transmit(&mut self, now: Nanos, data: &[u8], out: &mut Vec<u8>) -> bool {
@@ -157,8 +163,7 @@ impl McastSender {
                 return true;
             }
         }
-        let limit = self.nfrags.min(base.saturating_add(self.window));
-        if self.next_new >= limit {
+        if self.next_new >= self.limit() {
             return false;
         }
         if !self.outstanding() {
@@ -237,10 +242,13 @@ impl McastSender {
             // below it NACKs at once. But while the window holds back the rest of the message,
             // what holds everything up is the slowest receiver's first missing fragment: send
             // that instead (it is the one a single unlucky receiver keeps losing).
-            let base = self.base();
-            let full =
-                self.next_new < self.nfrags && self.next_new >= base.saturating_add(self.window);
-            self.queue(if full { base } else { self.next_new - 1 });
+            let limit = self.limit();
+            let held_back = self.next_new >= limit && limit < self.nfrags;
+            self.queue(if held_back {
+                self.base()
+            } else {
+                self.next_new - 1
+            });
             self.probe_rto = backoff(self.probe_rto, self.probe_max);
             self.probe_base = now;
         }

@@ -11,6 +11,7 @@ pub mod host;
 pub mod net;
 
 pub mod coll;
+pub mod fastpath;
 pub mod ffi;
 pub mod session;
 pub mod stats;

@@ -13,11 +13,12 @@ use crate::algo::{
     hosts::{Hosts, Layout},
 };
 use crate::config::{Config, ConfigError, Topo};
+use crate::fastpath::FAST;
 use crate::host::{self, MPI_Comm};
 use crate::transport::{self, responder::ResponderThread, Channel};
 use std::collections::{BTreeMap, HashMap};
 use std::os::raw::c_int;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// Why a call cannot go through mpicast at all.
@@ -129,17 +130,10 @@ pub fn get() -> Result<Arc<Session>, String> {
         .clone()
 }
 
-/// The smallest broadcast that may go by multicast on any communicator while a session is
-/// active and enabled (`MPICAST_MIN_BYTES`, lowered by any `mpicast_min_bytes` hint ever
-/// recorded), else 0. Smaller broadcasts go to the host MPI without looking up the
-/// communicator: one load (the interposition overhead of issue 3's seventh target). 0 never
-/// decides anything.
-static FAST_FLOOR: AtomicUsize = AtomicUsize::new(0);
-
-/// See `FAST_FLOOR`.
+/// The floor of the host's own path (`fastpath::FAST`): 0 while it decides nothing.
 #[inline]
 pub fn fast_floor() -> usize {
-    FAST_FLOOR.load(Ordering::Acquire)
+    FAST.floor()
 }
 
 /// Writes `line` and a newline to stderr in one write, so that a line of one rank is never
@@ -183,7 +177,8 @@ fn start() -> Result<Arc<Session>, SessionError> {
     if !cfg.disable {
         // The fast path reads the table only once the floor is set.
         host::buffer::init_predefined();
-        FAST_FLOOR.store(cfg.min_bytes.floor(), Ordering::Release);
+        let concurrent = host::query_thread() == host::thread_multiple();
+        FAST.publish(cfg.min_bytes.floor(), concurrent);
     }
     Ok(Arc::new(Session {
         cfg,
@@ -238,7 +233,7 @@ impl Session {
         for (k, v) in &entries {
             let mut h = crate::config::Hints::default();
             if let (Ok(true), Some(m)) = (h.set(k, v), h.min_bytes) {
-                FAST_FLOOR.fetch_min(m.floor(), Ordering::AcqRel);
+                FAST.lower(m.floor());
             }
         }
         match host::attr::get(comm, self.hint_keyval)? {
@@ -442,7 +437,7 @@ impl Session {
     }
 
     fn finalize(&self) {
-        FAST_FLOOR.store(0, Ordering::Release);
+        FAST.close();
         self.finalized.store(true, Ordering::Release);
         if self.cfg.stats && self.world_rank == 0 {
             say(&crate::stats::report_line(

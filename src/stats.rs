@@ -53,7 +53,7 @@ pub fn snapshot() -> [u64; 10] {
     let c = &COUNTERS;
     [
         c.bcast_mcast.load(Relaxed),
-        c.bcast_pmpi.load(Relaxed),
+        c.bcast_pmpi.load(Relaxed) + crate::fastpath::FAST.host_calls(),
         c.barrier_mcast.load(Relaxed),
         c.barrier_pmpi.load(Relaxed),
         c.bytes_mcast.load(Relaxed),

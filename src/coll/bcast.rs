@@ -3,6 +3,7 @@
 use super::{fail, hier, run, session_or_die};
 use crate::algo;
 use crate::config::SyncAlgo;
+use crate::fastpath::FAST;
 use crate::host::{self, buffer::UserBuf, MPI_Comm, MPI_Datatype, MpiResult};
 use crate::session::{self, Path};
 use crate::stats::{self, COUNTERS};
@@ -38,12 +39,12 @@ pub fn bcast_below_threshold(
     root: c_int,
     comm: MPI_Comm,
 ) -> Option<c_int> {
-    let floor = session::fast_floor();
-    if floor == 0 {
-        return None;
-    }
+    let (floor, concurrent) = FAST.decide()?;
     match host::buffer::predefined_payload_bytes(count, dtype) {
-        Some(b) if b < floor as u64 => Some(to_host(buf, count, dtype, root, comm)),
+        Some(b) if b < floor as u64 => {
+            FAST.count_host_call(concurrent);
+            Some(host::pmpi_bcast(buf, count, dtype, root, comm))
+        }
         _ => None,
     }
 }

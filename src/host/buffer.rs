@@ -3,6 +3,7 @@
 //! host's own MPI_Pack/MPI_Unpack so every derived datatype (and MPI_BOTTOM) works.
 
 use super::{check, MPI_Comm, MPI_Datatype, MpiError, MpiResult};
+use crate::fastpath::{FAST, MAX_ENTRIES};
 use std::os::raw::{c_int, c_void};
 
 pub struct UserBuf {
@@ -25,27 +26,54 @@ pub fn payload_bytes(count: i64, dtype: MPI_Datatype) -> Option<u64> {
     if count < 0 {
         return None;
     }
-    let size = match predefined().size(dtype) {
+    init_predefined();
+    let size = match FAST.size(handle_key(dtype)) {
         Some(s) => s,
         None => type_size(dtype)?,
     };
     size.checked_mul(count as u64)
 }
 
-/// `payload_bytes` for a predefined datatype once the table exists (`init_predefined`);
-/// None for anything else, without calling anything, so that the entry points' fast path
-/// needs no stack frame.
+/// `payload_bytes` for a predefined datatype, for the entry points' fast path: only after
+/// `FAST.decide()` said the path is open (the table is filled before it opens); None for
+/// anything else, without calling anything, so that the fast path needs no stack frame.
 #[inline(always)]
 pub fn predefined_payload_bytes(count: i64, dtype: MPI_Datatype) -> Option<u64> {
     if count < 0 {
         return None;
     }
-    TABLE.get()?.size(dtype)?.checked_mul(count as u64)
+    FAST.size(handle_key(dtype))?.checked_mul(count as u64)
 }
 
-/// Makes the table of predefined datatype sizes (MPI must be initialised).
+/// Fills the table of predefined datatype sizes (`fastpath::FAST`), once; MPI must be
+/// initialised. Done at the session's start, before the fast path opens, or by the first
+/// broadcast that needs a size.
 pub fn init_predefined() {
-    predefined();
+    if FAST.is_filled() {
+        return;
+    }
+    fill_predefined();
+}
+
+#[cold]
+#[inline(never)]
+fn fill_predefined() {
+    static FILLING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _once = FILLING.lock().unwrap_or_else(|p| p.into_inner());
+    if FAST.is_filled() {
+        return;
+    }
+    // SAFETY: MPI_Datatype is a plain handle; the C side writes at most MAX of them.
+    let mut handles: Vec<MPI_Datatype> = vec![unsafe { std::mem::zeroed() }; MAX_ENTRIES];
+    // SAFETY: `handles` holds MAX writable handles.
+    let n = unsafe { super::c::mpicast_c_predefined(handles.as_mut_ptr(), MAX_ENTRIES as c_int) };
+    handles.truncate(n.max(0) as usize);
+    let entries: Vec<(u64, u64)> = handles
+        .into_iter()
+        .filter_map(|h| Some((handle_key(h), type_size(h)?)))
+        .filter(|&(k, _)| k != 0)
+        .collect();
+    FAST.fill(&entries);
 }
 
 #[inline(never)]
@@ -61,83 +89,18 @@ fn type_size(dtype: MPI_Datatype) -> Option<u64> {
 
 /// The bits of a handle (a pointer in Open MPI, an int in MPICH), as a table key.
 #[inline(always)]
-fn handle_key(h: MPI_Datatype) -> usize {
-    let mut k = 0usize;
-    let n = std::mem::size_of::<MPI_Datatype>().min(std::mem::size_of::<usize>());
+fn handle_key(h: MPI_Datatype) -> u64 {
+    let mut k = 0u64;
+    let n = std::mem::size_of::<MPI_Datatype>().min(std::mem::size_of::<u64>());
     // SAFETY: copies the first `n` bytes of a plain handle value into an integer.
     unsafe {
         std::ptr::copy_nonoverlapping(
             &h as *const MPI_Datatype as *const u8,
-            &mut k as *mut usize as *mut u8,
+            &mut k as *mut u64 as *mut u8,
             n,
         )
     };
     k
-}
-
-/// Sizes of the predefined datatypes by handle: open addressing in a fixed power of two of
-/// slots (at least four times the entries, so a lookup reads one or two slots). Key 0 is
-/// empty (no MPI uses 0 as a predefined handle: Open MPI's are addresses, MPICH's carry kind
-/// bits).
-struct SizeTable {
-    slots: [(usize, u64); SLOTS],
-}
-
-const SLOT_BITS: u32 = 8;
-/// 256 slots for at most 64 entries.
-const SLOTS: usize = 1 << SLOT_BITS;
-const MAX_PREDEFINED: usize = 64;
-
-impl SizeTable {
-    #[inline(always)]
-    fn slot(key: usize) -> usize {
-        ((key as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - SLOT_BITS)) as usize
-    }
-
-    #[inline(always)]
-    fn size(&self, dtype: MPI_Datatype) -> Option<u64> {
-        let key = handle_key(dtype);
-        let mut i = Self::slot(key);
-        loop {
-            match self.slots[i & (SLOTS - 1)] {
-                (0, _) => return None,
-                (k, s) if k == key => return Some(s),
-                _ => i += 1,
-            }
-        }
-    }
-}
-
-static TABLE: std::sync::OnceLock<SizeTable> = std::sync::OnceLock::new();
-
-/// Made at the session's start, or at the first broadcast (MPI is initialised by then).
-fn predefined() -> &'static SizeTable {
-    TABLE.get_or_init(|| {
-        // SAFETY: MPI_Datatype is a plain handle; the C side writes at most MAX of them.
-        let mut handles: Vec<MPI_Datatype> = vec![unsafe { std::mem::zeroed() }; MAX_PREDEFINED];
-        // SAFETY: `handles` holds MAX writable handles.
-        let n = unsafe {
-            super::c::mpicast_c_predefined(handles.as_mut_ptr(), MAX_PREDEFINED as c_int)
-        };
-        handles.truncate(n.max(0) as usize);
-        let mut t = SizeTable {
-            slots: [(0, 0); SLOTS],
-        };
-        for h in handles {
-            let (key, Some(size)) = (handle_key(h), type_size(h)) else {
-                continue;
-            };
-            if key == 0 {
-                continue;
-            }
-            let mut i = SizeTable::slot(key);
-            while t.slots[i].0 != 0 && t.slots[i].0 != key {
-                i = (i + 1) & (SLOTS - 1);
-            }
-            t.slots[i] = (key, size);
-        }
-        t
-    })
 }
 
 impl UserBuf {

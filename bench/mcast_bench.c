@@ -254,9 +254,9 @@ static int overhead(int argc, char **argv, unsigned char *buf) {
     qsort(t[1], (size_t)blocks, sizeof(double), cmp_double);
     double p = quantile(t[0], blocks, 0.5), m = quantile(t[1], blocks, 0.5);
     printf("op,path,size,blocks,iters,median_per_call_s,q1_s,q3_s\n");
-    printf("overhead,PMPI_Bcast,%d,%d,%d,%.9f,%.9f,%.9f\n", size, blocks, iters, p, quantile(t[0], blocks, 0.25),
+    printf("overhead,PMPI_Bcast,%d,%d,%d,%.12f,%.12f,%.12f\n", size, blocks, iters, p, quantile(t[0], blocks, 0.25),
            quantile(t[0], blocks, 0.75));
-    printf("overhead,MPI_Bcast,%d,%d,%d,%.9f,%.9f,%.9f\n", size, blocks, iters, m, quantile(t[1], blocks, 0.25),
+    printf("overhead,MPI_Bcast,%d,%d,%d,%.12f,%.12f,%.12f\n", size, blocks, iters, m, quantile(t[1], blocks, 0.25),
            quantile(t[1], blocks, 0.75));
     printf("# overhead: MPI_Bcast / PMPI_Bcast = %.4f (%+.2f%%)", m / p, 100.0 * (m / p - 1));
     if (get_stats)

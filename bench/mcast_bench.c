@@ -1,7 +1,7 @@
 /* mcast_bench: the host MPI's broadcast and barrier against mpicast's, side by side in one run.
  *
  *   mcast_bench [--sizes LIST] [--variants host,tree,linear,eager,default] [--budget SECONDS]
- *               [--reps-min N] [--reps-max N] [--barrier-reps N] [--no-barrier]
+ *               [--reps-min N] [--reps-max N] [--barrier-reps N] [--no-barrier] [--idle-wait]
  *   mcast_bench --overhead [--size BYTES] [--iters N] [--blocks N]
  *
  * Variants, each on its own communicator so that mpicast keeps one channel per variant:
@@ -25,10 +25,15 @@
  * checks every byte after (outside the timed region); any error makes the program exit 1.
  *
  * Output, from rank 0, on stdout: comment lines (#) describing the run, then CSV
- *   op,variant,size,reps,median_s,min_s,q1_s,q3_s,max_s,mcast_ops,repairs
+ *   op,variant,size,reps,median_s,min_s,q1_s,q3_s,max_s,mcast_ops,repairs,span_s,cpu_s,vcsw
  * mcast_ops: operations of that row that rank 0 saw take mpicast's multicast path; repairs:
  * increase of mpicast's repair counter summed over ranks during the row (both from
- * MPICAST_Get_stats, found with dlsym; empty when mpicast is not loaded).
+ * MPICAST_Get_stats, found with dlsym; empty when mpicast is not loaded). Diagnostics, per
+ * operation: span_s, the median of (the last rank's end - rank 0's start) on CLOCK_MONOTONIC,
+ * which every rank of the emulated cluster shares (one machine), so that the ranks' skew on
+ * leaving the barrier is out of it (meaningless across real hosts); cpu_s, the mean CPU time
+ * (user + system) that all ranks together spent inside the operation; vcsw, the mean number of
+ * voluntary context switches (sleeps) of all ranks together inside it.
  *
  * --overhead: the cost of mpicast's interposition on the host MPI's own path. Blocks of
  * --iters back-to-back broadcasts of --size bytes (default 8, below mpicast's default
@@ -42,6 +47,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "mpicast.h"
@@ -53,6 +59,8 @@ typedef int (*get_stats_fn)(MPICAST_Stats *);
 static get_stats_fn get_stats;
 
 static int rank, nranks;
+/* --idle-wait: see idle_wait(). */
+static int idle_waits;
 
 static const char *arg(int argc, char **argv, const char *name) {
   for (int i = 1; i + 1 < argc; i++)
@@ -115,10 +123,43 @@ static long check(const unsigned char *buf, size_t size, uint64_t seed) {
 }
 
 struct row {
-  double *t;
+  double *t, *span;
   int n;
   uint64_t mcast_ops, repairs;
+  double cpu, vcsw;
 };
+
+static double mono(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* --idle-wait: a rank that has finished its operation waits for the others without taking a
+ * core (an MPI_Ibarrier tested every 50 us, sleeping in between) before the reduction of the
+ * times. On the emulated cluster all hosts share this machine's cores, and an MPI whose ranks
+ * busy-poll (MPICH) lets the ranks that are done, the root of a broadcast first, take the CPU
+ * from those still receiving, which a real host, with cores of its own, never would. Every
+ * variant waits so; the timed region is unchanged. */
+static void idle_wait(void) {
+  MPI_Request req;
+  int done = 0;
+  PMPI_Ibarrier(MPI_COMM_WORLD, &req);
+  for (;;) {
+    PMPI_Test(&req, &done, MPI_STATUS_IGNORE);
+    if (done) return;
+    struct timespec ts = {0, 50000};
+    nanosleep(&ts, NULL);
+  }
+}
+
+static void usage_now(double *cpu, double *vcsw) {
+  struct rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  *cpu = (double)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+  *vcsw = (double)u.ru_nvcsw;
+}
 
 struct bench {
   MPI_Comm comm[NVARIANTS];
@@ -136,8 +177,10 @@ static double timed(struct bench *b, int v, int is_bcast, size_t size, uint64_t 
       memset(b->buf, 0, size);
   }
   MPICAST_Stats s0 = stats_now();
+  double c0, w0, c1, w1;
   PMPI_Barrier(MPI_COMM_WORLD);
-  double t0 = MPI_Wtime();
+  double t0 = MPI_Wtime(), m0 = mono();
+  usage_now(&c0, &w0);
   if (is_bcast) {
     if (v == V_HOST)
       PMPI_Bcast(b->buf, (int)size, MPI_BYTE, 0, MPI_COMM_WORLD);
@@ -149,19 +192,24 @@ static double timed(struct bench *b, int v, int is_bcast, size_t size, uint64_t 
     else
       MPI_Barrier(b->comm[v]);
   }
-  double mine = MPI_Wtime() - t0, slowest = 0;
-  PMPI_Reduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+  double mine[2] = {MPI_Wtime() - t0, mono()}, slowest[2] = {0, 0};
+  usage_now(&c1, &w1);
+  if (idle_waits) idle_wait();
+  PMPI_Reduce(mine, slowest, 2, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
   /* After the reduction: the root of an eager broadcast returns before its receivers are done,
    * and its responder's repairs, counted when sent, are all out once every rank has finished. */
   MPICAST_Stats s1 = stats_now();
   if (is_bcast && rank != 0) b->errors += check(b->buf, size, seed);
   if (r) {
-    uint64_t rep = s1.repairs - s0.repairs, sum = 0;
-    PMPI_Reduce(&rep, &sum, 1, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
-    r->repairs += sum;
+    double part[3] = {(double)(s1.repairs - s0.repairs), c1 - c0, w1 - w0}, sum[3] = {0, 0, 0};
+    PMPI_Reduce(part, sum, 3, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+    r->repairs += (uint64_t)sum[0];
+    r->cpu += sum[1];
+    r->vcsw += sum[2];
+    r->span[r->n] = slowest[1] - m0; /* rank 0 is the root */
     r->mcast_ops += is_bcast ? s1.bcast_mcast - s0.bcast_mcast : s1.barrier_mcast - s0.barrier_mcast;
   }
-  return slowest;
+  return slowest[0];
 }
 
 static void print_row(const char *op, int v, size_t size, struct row *r) {
@@ -169,9 +217,11 @@ static void print_row(const char *op, int v, size_t size, struct row *r) {
   printf("%s,%s,%zu,%d,%.9f,%.9f,%.9f,%.9f,%.9f,", op, VNAME[v], size, r->n, quantile(r->t, r->n, 0.5),
          r->t[0], quantile(r->t, r->n, 0.25), quantile(r->t, r->n, 0.75), r->t[r->n - 1]);
   if (get_stats)
-    printf("%llu,%llu\n", (unsigned long long)r->mcast_ops, (unsigned long long)r->repairs);
+    printf("%llu,%llu,", (unsigned long long)r->mcast_ops, (unsigned long long)r->repairs);
   else
-    printf(",\n");
+    printf(",,");
+  qsort(r->span, (size_t)r->n, sizeof(double), cmp_double);
+  printf("%.9f,%.9f,%.2f\n", quantile(r->span, r->n, 0.5), r->cpu / r->n, r->vcsw / r->n);
   fflush(stdout);
 }
 
@@ -195,19 +245,25 @@ static void measure(struct bench *b, int is_bcast, size_t size, double budget, i
   struct row rows[NVARIANTS];
   for (int v = 0; v < NVARIANTS; v++) {
     rows[v].t = malloc(sizeof(double) * (size_t)reps);
+    rows[v].span = malloc(sizeof(double) * (size_t)reps);
     rows[v].n = 0;
     rows[v].mcast_ops = rows[v].repairs = 0;
-    if (!rows[v].t) MPI_Abort(MPI_COMM_WORLD, 2);
+    rows[v].cpu = rows[v].vcsw = 0;
+    if (!rows[v].t || !rows[v].span) MPI_Abort(MPI_COMM_WORLD, 2);
   }
   for (int r = 0; r < reps; r++)
     for (int k = 0; k < nv; k++) {
       int v = order[(r + k) % nv];
       uint64_t seed = ((uint64_t)size << 24) ^ ((uint64_t)r << 4) ^ (uint64_t)v;
-      rows[v].t[rows[v].n++] = timed(b, v, is_bcast, size, seed, &rows[v]);
+      double t = timed(b, v, is_bcast, size, seed, &rows[v]); /* writes span[n] */
+      rows[v].t[rows[v].n++] = t;
     }
   if (rank == 0)
     for (int k = 0; k < nv; k++) print_row(op, order[k], size, &rows[order[k]]);
-  for (int v = 0; v < NVARIANTS; v++) free(rows[v].t);
+  for (int v = 0; v < NVARIANTS; v++) {
+    free(rows[v].t);
+    free(rows[v].span);
+  }
 }
 
 static MPI_Comm hinted(const char *sync, const char *eager) {
@@ -276,6 +332,7 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
   get_stats = (get_stats_fn)dlsym(RTLD_DEFAULT, "MPICAST_Get_stats");
+  idle_waits = flag(argc, argv, "--idle-wait");
 
   char version[MPI_MAX_LIBRARY_VERSION_STRING];
   int vlen = 0;
@@ -360,7 +417,7 @@ int main(int argc, char **argv) {
   if (rank == 0) {
     printf("# figures: seconds, the slowest rank's time per operation; median, min, quartiles, max over reps\n");
     printf("# budget %.1f s per size, reps %d..%d, barrier reps %d\n", budget, reps_min, reps_max, barrier_reps);
-    printf("op,variant,size,reps,median_s,min_s,q1_s,q3_s,max_s,mcast_ops,repairs\n");
+    printf("op,variant,size,reps,median_s,min_s,q1_s,q3_s,max_s,mcast_ops,repairs,span_s,cpu_s,vcsw\n");
     fflush(stdout);
   }
   if (!flag(argc, argv, "--no-barrier")) measure(&b, 0, 0, 1e9, barrier_reps, barrier_reps);

@@ -54,7 +54,7 @@ for f in "${flavours[@]}"; do
   LD_PRELOAD=$TOP/build/$f/lib/libmpicast.so MPICAST_STATS=1 \
     "$cluster" run --mpi "$f" --timeout 120 --out "$out" --done-marker "# end" --grace 15 -- \
     "$TOP/build/$f/bench/mcast_bench" --sizes "$SIZES" --reps-min "$REPS" --reps-max "$REPS" \
-    --barrier-reps "$REPS" --budget 0 2>"$err" || rc=$?
+    --barrier-reps "$REPS" --budget 0 --idle-wait 2>"$err" || rc=$?
   after=$("$cluster" counters | awk '$1 ~ /h2$/ { print $2 }')
   udp_after=$("$cluster" exec 2 awk '$1 == "Udp:" && $2 ~ /^[0-9]+$/ { print $2 }' /proc/net/snmp)
   [ "$rc" = 0 ] || { cat "$out" "$err" >&2; fail "$f: the job failed (exit $rc)"; }

@@ -153,6 +153,14 @@ class Run:
                 worst = (r, s, d <= q3)
         return worst
 
+    def cpu_ms(self, variant, size):
+        """CPU time (user + system) of all ranks together per operation, in ms, if recorded."""
+        r = self.bcast.get((variant, size))
+        try:
+            return float(r["cpu_s"]) * 1e3
+        except (TypeError, KeyError, ValueError):
+            return None
+
     def wire(self, size):
         return size * 8 / self.rate if self.rate else None
 
@@ -198,8 +206,9 @@ def main():
       "every larger size. Load: 1-minute load average before / after the configuration ran.")
     p("")
     p("| configuration | host MPI | tree | linear | eager | default | wire | tree/wire | host/tree | host/linear "
-      "| crossover tree | crossover linear | crossover eager | barrier host | barrier mpicast | repairs/op | load |")
-    p("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+      "| crossover tree | crossover linear | crossover eager | barrier host | barrier mpicast | repairs/op | CPU host | CPU tree | load |")
+    p("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+      "| ---: | ---: | ---: |")
     for r in sorted(plain, key=lambda r: (r.meta.get("rate", ""), r.meta.get("mpi", ""), r.name)):
         h, t, l, e, df = (r.med(v, MIB) for v in ("host", "tree", "linear", "eager", "default"))
         ct, _ = r.crossover("tree")
@@ -210,10 +219,12 @@ def main():
         p(f"| {r.name} ({r.meta.get('hosts')}x{r.meta.get('ppn')}, {r.meta.get('rate')}) | {ms(h)} | {ms(t)} | "
           f"{ms(l)} | {ms(e)} | {ms(df)} | {ms(r.wire(MIB))} | {fx(ratio(t, r.wire(MIB)))} | {fx(ratio(h, t))} | "
           f"{fx(ratio(h, l))} | {cross(ct)} | {cross(cl)} | {'-' if e is None else cross(ce)} | "
-          f"{us(r.bar('host'))} | {us(r.bar('tree'))} | {'-' if rp is None else f'{rp:.0f}'} | {r.load()} |")
+          f"{us(r.bar('host'))} | {us(r.bar('tree'))} | {'-' if rp is None else f'{rp:.0f}'} | "
+          f"{fx(r.cpu_ms('host', MIB), 0)} | {fx(r.cpu_ms('tree', MIB), 0)} | {r.load()} |")
     p("")
     p("1 MiB columns in ms, barriers in microseconds; repairs/op: fragments retransmitted per 1 MiB "
-      "broadcast (tree), summed over ranks, on links that lose nothing.")
+      "broadcast (tree), summed over ranks, on links that lose nothing; CPU: CPU time (user + system) "
+      "of all ranks together inside one 1 MiB broadcast, in ms (all hosts share this machine's cores).")
     p("")
 
     if loss:
@@ -266,8 +277,10 @@ def main():
     t1 = []
     for r in sorted(targeted, key=lambda r: r.name):
         if r.meta.get("rate") == "100mbit" and r.meta.get("ppn") == "1":
-            t = r.med("tree", MIB)
-            t1.append(f"{r.name}: tree {fx(ratio(t, r.wire(MIB)))}x wire, host/tree {fx(ratio(r.med('host', MIB), t), 1)}x")
+            t, df = r.med("tree", MIB), r.med("default", MIB)
+            t1.append(f"{r.name}: tree {fx(ratio(t, r.wire(MIB)))}x wire, host/tree {fx(ratio(r.med('host', MIB), t), 1)}x"
+                      + ("" if df is None else f", default {fx(ratio(df, r.wire(MIB)))}x wire, "
+                         f"host/default {fx(ratio(r.med('host', MIB), df), 1)}x"))
     p("1. 100 Mbit/s, 1 MiB (<= 1.15x wire, >= 5x faster than the host MPI at 9 hosts): " + ("; ".join(t1) or "no run"))
     t2 = []
     for r in sorted(targeted, key=lambda r: r.name):
@@ -287,7 +300,8 @@ def main():
           for r in sorted(targeted, key=lambda r: r.name) if r.meta.get("hosts") == "9" and r.bar("host")]
     p("3. MPI_Barrier at 9 hosts no slower than the host MPI's: " + ("; ".join(t3) or "no run"))
     t4 = [f"{r.name}: tree {ms(r.med('tree', MIB))} ms = {fx(ratio(r.med('tree', MIB), r.wire(MIB)))}x wire, "
-          f"host/tree {fx(ratio(r.med('host', MIB), r.med('tree', MIB)))}x"
+          f"host/tree {fx(ratio(r.med('host', MIB), r.med('tree', MIB)))}x, "
+          f"CPU {fx(r.cpu_ms('tree', MIB), 0)} ms per op (host MPI {fx(r.cpu_ms('host', MIB), 0)})"
           for r in sorted(targeted, key=lambda r: r.name) if r.meta.get("rate") == "1gbit"]
     p("4. 1 Gbit/s, 1 MiB: " + ("; ".join(t4) or "no run"))
     t5 = [f"{r.name}: host/tree {fx(ratio(r.med('host', MIB), r.med('tree', MIB)))}x, "

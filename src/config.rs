@@ -657,8 +657,12 @@ fn has_prefix(name: &str) -> bool {
     name.len() >= PREFIX.len() && name[..PREFIX.len()].eq_ignore_ascii_case(PREFIX)
 }
 
+/// Variables of mpicast's command-line tools, not of the library: a tool that exports one
+/// starts ranks that inherit it, so the library accepts them and ignores them.
+pub const TOOL_VARIABLES: &[&str] = &["MPICAST_GOAL_RUNNER"];
+
 fn is_known(name: &str) -> bool {
-    VARIABLES.iter().any(|(n, _, _)| *n == name)
+    VARIABLES.iter().any(|(n, _, _)| *n == name) || TOOL_VARIABLES.contains(&name)
 }
 
 fn unknown_var(name: &str, value: &str) -> ConfigError {
@@ -1161,6 +1165,11 @@ mod tests {
         assert_eq!((e.var.as_str(), e.value.as_str()), ("MPICAST_TTL", "x"));
         let c = Config::from_vars([("MPICAST_TTL", "x"), ("MPICAST_TTL", "9")]).unwrap();
         assert_eq!(c.ttl, 9);
+        // A tool's variable, inherited by the ranks it starts, is accepted and changes nothing.
+        assert_eq!(
+            Config::from_vars([("MPICAST_GOAL_RUNNER", "/opt/mpicast-goal-run")]).unwrap(),
+            Config::default()
+        );
     }
 
     #[test]

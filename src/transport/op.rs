@@ -390,6 +390,13 @@ impl<'a> OpBackend<'a> {
             self.reqs.is_empty() && matches!(self.mcast, Mcast::Receiver(..) | Mcast::Waiter(..));
         if socket_only {
             let now = self.chan.now();
+            if let Mcast::Receiver(rx, _) = &self.mcast {
+                if let Some(wait) = rx.batch_wait(now) {
+                    let due = rx.poll_timeout().map_or(wait, |t| t.saturating_sub(now));
+                    std::thread::sleep(Duration::from_nanos(wait.min(due)));
+                    return;
+                }
+            }
             let next = match &self.mcast {
                 Mcast::Receiver(rx, _) => rx.poll_timeout(),
                 Mcast::Waiter(w, _) => w.poll_timeout(),

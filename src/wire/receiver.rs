@@ -65,11 +65,23 @@ pub struct McastReceiver {
     /// every such NACK (see `handle_timeout`).
     silent_span: u32,
     last_progress: Nanos,
+    /// When the first fragment arrived: with `stats.accepted`, the stream's rate.
+    first_at: Option<Nanos>,
     stats: ReceiverStats,
 }
 
 /// Fragments past the highest one seen that the first NACK after a silence asks for.
 const SILENT_SPAN_INITIAL: u32 = 8;
+
+/// At most this many fragments are left to gather in the socket between two reads
+/// (`batch_wait`).
+pub const BATCH_MAX: u32 = 16;
+/// Fragments seen before the stream's rate counts as known.
+const BATCH_RATE_AFTER: u64 = 8;
+/// A batch wait shorter than this is not worth a sleep.
+const BATCH_WAIT_MIN: Nanos = 20_000;
+/// Nor is one longer than this taken: a stream this slow is not costing CPU.
+const BATCH_WAIT_MAX: Nanos = 2_000_000;
 
 impl McastReceiver {
     pub fn new(
@@ -109,6 +121,7 @@ impl McastReceiver {
             nack_at: Nanos::MAX,
             silent_span: SILENT_SPAN_INITIAL,
             last_progress: now,
+            first_at: None,
             stats: ReceiverStats::default(),
         }
     }
@@ -157,6 +170,7 @@ impl McastReceiver {
         buf[start..start + payload.len()].copy_from_slice(payload);
         self.stats.accepted += 1;
         self.last_progress = now;
+        self.first_at.get_or_insert(now);
         if f > self.seen_end {
             // A new gap: report it now rather than at the next timer, so a loss costs about one
             // round trip.
@@ -269,6 +283,34 @@ impl McastReceiver {
         );
         self.nack_rto = backoff(self.nack_rto, self.nack_max);
         self.nack_at = now.saturating_add(self.nack_rto);
+    }
+
+    /// How long to let fragments gather before reading again, for a receiver that has just
+    /// read all there was: while the stream flows at a steady rate, reading it a datagram at a
+    /// time means one wake-up per datagram (on a rate-limited link every datagram comes
+    /// alone), which is most of a receiver's CPU time and, with several receivers on one
+    /// core, slows them all. The wait lets up to `BATCH_MAX` fragments arrive at the rate
+    /// seen so far (fewer near the end: the last one is waited for, not slept past; fewer
+    /// when the ACK step is small, so the root's window keeps moving and the socket holds
+    /// them). None: wait for the next datagram instead (stream not yet known, not flowing,
+    /// nearly done, or the wait too short or too long to help). The caller bounds it by
+    /// `poll_timeout`.
+    pub fn batch_wait(&self, now: Nanos) -> Option<Nanos> {
+        let first = self.first_at?;
+        let got = self.stats.accepted;
+        if self.complete() || got < BATCH_RATE_AFTER {
+            return None;
+        }
+        let gap = self.last_progress.saturating_sub(first) / (got - 1);
+        if now.saturating_sub(self.last_progress) > gap {
+            return None; // nothing came at the last read: not flowing (or lost); poll
+        }
+        let left = u64::from(self.nfrags).saturating_sub(got);
+        let batch = u64::from(BATCH_MAX.min(self.ack_step / 2)).min(left.saturating_sub(1));
+        let wait = gap.saturating_mul(batch);
+        (BATCH_WAIT_MIN..=BATCH_WAIT_MAX)
+            .contains(&wait)
+            .then_some(wait)
     }
 
     /// The next NACK timer, or the moment the operation counts as stalled.

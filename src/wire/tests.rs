@@ -1419,3 +1419,91 @@ fn repair_answers_are_bounded() {
         release::REPAIR_ANSWER_BYTES / 1000
     );
 }
+
+#[test]
+fn batch_wait_follows_the_stream_rate() {
+    use super::receiver::BATCH_MAX;
+    // A window of 256 fragments: ACKs every 64, so the batch is BATCH_MAX.
+    let p = Params::new(64, 256, 1_000_000_000);
+    let c = rel_ctx(3, 1);
+    let data = Rng(3).bytes(64 * 100);
+    let mut tx = McastSender::new(&c, 4, 0, &[1], data.len(), &p, 0);
+    let mut sent = Vec::new();
+    let mut d = Vec::new();
+    while tx.poll_transmit(0, &data, &mut d) {
+        sent.push(d.clone());
+    }
+    assert_eq!(sent.len(), 100);
+    let mut buf = vec![0u8; data.len()];
+    let mut rx = McastReceiver::new(&c, 4, 0, 1, data.len(), &p, 0);
+    // Nothing known before the first datagram.
+    assert_eq!(rx.batch_wait(0), None);
+    let gap: Nanos = 100_000; // one datagram per 100 us
+    let t0: Nanos = 5_000_000;
+    let at = |i: usize| t0 + gap * i as Nanos;
+    let mut waits = Vec::new();
+    for (i, dg) in sent.iter().enumerate() {
+        rx.handle_datagram(at(i), dg, &mut buf);
+        waits.push(rx.batch_wait(at(i)));
+    }
+    assert_eq!(rx.cum(), 100);
+    assert_eq!(buf, data);
+    // The rate counts only after 8 fragments.
+    assert!(waits[..7].iter().all(Option::is_none), "{waits:?}");
+    // Then BATCH_MAX datagrams' worth of time, while more than BATCH_MAX are left.
+    let full = gap * Nanos::from(BATCH_MAX);
+    assert!(waits[7..83].iter().all(|w| *w == Some(full)), "{waits:?}");
+    // Near the end the wait shrinks so that the last datagram is waited for, not slept past:
+    // after fragment i, 99 - i are left and the wait covers 98 - i of them.
+    for (i, w) in waits.iter().enumerate().take(98).skip(83) {
+        let want = gap * (98 - i) as Nanos;
+        let want = (want >= 20_000).then_some(want);
+        assert_eq!(*w, want, "after fragment {i}");
+    }
+    assert_eq!(waits[98], None);
+    assert_eq!(waits[99], None, "complete");
+}
+
+#[test]
+fn batch_wait_declines_when_the_stream_stops_or_is_too_fast_or_slow() {
+    let p = Params::new(64, 256, 1_000_000_000);
+    let c = rel_ctx(3, 1);
+    let data = Rng(4).bytes(64 * 100);
+    let mut tx = McastSender::new(&c, 4, 0, &[1], data.len(), &p, 0);
+    let mut sent = Vec::new();
+    let mut d = Vec::new();
+    while tx.poll_transmit(0, &data, &mut d) {
+        sent.push(d.clone());
+    }
+    let feed = |gap: Nanos, n: usize| {
+        let mut buf = vec![0u8; data.len()];
+        let mut rx = McastReceiver::new(&c, 4, 0, 1, data.len(), &p, 0);
+        for (i, dg) in sent.iter().take(n).enumerate() {
+            rx.handle_datagram(gap * i as Nanos, dg, &mut buf);
+        }
+        rx
+    };
+    // Steady at 50 us: a wait, until a read finds nothing for longer than one gap.
+    let rx = feed(50_000, 20);
+    let last: Nanos = 50_000 * 19;
+    assert_eq!(rx.batch_wait(last), Some(50_000 * 16));
+    assert_eq!(rx.batch_wait(last + 50_000), Some(50_000 * 16));
+    assert_eq!(rx.batch_wait(last + 50_001), None);
+    // 1 us apart: 16 us of waiting is not worth a sleep.
+    assert_eq!(feed(1_000, 20).batch_wait(19_000), None);
+    // 1 ms apart: a stream this slow costs no CPU; 16 ms of sleep would only add latency.
+    assert_eq!(feed(1_000_000, 20).batch_wait(19_000_000), None);
+    // A small window (ACK every 8 fragments) halves the batch to 4, so the root's window
+    // keeps moving while the receiver sleeps.
+    let small = params();
+    let mut tx = McastSender::new(&c, 5, 0, &[1], data.len(), &small, 0);
+    let mut buf = vec![0u8; data.len()];
+    let mut rx = McastReceiver::new(&c, 5, 0, 1, data.len(), &small, 0);
+    let mut t = 0;
+    for _ in 0..12 {
+        assert!(tx.poll_transmit(t, &data, &mut d));
+        rx.handle_datagram(t, &d, &mut buf);
+        t += 50_000;
+    }
+    assert_eq!(rx.batch_wait(t - 50_000), Some(4 * 50_000));
+}

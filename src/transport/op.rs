@@ -383,8 +383,9 @@ impl<'a> OpBackend<'a> {
         Ok(moved)
     }
 
-    /// Sleeps until something can happen: on the socket when only the socket matters,
-    /// otherwise a yield so MPI progress (which needs our calls) keeps going.
+    /// Sleeps until something can happen: on the socket when only the socket matters; a root
+    /// with everything sent sleeps as `McastSender::ack_wait` says; otherwise a yield so MPI
+    /// progress (which needs our calls) keeps going.
     fn idle(&mut self) {
         let socket_only =
             self.reqs.is_empty() && matches!(self.mcast, Mcast::Receiver(..) | Mcast::Waiter(..));
@@ -411,6 +412,11 @@ impl<'a> OpBackend<'a> {
                 fds.push(q.fd());
             }
             let _ = net::wait_readable(&fds, Duration::from_nanos(wait));
+        } else if let Some(wait) = match &self.mcast {
+            Mcast::Sender(tx, _) => tx.ack_wait(self.chan.now()),
+            _ => None,
+        } {
+            std::thread::sleep(Duration::from_nanos(wait));
         } else {
             std::thread::yield_now();
         }

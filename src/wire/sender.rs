@@ -54,8 +54,17 @@ pub struct McastSender {
     probe_rto: Nanos,
     probe_base: Nanos,
     last_progress: Nanos,
+    /// When the operation started (or the root came back to it, `resume`): `ack_wait`.
+    started: Nanos,
     stats: SenderStats,
 }
+
+/// `ack_wait`: the root sleeps at most this fraction of the time the operation has run...
+const ACK_WAIT_DIVISOR: Nanos = 64;
+/// ...and never longer than this...
+const ACK_WAIT_MAX: Nanos = 500_000;
+/// ...nor shorter: a shorter wait is polled instead.
+const ACK_WAIT_MIN: Nanos = 20_000;
 
 /// Writes fragment `f` of message `data` (broadcast `seq` from `root`, cut in pieces of
 /// `frag` bytes) as a data datagram into `out`: what the root multicasts, and what its
@@ -129,6 +138,7 @@ impl McastSender {
             probe_rto: probe_initial,
             probe_base: now,
             last_progress: now,
+            started: now,
             stats: SenderStats::default(),
         }
     }
@@ -297,6 +307,26 @@ impl McastSender {
     pub fn resume(&mut self, now: Nanos) {
         self.last_progress = now;
         self.probe_base = now;
+        self.started = now;
+    }
+
+    /// How long a root that found nothing to do may sleep before it looks again, when all it
+    /// has left is to collect acknowledgements (and serve NACKs): they come over the host MPI,
+    /// which it must call to see them, so it cannot block on them, and polling without a pause
+    /// would take a core for the whole transfer (on a host whose cores run the receivers too,
+    /// slowing them). The wait is 1/64 of the time the operation has run, at most 500 us,
+    /// never past the next timer: what it adds to noticing the last acknowledgement or a NACK
+    /// is a small fraction of the operation, and nothing to a short one. None (poll again at
+    /// once): datagrams still to send, or a wait under 20 us.
+    pub fn ack_wait(&self, now: Nanos) -> Option<Nanos> {
+        if self.is_done() || !self.all_sent() {
+            return None;
+        }
+        let mut wait = (now.saturating_sub(self.started) / ACK_WAIT_DIVISOR).min(ACK_WAIT_MAX);
+        if let Some(t) = self.poll_timeout() {
+            wait = wait.min(t.saturating_sub(now));
+        }
+        (wait >= ACK_WAIT_MIN).then_some(wait)
     }
 
     /// Every fragment went out at least once and no retransmission is queued.

@@ -1507,3 +1507,52 @@ fn batch_wait_declines_when_the_stream_stops_or_is_too_fast_or_slow() {
     }
     assert_eq!(rx.batch_wait(t - 50_000), Some(4 * 50_000));
 }
+
+#[test]
+fn ack_wait_grows_with_the_operation_and_stops_at_the_timer() {
+    let p = Params::new(64, 256, 1_000_000_000);
+    let c = rel_ctx(3, 2);
+    let data = Rng(5).bytes(64 * 40);
+    let t0: Nanos = 1_000_000;
+    let mut tx = McastSender::new(&c, 9, 0, &[1, 2], data.len(), &p, t0);
+    let mut d = Vec::new();
+    // Datagrams still to send: never a wait.
+    assert_eq!(tx.ack_wait(t0 + 3_000_000), None);
+    while tx.poll_transmit(t0, &data, &mut d) {}
+    assert!(tx.all_sent());
+    // 1/64 of the time the operation has run, from 20 us (1.28 ms in) ...
+    assert_eq!(tx.ack_wait(t0 + 1_000_000), None);
+    assert_eq!(tx.ack_wait(t0 + 1_280_000), Some(20_000));
+    assert_eq!(tx.ack_wait(t0 + 3_000_000), Some(3_000_000 / 64));
+    // ... never past the tail probe (2 * nack_initial = 4 ms after the start) ...
+    assert_eq!(tx.poll_timeout(), Some(t0 + 4_000_000));
+    assert_eq!(tx.ack_wait(t0 + 3_990_000), None);
+    // ... and at most 500 us, however long the acknowledgements take.
+    let mut most = 0;
+    let mut t = t0 + 4_000_000;
+    while t < t0 + 200_000_000 {
+        if tx.poll_timeout().is_some_and(|due| due <= t) {
+            tx.handle_timeout(t);
+            assert_eq!(tx.ack_wait(t), None, "a probe to send");
+            while tx.poll_transmit(t, &data, &mut d) {}
+        }
+        if let Some(w) = tx.ack_wait(t) {
+            let due = tx.poll_timeout().unwrap();
+            assert!(w >= 20_000 && w <= (t - t0) / 64 && w <= 500_000 && t + w <= due);
+            most = most.max(w);
+        }
+        t += 100_000;
+    }
+    assert_eq!(most, 500_000);
+    // A root that comes back for its acknowledgements starts over: short waits first.
+    tx.resume(t);
+    assert_eq!(tx.ack_wait(t + 640_000), None);
+    assert_eq!(tx.ack_wait(t + 2_560_000), Some(40_000));
+    for r in [1, 2] {
+        let mut m = Vec::new();
+        Control::Ack { seq: 9, cum: 40 }.encode(&mut m);
+        tx.handle_control(t + 3_000_000, r, &m).unwrap();
+    }
+    assert!(tx.is_done());
+    assert_eq!(tx.ack_wait(t + 10_000_000), None);
+}

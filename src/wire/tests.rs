@@ -1420,19 +1420,26 @@ fn repair_answers_are_bounded() {
     );
 }
 
-#[test]
-fn batch_wait_follows_the_stream_rate() {
-    use super::receiver::BATCH_MAX;
-    // A window of 256 fragments: ACKs every 64, so the batch is BATCH_MAX.
+/// A 100-fragment broadcast (seq 4, root 0, to rank 1) in a window of 256 fragments (ACKs
+/// every 64): its parameters, context, data and every datagram, all sent at time 0.
+fn stream_of_100(seed: u64) -> (Params, Ctx, Vec<u8>, Vec<Vec<u8>>) {
     let p = Params::new(64, 256, 1_000_000_000);
     let c = rel_ctx(3, 1);
-    let data = Rng(3).bytes(64 * 100);
+    let data = Rng(seed).bytes(64 * 100);
     let mut tx = McastSender::new(&c, 4, 0, &[1], data.len(), &p, 0);
     let mut sent = Vec::new();
     let mut d = Vec::new();
     while tx.poll_transmit(0, &data, &mut d) {
         sent.push(d.clone());
     }
+    (p, c, data, sent)
+}
+
+#[test]
+fn batch_wait_follows_the_stream_rate() {
+    use super::receiver::BATCH_MAX;
+    // ACKs every 64 fragments: the batch is BATCH_MAX.
+    let (p, c, data, sent) = stream_of_100(3);
     assert_eq!(sent.len(), 100);
     let mut buf = vec![0u8; data.len()];
     let mut rx = McastReceiver::new(&c, 4, 0, 1, data.len(), &p, 0);
@@ -1466,15 +1473,8 @@ fn batch_wait_follows_the_stream_rate() {
 
 #[test]
 fn batch_wait_declines_when_the_stream_stops_or_is_too_fast_or_slow() {
-    let p = Params::new(64, 256, 1_000_000_000);
-    let c = rel_ctx(3, 1);
-    let data = Rng(4).bytes(64 * 100);
-    let mut tx = McastSender::new(&c, 4, 0, &[1], data.len(), &p, 0);
-    let mut sent = Vec::new();
+    let (p, c, data, sent) = stream_of_100(4);
     let mut d = Vec::new();
-    while tx.poll_transmit(0, &data, &mut d) {
-        sent.push(d.clone());
-    }
     let feed = |gap: Nanos, n: usize| {
         let mut buf = vec![0u8; data.len()];
         let mut rx = McastReceiver::new(&c, 4, 0, 1, data.len(), &p, 0);

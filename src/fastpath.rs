@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 /// log2 of the number of slots: 512 slots for at most `MAX_ENTRIES` datatypes, so that a
 /// multiplier without collisions is found in a few dozen tries.
 const SLOT_BITS: u32 = 9;
-pub const SLOTS: usize = 1 << SLOT_BITS;
+const SLOTS: usize = 1 << SLOT_BITS;
 /// More predefined datatypes than any MPI has (Open MPI 4.1 and MPICH 4.0: 44 at most).
 pub const MAX_ENTRIES: usize = 64;
 /// A slot holds `key | size << KEY_BITS`.

@@ -130,12 +130,6 @@ pub fn get() -> Result<Arc<Session>, String> {
         .clone()
 }
 
-/// The floor of the host's own path (`fastpath::FAST`): 0 while it decides nothing.
-#[inline]
-pub fn fast_floor() -> usize {
-    FAST.floor()
-}
-
 /// Writes `line` and a newline to stderr in one write, so that a line of one rank is never
 /// split by other output (`eprintln!` writes the newline separately, and a launcher that
 /// forwards the ranks' output can put another line between; the tests parse these lines).

@@ -73,7 +73,7 @@ pub fn bcast(
     }
     match host::buffer::payload_bytes(count, dtype) {
         // Active and enabled here (the session started), so this is the session's floor.
-        Some(b) if b >= session::fast_floor() as u64 => {}
+        Some(b) if b >= FAST.floor() as u64 => {}
         _ => return to_host(buf, count, dtype, root, comm),
     }
     let (Ok(false), Ok(size)) = (host::comm::is_inter(comm), host::comm::size(comm)) else {

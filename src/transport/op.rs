@@ -393,8 +393,7 @@ impl<'a> OpBackend<'a> {
             let now = self.chan.now();
             if let Mcast::Receiver(rx, _) = &self.mcast {
                 if let Some(wait) = rx.batch_wait(now) {
-                    let due = rx.poll_timeout().map_or(wait, |t| t.saturating_sub(now));
-                    std::thread::sleep(Duration::from_nanos(wait.min(due)));
+                    std::thread::sleep(Duration::from_nanos(wait));
                     return;
                 }
             }

@@ -293,8 +293,7 @@ impl McastReceiver {
     /// seen so far (fewer near the end: the last one is waited for, not slept past; fewer
     /// when the ACK step is small, so the root's window keeps moving and the socket holds
     /// them). None: wait for the next datagram instead (stream not yet known, not flowing,
-    /// nearly done, or the wait too short or too long to help). The caller bounds it by
-    /// `poll_timeout`.
+    /// nearly done, or the wait too short or too long to help). Never past `poll_timeout`.
     pub fn batch_wait(&self, now: Nanos) -> Option<Nanos> {
         let first = self.first_at?;
         let got = self.stats.accepted;
@@ -308,9 +307,11 @@ impl McastReceiver {
         let left = u64::from(self.nfrags).saturating_sub(got);
         let batch = u64::from(BATCH_MAX.min(self.ack_step / 2)).min(left.saturating_sub(1));
         let wait = gap.saturating_mul(batch);
-        (BATCH_WAIT_MIN..=BATCH_WAIT_MAX)
-            .contains(&wait)
-            .then_some(wait)
+        if !(BATCH_WAIT_MIN..=BATCH_WAIT_MAX).contains(&wait) {
+            return None;
+        }
+        let due = self.poll_timeout().map_or(wait, |t| t.saturating_sub(now));
+        (wait.min(due) >= BATCH_WAIT_MIN).then_some(wait.min(due))
     }
 
     /// The next NACK timer, or the moment the operation counts as stalled.

@@ -1489,6 +1489,13 @@ fn batch_wait_declines_when_the_stream_stops_or_is_too_fast_or_slow() {
     assert_eq!(rx.batch_wait(last), Some(50_000 * 16));
     assert_eq!(rx.batch_wait(last + 50_000), Some(50_000 * 16));
     assert_eq!(rx.batch_wait(last + 50_001), None);
+    // Never past the NACK timer (2 ms after the last fragment): 120 us apart asks for 1.92 ms,
+    // which a read 100 us later cuts to the 1.9 ms left.
+    let rx = feed(120_000, 20);
+    let last: Nanos = 120_000 * 19;
+    assert_eq!(rx.poll_timeout(), Some(last + 2_000_000));
+    assert_eq!(rx.batch_wait(last), Some(120_000 * 16));
+    assert_eq!(rx.batch_wait(last + 100_000), Some(1_900_000));
     // 1 us apart: 16 us of waiting is not worth a sleep.
     assert_eq!(feed(1_000, 20).batch_wait(19_000), None);
     // 1 ms apart: a stream this slow costs no CPU; 16 ms of sleep would only add latency.

@@ -3,7 +3,7 @@
 //! on success; NULL where a pointer is required gives `MPICAST_ERR_NULL_ARG`.
 
 use super::guard;
-use super::progress::{self, Exec, Run, SharedRun, Spare};
+use super::progress::{self, Exec, RunCell, Spare};
 use crate::host::p2p::Region;
 use crate::host::{self, MPI_Comm};
 use crate::sched::{
@@ -127,7 +127,7 @@ pub extern "C" fn MPICAST_Status_string(status: c_int) -> *const c_char {
 pub struct MPICAST_Goal {
     // Declared first so that it drops before the program whose schedule it borrows (and
     // `abandon` ends it first in any case).
-    run: Option<SharedRun>,
+    run: Option<RunCell>,
     request: Box<MPICAST_Request>,
     loaded: Option<Box<Loaded>>,
     comm: MPI_Comm,
@@ -309,9 +309,9 @@ impl MPICAST_Goal {
 
     /// A started run becomes the handle's active run; its request goes to `request_out`
     /// (non-NULL).
-    fn begin(&mut self, shared: SharedRun, request_out: *mut *mut MPICAST_Request) -> c_int {
-        self.threaded = progress::register(&shared);
-        self.run = Some(shared);
+    fn begin(&mut self, run: RunCell, request_out: *mut *mut MPICAST_Request) -> c_int {
+        self.threaded = progress::register(&run);
+        self.run = Some(run);
         let req: *mut MPICAST_Request = &mut *self.request;
         // SAFETY: the caller checked `request_out` non-NULL.
         unsafe { request_out.write(req) };
@@ -326,8 +326,8 @@ impl MPICAST_Goal {
         self.fail(status, format!("goal: start failed: {e}"))
     }
 
-    /// Ends an active run; outstanding requests are cancelled first. Under the run's lock,
-    /// so the progress thread never touches it afterwards.
+    /// Ends an active run; outstanding requests are cancelled first. Under the run's lock
+    /// when it is shared, so the progress thread never touches it afterwards.
     fn abandon(&mut self) {
         if let Some(r) = self.run.take() {
             self.spare.retire(r);
@@ -342,13 +342,13 @@ impl MPICAST_Goal {
         let outcome = loop {
             // Borrowed, not cloned: when the run ends, `abandon` finds its cell unshared and
             // keeps it for the next run.
-            let Some(run) = self.run.as_ref() else {
+            let Some(run) = self.run.as_mut() else {
                 return Ok(true);
             };
-            let mut r = run.lock().unwrap_or_else(|p| p.into_inner());
-            // Blocking with the lock held would stall the progress thread for nothing:
-            // step, and let go between steps. Steps that complete actions follow each other
-            // at once; only a step that completed nothing gives the core away.
+            let mut r = run.lock();
+            // Blocking with a shared run's lock held would stall the progress thread for
+            // nothing: step, and let go between steps. Steps that complete actions follow
+            // each other at once; only a step that completed nothing gives the core away.
             let before = r.completed();
             r.set_blocking(wait_in_mpi);
             let over = r.step(false);
@@ -1038,7 +1038,7 @@ pub unsafe extern "C" fn MPICAST_Goal_start(
             // The last run of this program, with the same buffers and functions, kept whole.
             if let Some(r) = g.spare.restart() {
                 return match r {
-                    Ok(shared) => g.begin(shared, request_out),
+                    Ok(cell) => g.begin(cell, request_out),
                     Err(e) => g.start_failed(e),
                 };
             }
@@ -1135,8 +1135,8 @@ pub unsafe extern "C" fn MPICAST_Goal_start(
                 drop(backend);
                 return g.start_failed(e);
             }
-            let shared = Run::new(run, backend, &mut g.spare);
-            g.begin(shared, request_out)
+            let cell = RunCell::new(run, backend, &mut g.spare, progress::threads_wanted());
+            g.begin(cell, request_out)
         },
     )
 }

@@ -1,9 +1,10 @@
 //! Runs of GOAL programs and the progress thread (`MPICAST_PROGRESS=thread`).
 //!
-//! A run (`Run`) is shared between the application thread, which drives it in
-//! MPICAST_Goal_test / MPICAST_Goal_wait, and, when allowed, the library's progress thread,
-//! which drives every registered run in the background. A mutex around each run serialises
-//! the two; the thread only holds weak references and skips a run that is locked or gone.
+//! A run (`Run`) is driven by the application thread in MPICAST_Goal_test /
+//! MPICAST_Goal_wait and, when allowed, by the library's progress thread, which drives every
+//! registered run in the background. Such a run is shared (`RunCell::Shared`): a mutex around
+//! it serialises the two, and the thread only holds weak references and skips a run that is
+//! locked or gone. Without the thread the handle owns its run outright (`RunCell::Own`).
 //!
 //! The thread starts with the first run registered after MPI granted MPI_THREAD_MULTIPLE
 //! (`host::init`), and stops at the very start of MPI_Finalize, from the delete callback of
@@ -16,7 +17,7 @@ use crate::host::{self, attr};
 use crate::sched::{ExecMemory, Execution, TopoSource, WindowedExecution};
 use crate::transport::goal::{BackendMemory, GoalBackend, GoalError};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -109,8 +110,87 @@ pub struct Run {
     outcome: Option<Result<(), GoalError>>,
 }
 
-/// What the runs of one handle leave for its next run: their vectors, and their shared cell
-/// once nobody else holds it, so that starting a run again allocates nothing. A run that
+/// Where a handle keeps its active run. Without the progress thread the handle is the run's
+/// only user and holds it outright (`Own`: no lock, no reference count, so a start and a
+/// wait cost no atomic instruction); with it, the run is shared behind a mutex (`Shared`).
+pub enum RunCell {
+    Own(Box<Run>),
+    Shared(SharedRun),
+}
+
+/// A run borrowed from its cell for one step: directly, or under the shared run's lock.
+pub enum RunRef<'a> {
+    Own(&'a mut Run),
+    Shared(MutexGuard<'a, Run>),
+}
+
+impl std::ops::Deref for RunRef<'_> {
+    type Target = Run;
+    fn deref(&self) -> &Run {
+        match self {
+            RunRef::Own(r) => r,
+            RunRef::Shared(g) => g,
+        }
+    }
+}
+
+impl std::ops::DerefMut for RunRef<'_> {
+    fn deref_mut(&mut self) -> &mut Run {
+        match self {
+            RunRef::Own(r) => r,
+            RunRef::Shared(g) => g,
+        }
+    }
+}
+
+impl RunCell {
+    /// A run in the spare's cell when it has one of the kind wanted (`shared`: for the
+    /// progress thread, `threads_wanted`), else in a new one.
+    pub fn new(exec: Exec, backend: GoalBackend, spare: &mut Spare, shared: bool) -> Self {
+        let live = Some(Live { exec, backend });
+        if let Some(mut cell) = spare.cell.take() {
+            if matches!(cell, RunCell::Shared(_)) == shared {
+                if let Some(r) = cell.unshared() {
+                    r.live = live;
+                    r.outcome = None;
+                    return cell;
+                }
+            }
+        }
+        let run = Run {
+            live,
+            outcome: None,
+        };
+        if shared {
+            RunCell::Shared(Arc::new(Mutex::new(run)))
+        } else {
+            RunCell::Own(Box::new(run))
+        }
+    }
+
+    /// The run, locked when shared (a poisoned lock is taken over: a panic was caught at the
+    /// C boundary and the run is abandoned by its handle).
+    pub fn lock(&mut self) -> RunRef<'_> {
+        match self {
+            RunCell::Own(r) => RunRef::Own(r),
+            RunCell::Shared(s) => RunRef::Shared(s.lock().unwrap_or_else(|p| p.into_inner())),
+        }
+    }
+
+    /// The run when nobody else holds it (always, when owned; a shared one while the progress
+    /// thread holds no reference to it).
+    fn unshared(&mut self) -> Option<&mut Run> {
+        match self {
+            RunCell::Own(r) => Some(r),
+            RunCell::Shared(s) => {
+                Arc::get_mut(s).map(|m| m.get_mut().unwrap_or_else(|p| p.into_inner()))
+            }
+        }
+    }
+}
+
+/// What the runs of one handle leave for its next run: their vectors, and their cell once
+/// nobody else holds it, so that starting a run again allocates nothing. A run that
 /// completed (nothing outstanding, no multicast, executed whole) stays in the cell as it is,
 /// `parked`, and the next start of the same program with the same buffers and functions
 /// only resets its counters (`restart`): the handle calls `unpark` before it changes any of
@@ -119,7 +199,7 @@ pub struct Run {
 pub struct Spare {
     pub exec: ExecMemory,
     pub backend: BackendMemory,
-    cell: Option<SharedRun>,
+    cell: Option<RunCell>,
     parked: bool,
 }
 
@@ -127,12 +207,11 @@ impl Spare {
     /// Takes `run` back from its handle: parked if it can run again as it is, else ended
     /// where it stands (outstanding requests cancelled: nothing of it is used afterwards)
     /// with its memory kept.
-    pub fn retire(&mut self, mut run: SharedRun) {
+    pub fn retire(&mut self, mut run: RunCell) {
         // A run was started, so nothing is parked (`restart` took it, or the long way ran).
         debug_assert!(!self.parked);
-        // The progress thread's weak reference, while it has one, keeps the cell its own.
-        if let Some(m) = Arc::get_mut(&mut run) {
-            let r = m.get_mut().unwrap_or_else(|p| p.into_inner());
+        // The progress thread's weak reference, while it has one, keeps a shared cell its own.
+        if let Some(r) = run.unshared() {
             let whole = r.outcome.is_none()
                 && r.live.as_ref().is_some_and(|l| match &l.exec {
                     Exec::Full(e) => e.is_done() && l.backend.reusable(),
@@ -148,15 +227,15 @@ impl Spare {
     }
 
     /// Ends `run` where it stands and keeps its memory (and its cell, when unshared).
-    fn end(&mut self, mut run: SharedRun) {
-        let live = run.lock().unwrap_or_else(|p| p.into_inner()).live.take();
+    fn end(&mut self, mut run: RunCell) {
+        let live = run.lock().live.take();
         if let Some(Live { exec, backend }) = live {
             self.backend = backend.into_memory();
             if let Exec::Full(e) = exec {
                 self.exec = e.into_memory();
             }
         }
-        if Arc::get_mut(&mut run).is_some() {
+        if run.unshared().is_some() {
             self.cell = Some(run);
         }
     }
@@ -174,7 +253,7 @@ impl Spare {
     /// Starts the parked run again, if there is one: its counters reset, its actions
     /// started. None when nothing is parked (start a run the long way). On an error the
     /// run is ended (its memory kept) and the error returned.
-    pub fn restart(&mut self) -> Option<Result<SharedRun, GoalError>> {
+    pub fn restart(&mut self) -> Option<Result<RunCell, GoalError>> {
         if !std::mem::take(&mut self.parked) {
             return None;
         }
@@ -187,7 +266,7 @@ impl Spare {
                     backend,
                 }),
             outcome,
-        }) = Arc::get_mut(&mut cell).map(|m| m.get_mut().unwrap_or_else(|p| p.into_inner()))
+        }) = cell.unshared()
         else {
             self.end(cell);
             return None;
@@ -214,23 +293,6 @@ unsafe impl Send for Run {}
 pub type SharedRun = Arc<Mutex<Run>>;
 
 impl Run {
-    /// A run in the spare's cell when it has one, else in a new one.
-    pub fn new(exec: Exec, backend: GoalBackend, spare: &mut Spare) -> SharedRun {
-        let live = Some(Live { exec, backend });
-        if let Some(mut cell) = spare.cell.take() {
-            if let Some(m) = Arc::get_mut(&mut cell) {
-                let r = m.get_mut().unwrap_or_else(|p| p.into_inner());
-                r.live = live;
-                r.outcome = None;
-                return cell;
-            }
-        }
-        Arc::new(Mutex::new(Run {
-            live,
-            outcome: None,
-        }))
-    }
-
     /// Drives the run one step (`block`: to completion). True once it has an outcome.
     pub fn step(&mut self, block: bool) -> bool {
         if self.outcome.is_some() {
@@ -303,10 +365,10 @@ fn on_finalize(_token: usize) {
     stop();
 }
 
-/// Hands `run` to the progress thread when `MPICAST_PROGRESS=thread` and the host granted
-/// MPI_THREAD_MULTIPLE (starting the thread if needed). Returns whether it did; otherwise the
-/// run progresses only in test/wait (a refusal by the host is reported once).
-pub fn register(run: &SharedRun) -> bool {
+/// Whether a run started now should be shared with the progress thread: MPICAST_PROGRESS=thread,
+/// the host granted MPI_THREAD_MULTIPLE, and finalize has not stopped the thread. A refusal
+/// by the host is reported once.
+pub fn threads_wanted() -> bool {
     if !host::init::progress_thread_wanted() || FINISHED.load(Ordering::Acquire) {
         return false;
     }
@@ -319,6 +381,19 @@ pub fn register(run: &SharedRun) -> bool {
                  MPICAST_Goal_test/MPICAST_Goal_wait only",
             );
         }
+        return false;
+    }
+    true
+}
+
+/// Hands a shared `run` to the progress thread (starting it if needed) when
+/// `threads_wanted`. Returns whether it did; otherwise the run progresses only in test/wait.
+/// An owned run is never handed over.
+pub fn register(run: &RunCell) -> bool {
+    let RunCell::Shared(run) = run else {
+        return false;
+    };
+    if !threads_wanted() {
         return false;
     }
     let mut eng = ENGINE.lock().unwrap_or_else(|p| p.into_inner());

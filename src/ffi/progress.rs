@@ -115,7 +115,7 @@ pub struct Run {
 /// wait cost no atomic instruction); with it, the run is shared behind a mutex (`Shared`).
 pub enum RunCell {
     Own(Box<Run>),
-    Shared(SharedRun),
+    Shared(Arc<Mutex<Run>>),
 }
 
 /// A run borrowed from its cell for one step: directly, or under the shared run's lock.
@@ -285,12 +285,11 @@ impl Spare {
 
 // SAFETY: a Run holds raw views of the application's memory and MPI handles (GoalBackend)
 // and a reference to a schedule owned by its MPICAST_Goal. It moves between the application
-// thread and the progress thread only behind its mutex, only once the host granted
+// thread and the progress thread only behind its mutex (`RunCell::Shared`; an owned run never
+// reaches the progress thread), only once the host granted
 // MPI_THREAD_MULTIPLE (so either thread may call MPI), and the owning handle clears `live`
 // under that mutex before it frees the schedule or the memory (`Run::abandon`).
 unsafe impl Send for Run {}
-
-pub type SharedRun = Arc<Mutex<Run>>;
 
 impl Run {
     /// Drives the run one step (`block`: to completion). True once it has an outcome.

@@ -144,6 +144,8 @@ impl Channel {
                     missing.join(", ")
                 )));
             }
+            // Not `ack_wait`'s sleep: the acknowledgements owed here usually arrive within
+            // moments, and sleeping made 64 KiB eager broadcasts slower (BENCHMARKS.md).
             std::thread::yield_now();
         }
     }

@@ -117,6 +117,19 @@ pub(crate) fn backoff(cur: Nanos, max: Nanos) -> Nanos {
     cur.saturating_mul(2).min(max)
 }
 
+/// A sleep of `wait` cut short at the next timer `due` (if any), or None when what is left
+/// is under `min` (poll instead): the waits of `McastSender::ack_wait` and
+/// `McastReceiver::batch_wait`.
+pub(crate) fn sleep_before(
+    wait: Nanos,
+    due: Option<Nanos>,
+    now: Nanos,
+    min: Nanos,
+) -> Option<Nanos> {
+    let wait = due.map_or(wait, |t| wait.min(t.saturating_sub(now)));
+    (wait >= min).then_some(wait)
+}
+
 /// Growable bit set over fragment numbers.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Bits(Vec<u64>);

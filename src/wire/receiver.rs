@@ -307,11 +307,10 @@ impl McastReceiver {
         let left = u64::from(self.nfrags).saturating_sub(got);
         let batch = u64::from(BATCH_MAX.min(self.ack_step / 2)).min(left.saturating_sub(1));
         let wait = gap.saturating_mul(batch);
-        if !(BATCH_WAIT_MIN..=BATCH_WAIT_MAX).contains(&wait) {
+        if wait > BATCH_WAIT_MAX {
             return None;
         }
-        let due = self.poll_timeout().map_or(wait, |t| t.saturating_sub(now));
-        (wait.min(due) >= BATCH_WAIT_MIN).then_some(wait.min(due))
+        super::sleep_before(wait, self.poll_timeout(), now, BATCH_WAIT_MIN)
     }
 
     /// The next NACK timer, or the moment the operation counts as stalled.

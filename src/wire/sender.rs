@@ -322,11 +322,8 @@ impl McastSender {
         if self.is_done() || !self.all_sent() {
             return None;
         }
-        let mut wait = (now.saturating_sub(self.started) / ACK_WAIT_DIVISOR).min(ACK_WAIT_MAX);
-        if let Some(t) = self.poll_timeout() {
-            wait = wait.min(t.saturating_sub(now));
-        }
-        (wait >= ACK_WAIT_MIN).then_some(wait)
+        let wait = (now.saturating_sub(self.started) / ACK_WAIT_DIVISOR).min(ACK_WAIT_MAX);
+        super::sleep_before(wait, self.poll_timeout(), now, ACK_WAIT_MIN)
     }
 
     /// Every fragment went out at least once and no retransmission is queued.

@@ -1,10 +1,11 @@
 /* The GOAL executor's costs (docs/goal.md, seed 004), three parts:
  *
- *   goal_bench --part bcast    [--sizes 8,64,...] [--reps N]
+ *   goal_bench --part bcast    [--sizes 8,64,...] [--reps N] [--first goal|hand]
  *       A binomial broadcast from rank 0 (Listing 2; the schedule of `mpicast goal gen
  *       binomial-bcast`, algo/binomial.rs) run by the executor (MPICAST_Goal_start + wait)
  *       against the same algorithm written by hand with PMPI_Irecv/PMPI_Isend/PMPI_Waitall
- *       on a duplicate of MPI_COMM_WORLD. The two alternate rep by rep. A rep's figure is
+ *       on a duplicate of MPI_COMM_WORLD. The two alternate rep by rep (the executor first in
+ *       each rep, or with --first hand the hand-written one). A rep's figure is
  *       the slowest rank's time (PMPI_Reduce MAX); a size's figure is the median over reps.
  *       CSV: size,reps,goal_median_s,goal_min_s,p2p_median_s,p2p_min_s,ratio,
  *            goal_span_median_s,p2p_span_median_s,span_ratio
@@ -237,7 +238,7 @@ static int goal_bcast_once(MPICAST_Goal *g) {
   return 0;
 }
 
-static void part_bcast(const size_t *sizes, int nsizes, int reps) {
+static void part_bcast(const size_t *sizes, int nsizes, int reps, int hand_first) {
   size_t max = 1;
   for (int i = 0; i < nsizes; i++)
     if (sizes[i] > max)
@@ -254,8 +255,10 @@ static void part_bcast(const size_t *sizes, int nsizes, int reps) {
   ok(NULL, MPICAST_Goal_create(MPI_COMM_WORLD, &g), "create");
   if (rank == 0) {
     printf("# goal_bench bcast: binomial tree from rank 0 on %d ranks, GOAL executor vs "
-           "PMPI_Isend/Irecv/Waitall; seconds, slowest rank, over reps; MPICAST_PROGRESS=%s\n",
-           nranks, getenv("MPICAST_PROGRESS") ? getenv("MPICAST_PROGRESS") : "(unset)");
+           "PMPI_Isend/Irecv/Waitall (%s first in each rep); seconds, slowest rank, over reps; "
+           "MPICAST_PROGRESS=%s\n",
+           nranks, hand_first ? "by hand" : "executor",
+           getenv("MPICAST_PROGRESS") ? getenv("MPICAST_PROGRESS") : "(unset)");
     printf("size,reps,goal_median_s,goal_min_s,p2p_median_s,p2p_min_s,ratio,goal_span_median_s,"
            "p2p_span_median_s,span_ratio\n");
     fflush(stdout);
@@ -268,30 +271,23 @@ static void part_bcast(const size_t *sizes, int nsizes, int reps) {
     ok(g, MPICAST_Goal_load_text(g, text), "load_text");
     ok(g, MPICAST_Goal_bind_buffer(g, "buf", buf, len), "bind_buffer");
     for (int r = -WARMUP; r < n; r++) {
-      int salt = r + 1000 * s;
-      pattern(buf, len, rank, salt);
-      PMPI_Barrier(MPI_COMM_WORLD);
-      double t0 = mono(), t, sp_;
-      goal_bcast_once(g);
-      rep_end(t0, &t, &sp_);
-      if (r >= 0) {
-        tg[r] = t;
-        sg[r] = sp_;
+      for (int k = 0; k < 2; k++) {
+        int by_hand = k != hand_first, salt = r + 1000 * s + k;
+        pattern(buf, len, rank, salt);
+        PMPI_Barrier(MPI_COMM_WORLD);
+        double t0 = mono(), t, sp_;
+        if (by_hand)
+          binomial_p2p(buf, len, comm);
+        else
+          goal_bcast_once(g);
+        rep_end(t0, &t, &sp_);
+        if (r >= 0) {
+          (by_hand ? tp : tg)[r] = t;
+          (by_hand ? sp : sg)[r] = sp_;
+        }
+        if (r == n - 1)
+          verify(buf, len, salt, by_hand ? "hand-written broadcast" : "GOAL broadcast");
       }
-      if (r == n - 1)
-        verify(buf, len, salt, "GOAL broadcast");
-
-      pattern(buf, len, rank, salt + 1);
-      PMPI_Barrier(MPI_COMM_WORLD);
-      t0 = mono();
-      binomial_p2p(buf, len, comm);
-      rep_end(t0, &t, &sp_);
-      if (r >= 0) {
-        tp[r] = t;
-        sp[r] = sp_;
-      }
-      if (r == n - 1)
-        verify(buf, len, salt + 1, "hand-written broadcast");
     }
     if (rank == 0) {
       double mg = median(tg, n), mp = median(tp, n);
@@ -542,7 +538,7 @@ int main(int argc, char **argv) {
   if (!part) {
     if (rank == 0)
       fprintf(stderr, "usage: goal_bench --part bcast|overhead|overlap|text [--sizes LIST] [--reps N] "
-                      "[--k K] [--tests T] [--algo binomial|mcast]\n");
+                      "[--k K] [--tests T] [--algo binomial|mcast] [--first goal|hand]\n");
     MPI_Finalize();
     return 2;
   }
@@ -551,7 +547,10 @@ int main(int argc, char **argv) {
   if (strcmp(part, "bcast") == 0) {
     const char *l = arg(argc, argv, "--sizes");
     nsizes = parse_sizes(l ? l : "8,64,512,4096,32768,262144,1048576,4194304", sizes, 64);
-    part_bcast(sizes, nsizes, reps > 0 ? reps : 100);
+    const char *first = arg(argc, argv, "--first");
+    if (first && strcmp(first, "goal") != 0 && strcmp(first, "hand") != 0)
+      die("--first wants goal or hand, not `%s`", first);
+    part_bcast(sizes, nsizes, reps > 0 ? reps : 100, first && strcmp(first, "hand") == 0);
   } else if (strcmp(part, "text") == 0) {
     /* The broadcast's GOAL text, to compare with `mpicast goal gen binomial-bcast`. */
     const char *l = arg(argc, argv, "--sizes");

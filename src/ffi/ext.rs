@@ -4,7 +4,7 @@
 
 use super::guard;
 use super::progress::{self, Exec, RunCell, Spare};
-use crate::host::p2p::Region;
+use crate::host::p2p::{Region, Rounds};
 use crate::host::{self, MPI_Comm};
 use crate::sched::{
     BufRef, Builder, Execution, Func, Op, Schedule, TopoSource, WindowedExecution, ANY_PEER,
@@ -148,6 +148,11 @@ pub struct MPICAST_Goal {
     /// MPICAST_Goal_load_file), with where this rank's checked section starts; `loaded` then
     /// carries its buffers and an empty schedule.
     stream: Option<(Box<host::mapped::Mapped>, crate::goal::binary::StreamStart)>,
+    /// The loaded program bound to its memory as a run in rounds (`host::p2p::Rounds`),
+    /// made at the first start of a layered point-to-point program without the progress
+    /// thread and run again by later starts until the program, a binding or a function
+    /// changes (`unpark`). Its runs do not use `run`.
+    rounds: Option<Rounds>,
     /// The memory of the last run, for the next one.
     spare: Spare,
     error: CString,
@@ -191,11 +196,23 @@ const INVALID: c_int = MPICAST_Status::MPICAST_ERR_GOAL_INVALID as c_int;
 const STATE: c_int = MPICAST_Status::MPICAST_ERR_GOAL_STATE as c_int;
 
 impl MPICAST_Goal {
+    /// A run is active (started and not yet completed or abandoned).
+    fn busy(&self) -> bool {
+        self.run.is_some() || self.rounds.as_ref().is_some_and(Rounds::is_active)
+    }
+
+    /// The program, a buffer binding or a function is about to change (or the handle to
+    /// go): what a run kept for the next start goes.
+    fn unpark(&mut self) {
+        self.spare.unpark();
+        self.rounds = None;
+    }
+
     /// Installs a loaded (or compiled) program, or records why there is none.
     fn install(&mut self, l: Result<Loaded, String>) -> c_int {
         match l {
             Ok(l) => {
-                self.spare.unpark();
+                self.unpark();
                 self.loaded = Some(Box::new(l));
                 self.stream = None;
                 self.error = CString::default();
@@ -274,6 +291,8 @@ impl MPICAST_Goal {
             scratch_len: info.scratch_len,
             users: info.users,
             mcast: Default::default(),
+            // Streamed runs go through the window.
+            layers: None,
         };
         let status = self.install(Ok(loaded));
         self.stream = Some((Box::new(map), start));
@@ -318,6 +337,15 @@ impl MPICAST_Goal {
         OK
     }
 
+    /// A run in rounds started: hands out the request.
+    fn begin_rounds(&mut self, request_out: *mut *mut MPICAST_Request) -> c_int {
+        self.threaded = false;
+        let req: *mut MPICAST_Request = &mut *self.request;
+        // SAFETY: the caller checked `request_out` non-NULL.
+        unsafe { request_out.write(req) };
+        OK
+    }
+
     fn start_failed(&mut self, e: core::GoalError) -> c_int {
         let status = match e {
             core::GoalError::Mpi(_) | core::GoalError::Mcast(_) => ERR_MPI,
@@ -336,6 +364,19 @@ impl MPICAST_Goal {
 
     /// Drives the active run (`block`: until done). Returns done.
     fn drive(&mut self, block: bool) -> Result<bool, c_int> {
+        if let Some(r) = self.rounds.as_mut().filter(|r| r.is_active()) {
+            let moved = if block {
+                r.wait().map(|()| true)
+            } else {
+                r.test()
+            };
+            return moved.map_err(|e| {
+                // Outstanding requests cancelled.
+                self.rounds = None;
+                let e = core::GoalError::Mpi(e);
+                self.fail(ERR_MPI, format!("goal: run failed: {e}"))
+            });
+        }
         // Without the progress thread nobody else drives the run: waiting may block inside
         // the host MPI until a request completes, as a hand-written MPI_Waitall does.
         let wait_in_mpi = block && !self.threaded;
@@ -382,7 +423,7 @@ impl MPICAST_Goal {
 impl Drop for MPICAST_Goal {
     fn drop(&mut self) {
         self.abandon();
-        self.spare.unpark();
+        self.unpark();
         if host::is_active() {
             let _ = host::comm::free(self.comm);
         }
@@ -430,6 +471,7 @@ pub unsafe extern "C" fn MPICAST_Goal_create(
                 mcast: None,
                 threaded: false,
                 stream: None,
+                rounds: None,
                 spare: Spare::default(),
                 error: CString::default(),
             });
@@ -463,7 +505,7 @@ pub unsafe extern "C" fn MPICAST_Goal_load_text(
             }
             // SAFETY: checked non-NULL; a live handle used by one thread at a time.
             let g = unsafe { &mut *goal };
-            if g.run.is_some() {
+            if g.busy() {
                 return g.fail(STATE, "goal: error: a run is active");
             }
             // SAFETY: checked non-NULL; NUL-terminated per the contract.
@@ -497,7 +539,7 @@ pub unsafe extern "C" fn MPICAST_Goal_load_file(
             }
             // SAFETY: checked non-NULL; a live handle used by one thread at a time.
             let g = unsafe { &mut *goal };
-            if g.run.is_some() {
+            if g.busy() {
                 return g.fail(STATE, "goal: error: a run is active");
             }
             // SAFETY: checked non-NULL; NUL-terminated per the contract.
@@ -538,7 +580,7 @@ pub unsafe extern "C" fn MPICAST_Goal_load_binary(
             }
             // SAFETY: checked non-NULL; a live handle used by one thread at a time.
             let g = unsafe { &mut *goal };
-            if g.run.is_some() {
+            if g.busy() {
                 return g.fail(STATE, "goal: error: a run is active");
             }
             let data: &[u8] = if len == 0 {
@@ -593,7 +635,7 @@ pub unsafe extern "C" fn MPICAST_Goal_reg_func(
             if g.users.len() > u16::MAX as usize {
                 return g.fail(STATE, "goal: error: 65536 user functions are registered");
             }
-            g.spare.unpark();
+            g.unpark();
             g.users.push(UserFunc { f, ctx });
             // SAFETY: checked non-NULL.
             unsafe { id_out.write((g.users.len() - 1) as c_int) };
@@ -915,7 +957,7 @@ pub unsafe extern "C" fn MPICAST_Goal_compile(goal: *mut MPICAST_Goal) -> c_int 
             }
             // SAFETY: checked non-NULL; a live handle.
             let g = unsafe { &mut *goal };
-            if g.run.is_some() {
+            if g.busy() {
                 return g.fail(STATE, "goal: error: a run is active");
             }
             let Building { b, regions } = g.building.take().unwrap_or_default();
@@ -925,7 +967,7 @@ pub unsafe extern "C" fn MPICAST_Goal_compile(goal: *mut MPICAST_Goal) -> c_int 
             };
             let mut buffers = vec![crate::goal::DEFAULT_BUFFER.to_string()];
             let mut needed = vec![0usize];
-            g.spare.unpark();
+            g.unpark();
             g.bound.retain(|(n, _)| !n.starts_with("_builder"));
             for (k, r) in regions.into_iter().enumerate() {
                 let name = format!("_builder{}", k + 1);
@@ -947,6 +989,7 @@ pub unsafe extern "C" fn MPICAST_Goal_compile(goal: *mut MPICAST_Goal) -> c_int 
             users.dedup();
             let mcast = goal_mcast::number(&schedule, g.rank, g.size);
             g.install(Ok(Loaded {
+                layers: crate::sched::Layers::of(&schedule),
                 schedule,
                 buffers,
                 needed,
@@ -990,7 +1033,7 @@ pub unsafe extern "C" fn MPICAST_Goal_bind_buffer(
             }
             // SAFETY: checked non-NULL; a live handle.
             let g = unsafe { &mut *goal };
-            if g.run.is_some() {
+            if g.busy() {
                 return g.fail(STATE, "goal: error: a run is active");
             }
             // SAFETY: NUL-terminated per the contract.
@@ -999,7 +1042,7 @@ pub unsafe extern "C" fn MPICAST_Goal_bind_buffer(
                 .into_owned();
             // SAFETY: the caller promises `ptr` is valid for `len` bytes during runs.
             let r = unsafe { Region::new(ptr as *mut u8, len) };
-            g.spare.unpark();
+            g.unpark();
             g.bound.retain(|(n, _)| *n != name);
             g.bound.push((name, r));
             OK
@@ -1029,12 +1072,22 @@ pub unsafe extern "C" fn MPICAST_Goal_start(
             }
             // SAFETY: checked non-NULL; a live handle.
             let g = unsafe { &mut *goal };
-            if g.run.is_some() {
+            if g.busy() {
                 return g.fail(STATE, "goal: error: a run is already active");
             }
             let Some(l) = g.loaded.as_deref() else {
                 return g.fail(STATE, "goal: error: no program loaded");
             };
+            // The program in rounds, bound at an earlier start.
+            if let Some(r) = g.rounds.as_mut() {
+                return match r.start() {
+                    Ok(()) => g.begin_rounds(request_out),
+                    Err(e) => {
+                        g.rounds = None;
+                        g.start_failed(core::GoalError::Mpi(e))
+                    }
+                };
+            }
             // The last run of this program, with the same buffers and functions, kept whole.
             if let Some(r) = g.spare.restart() {
                 return match r {
@@ -1090,13 +1143,34 @@ pub unsafe extern "C" fn MPICAST_Goal_start(
             // SAFETY: the scratch vector lives in the handle and is not resized while a run is
             // active (only here, before the run exists); the run ends before the handle drops.
             let scratch = unsafe { Region::new(g.scratch.as_mut_ptr(), g.scratch.len()) };
+            let (window, verbose) = host::init::goal_window();
+            // A point-to-point program in rounds, run whole by the application thread: one
+            // wait call per layer, no bookkeeping per action (`sched::Layers`).
+            let in_rounds = g.stream.is_none()
+                && (window == 0 || l.schedule.len() <= window)
+                && !progress::threads_wanted();
+            if let Some(layers) = l.layers.as_ref().filter(|_| in_rounds) {
+                let r = core::rounds(g.comm, &l.schedule, layers, &mem.slots, scratch);
+                mem.slots.clear();
+                mem.users.clear();
+                g.spare.backend = mem;
+                let mut r = match r {
+                    Ok(r) => r,
+                    Err(e) => return g.start_failed(e),
+                };
+                if let Err(e) = r.start() {
+                    drop(r);
+                    return g.start_failed(core::GoalError::Mpi(e));
+                }
+                g.rounds = Some(r);
+                return g.begin_rounds(request_out);
+            }
             let sched: *const crate::sched::Schedule = &l.schedule;
             // SAFETY: the schedule is boxed inside `loaded`, which is neither replaced
             // (load_text refuses during a run) nor dropped while `run` exists (`run` is declared
             // first and `abandon` clears it first), so the reference outlives its use.
             let sched: &'static crate::sched::Schedule = unsafe { &*sched };
             let mut backend = GoalBackend::with_memory(g.comm, mem, scratch, mcast);
-            let (window, verbose) = host::init::goal_window();
             let mut run = if let Some((map, at)) = &g.stream {
                 let map: *const host::mapped::Mapped = &**map;
                 // SAFETY: the mapping is boxed in the handle and, like the schedule above,

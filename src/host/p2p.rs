@@ -130,6 +130,26 @@ impl Requests {
         self.some(done, true)
     }
 
+    /// Blocks inside the host MPI until every request completed (`MPI_Waitall`), pushes
+    /// their ids onto `done` and forgets them.
+    pub fn waitall(&mut self, done: &mut Vec<u32>) -> MpiResult<()> {
+        if self.reqs.len() <= 1 {
+            return self.some(done, true);
+        }
+        // SAFETY: live request handles owned by us, `len` of them; statuses ignored.
+        check(unsafe {
+            mpi_sys::PMPI_Waitall(
+                self.reqs.len() as c_int,
+                self.reqs.as_mut_ptr(),
+                mpi_sys::RSMPI_STATUSES_IGNORE,
+            )
+        })?;
+        done.extend_from_slice(&self.ids);
+        self.reqs.clear();
+        self.ids.clear();
+        Ok(())
+    }
+
     fn some(&mut self, done: &mut Vec<u32>, wait: bool) -> MpiResult<()> {
         if self.reqs.is_empty() {
             return Ok(());
@@ -200,6 +220,177 @@ impl Requests {
         }
         self.reqs.clear();
         self.ids.clear();
+    }
+}
+
+/// One call of a `Rounds` run: a non-blocking send or receive of a region.
+#[derive(Clone, Copy)]
+struct Call {
+    recv: bool,
+    ptr: *mut u8,
+    count: c_int,
+    peer: c_int,
+    tag: c_int,
+}
+
+/// A point-to-point schedule that runs in layers (`sched::Layers`), bound to its memory:
+/// each layer's calls are posted together and waited for with one `MPI_Waitall` (or tested
+/// with one `MPI_Testall`) before the next layer is posted, as a hand-written collective
+/// does. Filled once (`push`, `end_layer`), then run any number of times (`start`, then
+/// `wait` or `test` until done); the regions must stay valid meanwhile.
+pub struct Rounds {
+    comm: MPI_Comm,
+    calls: Vec<Call>,
+    /// Layer k is `calls[bounds[k]..bounds[k + 1]]`.
+    bounds: Vec<usize>,
+    reqs: Vec<MPI_Request>,
+    /// The layer outstanding while `active`.
+    layer: usize,
+    active: bool,
+}
+
+impl Rounds {
+    pub fn new(comm: MPI_Comm) -> Self {
+        Rounds {
+            comm,
+            calls: Vec::new(),
+            bounds: vec![0],
+            reqs: Vec::new(),
+            layer: 0,
+            active: false,
+        }
+    }
+
+    /// Adds a send (or, with `recv`, a receive; `peer` may be `any_source()`, `tag`
+    /// `any_tag()`) of `r` to the layer being filled.
+    pub fn push(&mut self, recv: bool, r: Region, peer: c_int, tag: c_int) -> MpiResult<()> {
+        let count = c_int::try_from(r.len).map_err(|_| super::MpiError(err_count()))?;
+        self.calls.push(Call {
+            recv,
+            ptr: r.ptr,
+            count,
+            peer,
+            tag,
+        });
+        Ok(())
+    }
+
+    /// Ends the layer being filled.
+    pub fn end_layer(&mut self) {
+        self.bounds.push(self.calls.len());
+    }
+
+    /// A run posted and not yet complete.
+    pub fn is_active(&self) -> bool {
+        self.active
+    }
+
+    /// Posts the first layer. On an error the run stays active with what was posted
+    /// (dropping the `Rounds` cancels it).
+    pub fn start(&mut self) -> MpiResult<()> {
+        debug_assert!(!self.active && self.reqs.is_empty());
+        self.layer = 0;
+        self.active = self.bounds.len() > 1;
+        if self.active {
+            self.post()?;
+        }
+        Ok(())
+    }
+
+    /// Blocks in the host MPI until the run completed.
+    pub fn wait(&mut self) -> MpiResult<()> {
+        while self.active {
+            // SAFETY: live request handles owned by us, `len` of them; statuses ignored.
+            check(unsafe {
+                mpi_sys::PMPI_Waitall(
+                    self.reqs.len() as c_int,
+                    self.reqs.as_mut_ptr(),
+                    mpi_sys::RSMPI_STATUSES_IGNORE,
+                )
+            })?;
+            self.next()?;
+        }
+        Ok(())
+    }
+
+    /// Moves the run on without blocking; true once it completed.
+    pub fn test(&mut self) -> MpiResult<bool> {
+        while self.active {
+            let mut flag: c_int = 0;
+            // SAFETY: as in `wait`.
+            check(unsafe {
+                mpi_sys::PMPI_Testall(
+                    self.reqs.len() as c_int,
+                    self.reqs.as_mut_ptr(),
+                    &mut flag,
+                    mpi_sys::RSMPI_STATUSES_IGNORE,
+                )
+            })?;
+            if flag == 0 {
+                return Ok(false);
+            }
+            self.next()?;
+        }
+        Ok(true)
+    }
+
+    /// The outstanding layer completed: post the next one, or end the run.
+    fn next(&mut self) -> MpiResult<()> {
+        self.reqs.clear();
+        self.layer += 1;
+        if self.layer + 1 == self.bounds.len() {
+            self.active = false;
+            return Ok(());
+        }
+        self.post()
+    }
+
+    fn post(&mut self) -> MpiResult<()> {
+        let (from, to) = (self.bounds[self.layer], self.bounds[self.layer + 1]);
+        for c in &self.calls[from..to] {
+            // SAFETY: request handles are plain data written by MPI.
+            let mut req: MPI_Request = unsafe { std::mem::zeroed() };
+            // SAFETY: `Region::new`'s contract keeps each call's bytes valid (and writable
+            // for a receive) while its request is live; MPI touches at most `count` bytes.
+            check(unsafe {
+                if c.recv {
+                    mpi_sys::PMPI_Irecv(
+                        c.ptr as *mut c_void,
+                        c.count,
+                        super::byte(),
+                        c.peer,
+                        c.tag,
+                        self.comm,
+                        &mut req,
+                    )
+                } else {
+                    mpi_sys::PMPI_Isend(
+                        c.ptr as *const c_void,
+                        c.count,
+                        super::byte(),
+                        c.peer,
+                        c.tag,
+                        self.comm,
+                        &mut req,
+                    )
+                }
+            })?;
+            self.reqs.push(req);
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Rounds {
+    /// Cancels what a run abandoned midway left outstanding.
+    fn drop(&mut self) {
+        for r in self.reqs.iter_mut() {
+            // SAFETY: live request handles owned by us.
+            unsafe {
+                mpi_sys::PMPI_Cancel(r);
+                mpi_sys::PMPI_Wait(r, super::status_ignore());
+            }
+        }
     }
 }
 

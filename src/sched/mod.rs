@@ -7,6 +7,7 @@
 pub mod exec;
 pub mod func;
 pub mod ir;
+pub mod layers;
 pub mod window;
 
 pub use exec::{Backend, ExecMemory, Execution};
@@ -14,6 +15,7 @@ pub use func::{Dtype, Func, Opcode, Predef};
 pub use ir::{
     ActionId, BufRef, BuildError, Builder, Op, Schedule, ANY_PEER, ANY_TAG, SCRATCH_SLOT,
 };
+pub use layers::Layers;
 pub use window::{ActionSource, Streamed, TopoSource, WindowedExecution};
 
 #[cfg(test)]

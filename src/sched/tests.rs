@@ -257,6 +257,8 @@ struct Fake<'a> {
     pending: Vec<ActionId>,
     injected: u64,
     progress_calls: u64,
+    /// Of those, calls of `progress_all` (checked: only while no running action is required).
+    progress_all_calls: u64,
 }
 
 impl<'a> Fake<'a> {
@@ -272,6 +274,7 @@ impl<'a> Fake<'a> {
             pending: Vec::new(),
             injected: 0,
             progress_calls: 0,
+            progress_all_calls: 0,
         }
     }
 
@@ -345,13 +348,74 @@ impl Backend for Fake<'_> {
         }
         Ok(())
     }
+
+    fn progress_all(&mut self, done: &mut Vec<ActionId>) -> Result<(), Infallible> {
+        for &p in &self.pending {
+            assert!(
+                self.sched.dependents(p).is_empty(),
+                "progress_all while {p} runs, which other actions require"
+            );
+        }
+        self.progress_all_calls += 1;
+        self.progress(done)
+    }
 }
 
 // ---------------------------------------------------------------- executor
 
+/// Completes everything started at each progress call and records which call it was.
+#[derive(Default)]
+struct Steps {
+    pending: Vec<ActionId>,
+    calls: Vec<&'static str>,
+}
+
+impl Backend for Steps {
+    type Error = Infallible;
+    fn start(&mut self, id: ActionId, _: &Op, _: &mut Vec<ActionId>) -> Result<(), Infallible> {
+        self.pending.push(id);
+        Ok(())
+    }
+    fn progress(&mut self, done: &mut Vec<ActionId>) -> Result<(), Infallible> {
+        self.calls.push("some");
+        done.append(&mut self.pending);
+        Ok(())
+    }
+    fn progress_all(&mut self, done: &mut Vec<ActionId>) -> Result<(), Infallible> {
+        self.calls.push("all");
+        done.append(&mut self.pending);
+        Ok(())
+    }
+}
+
+#[test]
+fn progress_all_only_once_nothing_running_is_required() {
+    // A binomial inner rank: 0 (the receive) is required by 1 and 2 (the sends), 3 runs alone.
+    let (mut b, ids) = builder_with(4);
+    b.requ(ids[0], ids[1]);
+    b.requ(ids[0], ids[2]);
+    let s = b.build().unwrap();
+    let mut be = Steps::default();
+    let mut ex = Execution::new(&s);
+    ex.wait(&mut be).unwrap();
+    assert_eq!(be.calls, ["some", "all"]);
+    // The same run again: the count of required running actions starts from zero.
+    ex.reset();
+    be.calls.clear();
+    ex.wait(&mut be).unwrap();
+    assert_eq!(be.calls, ["some", "all"]);
+    // Independent actions only (a root's sends): waited for all at once.
+    let (b, _) = builder_with(3);
+    let s = b.build().unwrap();
+    let mut be = Steps::default();
+    Execution::new(&s).wait(&mut be).unwrap();
+    assert_eq!(be.calls, ["all"]);
+}
+
 #[test]
 fn random_dags_run_every_action_once_in_dependency_order() {
     let mut rng = Rng::new(0x5EED);
+    let mut all_calls = 0;
     for round in 0..400u64 {
         let n = rng.below(150) as u32;
         let pct = 1 + rng.below(20) as u32;
@@ -369,8 +433,10 @@ fn random_dags_run_every_action_once_in_dependency_order() {
             if immediate == 100 {
                 assert_eq!(fake.progress_calls, 0, "all done inside start");
             }
+            all_calls += fake.progress_all_calls;
         }
     }
+    assert!(all_calls > 0, "runs end with actions nobody requires");
 }
 
 #[test]
@@ -870,6 +936,141 @@ fn bounded_keeps_every_original_ordering() {
                     "edge {id} -> {d} lost (k {k})"
                 );
             }
+        }
+    }
+}
+
+// ---------------------------------------------------------------- layers
+
+fn p2p(send: bool, peer: u32) -> Op {
+    let buf = BufRef {
+        slot: 0,
+        offset: 0,
+        len: 8,
+    };
+    if send {
+        Op::Send { peer, tag: 0, buf }
+    } else {
+        Op::Recv { peer, tag: 0, buf }
+    }
+}
+
+#[test]
+fn binomial_broadcasts_are_layered_on_every_rank() {
+    for n in 1..=64u32 {
+        for me in 0..n {
+            let s = crate::algo::binomial::bcast(n, 0, me, 64);
+            let l = Layers::of(&s).unwrap_or_else(|| panic!("rank {me} of {n} not layered"));
+            assert_eq!(l.order().len(), s.len());
+            // Every action of a layer requires the whole layer before it.
+            for k in 1..l.len() {
+                for &a in l.layer(k) {
+                    assert_eq!(s.prerequisites(a), l.layer(k - 1).len());
+                    for &p in l.layer(k - 1) {
+                        assert!(s.dependents(p).contains(&a));
+                    }
+                }
+            }
+            let want = match (me == 0, s.is_empty()) {
+                (_, true) => 0,
+                (true, false) => 1,
+                // A leaf receives; an inner rank receives, then sends.
+                (false, false) => 1 + usize::from(s.len() > 1),
+            };
+            assert_eq!(l.len(), want, "rank {me} of {n}");
+        }
+    }
+}
+
+#[test]
+fn layers_refuse_what_the_executor_would_start_earlier() {
+    // recv 0; send 1 requires 0; send 2 independent: 1 does not wait for 2 under the executor.
+    let mut b = Builder::new();
+    let r = b.add(p2p(false, 1));
+    let s1 = b.add(p2p(true, 2));
+    b.add(p2p(true, 3));
+    b.requ(r, s1);
+    assert_eq!(Layers::of(&b.build().unwrap()), None);
+    // Two layers of two, the second requiring only half of the first.
+    let mut b = Builder::new();
+    let ids: Vec<_> = (0..4).map(|i| b.add(p2p(i % 2 == 0, i))).collect();
+    b.requ(ids[0], ids[2]);
+    b.requ(ids[1], ids[2]);
+    b.requ(ids[0], ids[3]);
+    assert_eq!(Layers::of(&b.clone().build().unwrap()), None);
+    b.requ(ids[1], ids[3]);
+    let l = Layers::of(&b.build().unwrap()).unwrap();
+    assert_eq!(
+        (l.len(), l.layer(0), l.layer(1)),
+        (2, &[0, 1][..], &[2, 3][..])
+    );
+    // An edge that skips a layer: 2 requires 1 and 0, 1 requires 0.
+    let mut b = Builder::new();
+    let ids: Vec<_> = (0..3).map(|i| b.add(p2p(true, i))).collect();
+    b.requ(ids[0], ids[1]);
+    b.requ(ids[1], ids[2]);
+    b.requ(ids[0], ids[2]);
+    assert_eq!(Layers::of(&b.build().unwrap()), None);
+    // Other ops, and irequ.
+    let (b, _) = builder_with(2);
+    assert_eq!(Layers::of(&b.build().unwrap()), None);
+    let mut b = Builder::new();
+    let a = b.add(p2p(true, 0));
+    let c = b.add(p2p(false, 0));
+    b.irequ(a, c);
+    assert_eq!(Layers::of(&b.build().unwrap()), None);
+    // A chain is layered, one action per layer; nothing is no layers.
+    let mut b = Builder::new();
+    let ids: Vec<_> = (0..5).map(|i| b.add(p2p(i % 2 == 1, 0))).collect();
+    for w in ids.windows(2) {
+        b.requ(w[0], w[1]);
+    }
+    assert_eq!(Layers::of(&b.build().unwrap()).unwrap().len(), 5);
+    let l = Layers::of(&Builder::new().build().unwrap()).unwrap();
+    assert!(l.is_empty());
+}
+
+#[test]
+fn layered_runs_start_what_the_executor_starts() {
+    // Random layered DAGs: running layer by layer with every completion order the fake
+    // backend picks never starts an action before its prerequisites (Fake checks), and the
+    // executor finds them layered exactly when every edge joins whole adjacent layers.
+    let mut rng = Rng::new(0x1A7E);
+    for _ in 0..300 {
+        let mut b = Builder::new();
+        let mut prev: Vec<ActionId> = Vec::new();
+        let mut all_full = true;
+        for _ in 0..1 + rng.below(5) {
+            let width = 1 + rng.below(4);
+            let cur: Vec<_> = (0..width)
+                .map(|_| b.add(p2p(rng.chance(50), rng.below(8) as u32)))
+                .collect();
+            for &c in &cur {
+                for &p in &prev {
+                    if rng.chance(95) {
+                        b.requ(p, c);
+                    } else {
+                        all_full = false;
+                    }
+                }
+            }
+            prev = cur;
+        }
+        let s = b.build().unwrap();
+        let l = Layers::of(&s);
+        assert_eq!(l.is_some(), all_full);
+        if let Some(l) = l {
+            let mut fake = Fake::new(&s, rng.next_u64(), 30);
+            let mut done = Vec::new();
+            for k in 0..l.len() {
+                for &a in l.layer(k) {
+                    fake.start(a, s.op(a), &mut done).unwrap();
+                }
+                while !fake.pending.is_empty() {
+                    fake.progress(&mut done).unwrap();
+                }
+            }
+            fake.check_all_ran_once();
         }
     }
 }

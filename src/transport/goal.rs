@@ -11,10 +11,12 @@
 use super::goal_mcast::{self, McastRun, Numbering};
 use super::op::OpError;
 use crate::goal::{self, validate};
-use crate::host::p2p::{self, Region, Requests, UserFn};
+use crate::host::p2p::{self, Region, Requests, Rounds, UserFn};
 use crate::host::{MPI_Comm, MpiError};
 use crate::sched::SCRATCH_SLOT;
-use crate::sched::{func, ActionId, Backend, BufRef, Func, Op, Schedule, ANY_PEER, ANY_TAG};
+use crate::sched::{
+    func, ActionId, Backend, BufRef, Func, Layers, Op, Schedule, ANY_PEER, ANY_TAG,
+};
 use func::FuncError;
 use std::fmt;
 use std::os::raw::c_int;
@@ -37,6 +39,9 @@ pub struct Loaded {
     pub users: Vec<u16>,
     /// The schedule's multicasts, numbered for a run (empty: none).
     pub mcast: Numbering,
+    /// The schedule's layers when it is point-to-point in rounds (`sched::Layers`): it can
+    /// run as `host::p2p::Rounds` (`rounds`).
+    pub layers: Option<Layers>,
 }
 
 /// A user function with the context pointer it was registered with.
@@ -115,7 +120,9 @@ pub fn from_program(p: &goal::Program, rank: u32, size: u32) -> Result<Loaded, S
     users.sort_unstable();
     users.dedup();
     let mcast = goal_mcast::number(&schedule, rank, size);
+    let layers = Layers::of(&schedule);
     Ok(Loaded {
+        layers,
         schedule,
         buffers: p.buffers.clone(),
         needed,
@@ -296,20 +303,62 @@ impl GoalBackend {
     }
 
     fn region(&self, id: ActionId, b: &BufRef) -> Result<Region, GoalError> {
-        let whole = if b.slot == SCRATCH_SLOT {
-            Some(self.scratch)
-        } else {
-            self.slots.get(b.slot as usize).copied().flatten()
-        };
-        let offset = if b.slot == SCRATCH_SLOT { 0 } else { b.offset };
-        if whole.is_none() && b.len == 0 {
-            // Zero bytes of a buffer the program never needs bound (scouts, a barrier).
-            return Ok(Region::empty());
-        }
-        whole
-            .and_then(|r| r.sub(offset, b.len))
-            .ok_or(GoalError::OutOfRange { id, slot: b.slot })
+        resolve(&self.slots, self.scratch, id, b)
     }
+}
+
+/// The memory `b` of action `id` refers to, given the slots' memory (None: unbound) and the
+/// scratch area.
+fn resolve(
+    slots: &[Option<Region>],
+    scratch: Region,
+    id: ActionId,
+    b: &BufRef,
+) -> Result<Region, GoalError> {
+    let whole = if b.slot == SCRATCH_SLOT {
+        Some(scratch)
+    } else {
+        slots.get(b.slot as usize).copied().flatten()
+    };
+    let offset = if b.slot == SCRATCH_SLOT { 0 } else { b.offset };
+    if whole.is_none() && b.len == 0 {
+        // Zero bytes of a buffer the program never needs bound (scouts, a barrier).
+        return Ok(Region::empty());
+    }
+    whole
+        .and_then(|r| r.sub(offset, b.len))
+        .ok_or(GoalError::OutOfRange { id, slot: b.slot })
+}
+
+/// A layered point-to-point program (`Loaded::layers`) bound to its memory, ready to run
+/// layer by layer on `comm` with no bookkeeping per action (`host::p2p::Rounds`); `slots`
+/// and `scratch` as for `GoalBackend::with_memory`.
+pub fn rounds(
+    comm: MPI_Comm,
+    s: &Schedule,
+    layers: &Layers,
+    slots: &[Option<Region>],
+    scratch: Region,
+) -> Result<Rounds, GoalError> {
+    let mut r = Rounds::new(comm);
+    for k in 0..layers.len() {
+        for &id in layers.layer(k) {
+            match s.op(id) {
+                Op::Send { peer, tag, buf } => {
+                    let m = resolve(slots, scratch, id, buf)?;
+                    r.push(false, m, *peer as c_int, mpi_tag(*tag))?;
+                }
+                Op::Recv { peer, tag, buf } => {
+                    let m = resolve(slots, scratch, id, buf)?;
+                    r.push(true, m, mpi_source(*peer), mpi_tag(*tag))?;
+                }
+                // `Layers::of` takes nothing else.
+                _ => unreachable!("a layered schedule holds sends and receives only"),
+            }
+        }
+        r.end_layer();
+    }
+    Ok(r)
 }
 
 fn mpi_tag(tag: u32) -> c_int {
@@ -317,6 +366,14 @@ fn mpi_tag(tag: u32) -> c_int {
         p2p::any_tag()
     } else {
         tag as c_int
+    }
+}
+
+fn mpi_source(peer: u32) -> c_int {
+    if peer == ANY_PEER {
+        crate::host::any_source()
+    } else {
+        peer as c_int
     }
 }
 
@@ -332,13 +389,8 @@ impl Backend for GoalBackend {
             }
             Op::Recv { peer, tag, buf } => {
                 let r = self.region(id, buf)?;
-                let src = if *peer == ANY_PEER {
-                    crate::host::any_source()
-                } else {
-                    *peer as c_int
-                };
                 self.reqs
-                    .irecv_region(self.comm, src, mpi_tag(*tag), r, id)?;
+                    .irecv_region(self.comm, mpi_source(*peer), mpi_tag(*tag), r, id)?;
             }
             Op::Exec {
                 func: Func::User(n),
@@ -383,6 +435,16 @@ impl Backend for GoalBackend {
             }
         }
         Ok(())
+    }
+
+    fn progress_all(&mut self, done: &mut Vec<ActionId>) -> Result<(), GoalError> {
+        // Only point-to-point requests outstanding, and a caller that waits: one
+        // `MPI_Waitall`, the call a hand-written collective makes here.
+        if self.blocking && self.calcs.is_empty() && self.mcast.is_none() {
+            self.reqs.waitall(done)?;
+            return Ok(());
+        }
+        self.progress(done)
     }
 
     fn progress(&mut self, done: &mut Vec<ActionId>) -> Result<(), GoalError> {

@@ -136,14 +136,7 @@ impl Requests {
         if self.reqs.len() <= 1 {
             return self.some(done, true);
         }
-        // SAFETY: live request handles owned by us, `len` of them; statuses ignored.
-        check(unsafe {
-            mpi_sys::PMPI_Waitall(
-                self.reqs.len() as c_int,
-                self.reqs.as_mut_ptr(),
-                mpi_sys::RSMPI_STATUSES_IGNORE,
-            )
-        })?;
+        wait_all(&mut self.reqs)?;
         done.extend_from_slice(&self.ids);
         self.reqs.clear();
         self.ids.clear();
@@ -223,6 +216,18 @@ impl Requests {
     }
 }
 
+/// `MPI_Waitall` on live requests owned by the caller (statuses ignored).
+fn wait_all(reqs: &mut [MPI_Request]) -> MpiResult<()> {
+    // SAFETY: `reqs.len()` live request handles; MPI sets each to MPI_REQUEST_NULL.
+    check(unsafe {
+        mpi_sys::PMPI_Waitall(
+            reqs.len() as c_int,
+            reqs.as_mut_ptr(),
+            mpi_sys::RSMPI_STATUSES_IGNORE,
+        )
+    })
+}
+
 /// One call of a `Rounds` run: a non-blocking send or receive of a region.
 #[derive(Clone, Copy)]
 struct Call {
@@ -300,14 +305,7 @@ impl Rounds {
     /// Blocks in the host MPI until the run completed.
     pub fn wait(&mut self) -> MpiResult<()> {
         while self.active {
-            // SAFETY: live request handles owned by us, `len` of them; statuses ignored.
-            check(unsafe {
-                mpi_sys::PMPI_Waitall(
-                    self.reqs.len() as c_int,
-                    self.reqs.as_mut_ptr(),
-                    mpi_sys::RSMPI_STATUSES_IGNORE,
-                )
-            })?;
+            wait_all(&mut self.reqs)?;
             self.next()?;
         }
         Ok(())
@@ -317,7 +315,7 @@ impl Rounds {
     pub fn test(&mut self) -> MpiResult<bool> {
         while self.active {
             let mut flag: c_int = 0;
-            // SAFETY: as in `wait`.
+            // SAFETY: live request handles owned by us, `len` of them; statuses ignored.
             check(unsafe {
                 mpi_sys::PMPI_Testall(
                     self.reqs.len() as c_int,

@@ -542,6 +542,25 @@ int main(int argc, char **argv) {
       }
       tc_check(b1, len, seed, "goal bcast run again without binding", 0, (uint64_t)iter);
     }
+    /* While a run is active, starting again and binding are refused, and the run still
+     * completes with its data. */
+    {
+      uint64_t seed = tc_pattern_seed(0, 150, len);
+      if (rank == 0)
+        tc_fill(b1, len, seed);
+      else
+        tc_poison(b1, len, seed);
+      MPICAST_Request *req = NULL, *again = NULL;
+      check(g, API(MPICAST_Goal_start)(g, &req), "start (active)");
+      int rc = API(MPICAST_Goal_start)(g, &again);
+      if (rc != MPICAST_ERR_GOAL_STATE || again != NULL)
+        tc_fail("a second start during a run: status %d, want MPICAST_ERR_GOAL_STATE", rc);
+      rc = API(MPICAST_Goal_bind_buffer)(g, "buf", b2, len);
+      if (rc != MPICAST_ERR_GOAL_STATE)
+        tc_fail("binding during a run: status %d, want MPICAST_ERR_GOAL_STATE", rc);
+      check(g, API(MPICAST_Goal_wait)(req), "wait (active)");
+      tc_check(b1, len, seed, "goal bcast with refused calls during the run", 0, 150);
+    }
     uint64_t keep = tc_pattern_seed(3, 1, len), seed = tc_pattern_seed(0, 200, len);
     tc_fill(b1, len, keep);
     if (rank == 0)

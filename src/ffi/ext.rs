@@ -331,15 +331,12 @@ impl MPICAST_Goal {
     fn begin(&mut self, run: RunCell, request_out: *mut *mut MPICAST_Request) -> c_int {
         self.threaded = progress::register(&run);
         self.run = Some(run);
-        let req: *mut MPICAST_Request = &mut *self.request;
-        // SAFETY: the caller checked `request_out` non-NULL.
-        unsafe { request_out.write(req) };
-        OK
+        self.hand_out(request_out)
     }
 
-    /// A run in rounds started: hands out the request.
-    fn begin_rounds(&mut self, request_out: *mut *mut MPICAST_Request) -> c_int {
-        self.threaded = false;
+    /// A run started (in `run`, or in `rounds` with nothing further to record): writes
+    /// the handle's request to `request_out`.
+    fn hand_out(&mut self, request_out: *mut *mut MPICAST_Request) -> c_int {
         let req: *mut MPICAST_Request = &mut *self.request;
         // SAFETY: the caller checked `request_out` non-NULL.
         unsafe { request_out.write(req) };
@@ -1081,7 +1078,7 @@ pub unsafe extern "C" fn MPICAST_Goal_start(
             // The program in rounds, bound at an earlier start.
             if let Some(r) = g.rounds.as_mut() {
                 return match r.start() {
-                    Ok(()) => g.begin_rounds(request_out),
+                    Ok(()) => g.hand_out(request_out),
                     Err(e) => {
                         g.rounds = None;
                         g.start_failed(core::GoalError::Mpi(e))
@@ -1163,7 +1160,7 @@ pub unsafe extern "C" fn MPICAST_Goal_start(
                     return g.start_failed(core::GoalError::Mpi(e));
                 }
                 g.rounds = Some(r);
-                return g.begin_rounds(request_out);
+                return g.hand_out(request_out);
             }
             let sched: *const crate::sched::Schedule = &l.schedule;
             // SAFETY: the schedule is boxed inside `loaded`, which is neither replaced

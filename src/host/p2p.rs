@@ -17,40 +17,18 @@ pub struct Requests {
 
 impl Requests {
     pub fn isend_empty(&mut self, comm: MPI_Comm, peer: u32, tag: c_int, id: u32) -> MpiResult<()> {
-        // SAFETY: request handles are plain data written by MPI.
-        let mut req: MPI_Request = unsafe { std::mem::zeroed() };
+        let at = &SCOUT_BYTE as *const u8 as *mut u8;
         // SAFETY: zero bytes are read from a static address.
-        check(unsafe {
-            mpi_sys::PMPI_Isend(
-                &SCOUT_BYTE as *const u8 as *const c_void,
-                0,
-                super::byte(),
-                peer as c_int,
-                tag,
-                comm,
-                &mut req,
-            )
-        })?;
+        let req = unsafe { post(false, at, 0, peer as c_int, tag, comm) }?;
         self.reqs.push(req);
         self.ids.push(id);
         Ok(())
     }
 
     pub fn irecv_empty(&mut self, comm: MPI_Comm, peer: u32, tag: c_int, id: u32) -> MpiResult<()> {
-        // SAFETY: as above.
-        let mut req: MPI_Request = unsafe { std::mem::zeroed() };
+        let at = &SCOUT_BYTE as *const u8 as *mut u8;
         // SAFETY: a zero-byte receive never writes to the buffer.
-        check(unsafe {
-            mpi_sys::PMPI_Irecv(
-                &SCOUT_BYTE as *const u8 as *mut c_void,
-                0,
-                super::byte(),
-                peer as c_int,
-                tag,
-                comm,
-                &mut req,
-            )
-        })?;
+        let req = unsafe { post(true, at, 0, peer as c_int, tag, comm) }?;
         self.reqs.push(req);
         self.ids.push(id);
         Ok(())
@@ -65,21 +43,8 @@ impl Requests {
         r: Region,
         id: u32,
     ) -> MpiResult<()> {
-        let count = c_int::try_from(r.len).map_err(|_| super::MpiError(err_count()))?;
-        // SAFETY: request handles are plain data written by MPI.
-        let mut req: MPI_Request = unsafe { std::mem::zeroed() };
         // SAFETY: `Region::new`'s contract keeps the bytes valid while the request is live.
-        check(unsafe {
-            mpi_sys::PMPI_Isend(
-                r.ptr as *const c_void,
-                count,
-                super::byte(),
-                peer as c_int,
-                tag,
-                comm,
-                &mut req,
-            )
-        })?;
+        let req = unsafe { post(false, r.ptr, r.count()?, peer as c_int, tag, comm) }?;
         self.reqs.push(req);
         self.ids.push(id);
         Ok(())
@@ -94,22 +59,9 @@ impl Requests {
         r: Region,
         id: u32,
     ) -> MpiResult<()> {
-        let count = c_int::try_from(r.len).map_err(|_| super::MpiError(err_count()))?;
-        // SAFETY: as above.
-        let mut req: MPI_Request = unsafe { std::mem::zeroed() };
         // SAFETY: `Region::new`'s contract keeps the bytes valid and writable while the
         // request is live; MPI writes at most `count` bytes.
-        check(unsafe {
-            mpi_sys::PMPI_Irecv(
-                r.ptr as *mut c_void,
-                count,
-                super::byte(),
-                peer,
-                tag,
-                comm,
-                &mut req,
-            )
-        })?;
+        let req = unsafe { post(true, r.ptr, r.count()?, peer, tag, comm) }?;
         self.reqs.push(req);
         self.ids.push(id);
         Ok(())
@@ -128,19 +80,6 @@ impl Requests {
     /// (its own progress loop, as a hand-written `MPI_Waitall` would wait).
     pub fn waitsome(&mut self, done: &mut Vec<u32>) -> MpiResult<()> {
         self.some(done, true)
-    }
-
-    /// Blocks inside the host MPI until every request completed (`MPI_Waitall`), pushes
-    /// their ids onto `done` and forgets them.
-    pub fn waitall(&mut self, done: &mut Vec<u32>) -> MpiResult<()> {
-        if self.reqs.len() <= 1 {
-            return self.some(done, true);
-        }
-        wait_all(&mut self.reqs)?;
-        done.extend_from_slice(&self.ids);
-        self.reqs.clear();
-        self.ids.clear();
-        Ok(())
     }
 
     fn some(&mut self, done: &mut Vec<u32>, wait: bool) -> MpiResult<()> {
@@ -204,28 +143,64 @@ impl Requests {
     pub fn cancel_all(&mut self) {
         // Only finds requests on an error path or an abandoned run. Zero-byte scouts always
         // complete once peers act.
-        for r in self.reqs.iter_mut() {
-            // SAFETY: live request handles owned by us.
-            unsafe {
-                mpi_sys::PMPI_Cancel(r);
-                mpi_sys::PMPI_Wait(r, super::status_ignore());
-            }
-        }
-        self.reqs.clear();
+        cancel(&mut self.reqs);
         self.ids.clear();
     }
 }
 
-/// `MPI_Waitall` on live requests owned by the caller (statuses ignored).
-fn wait_all(reqs: &mut [MPI_Request]) -> MpiResult<()> {
-    // SAFETY: `reqs.len()` live request handles; MPI sets each to MPI_REQUEST_NULL.
+/// Posts a non-blocking send of the `count` bytes at `ptr` (with `recv`, a receive into
+/// them) and returns its request.
+///
+/// # Safety
+/// The bytes stay valid (and, for a receive, writable and untouched by anyone else) until
+/// the request completes.
+unsafe fn post(
+    recv: bool,
+    ptr: *mut u8,
+    count: c_int,
+    peer: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> MpiResult<MPI_Request> {
+    // SAFETY: request handles are plain data written by MPI.
+    let mut req: MPI_Request = unsafe { std::mem::zeroed() };
+    // SAFETY: the caller keeps the bytes valid; MPI touches at most `count` of them.
     check(unsafe {
-        mpi_sys::PMPI_Waitall(
-            reqs.len() as c_int,
-            reqs.as_mut_ptr(),
-            mpi_sys::RSMPI_STATUSES_IGNORE,
-        )
-    })
+        if recv {
+            mpi_sys::PMPI_Irecv(
+                ptr as *mut c_void,
+                count,
+                super::byte(),
+                peer,
+                tag,
+                comm,
+                &mut req,
+            )
+        } else {
+            mpi_sys::PMPI_Isend(
+                ptr as *const c_void,
+                count,
+                super::byte(),
+                peer,
+                tag,
+                comm,
+                &mut req,
+            )
+        }
+    })?;
+    Ok(req)
+}
+
+/// Cancels and completes `reqs` (live requests owned by the caller), emptying the vector.
+fn cancel(reqs: &mut Vec<MPI_Request>) {
+    for r in reqs.iter_mut() {
+        // SAFETY: live request handles owned by the caller.
+        unsafe {
+            mpi_sys::PMPI_Cancel(r);
+            mpi_sys::PMPI_Wait(r, super::status_ignore());
+        }
+    }
+    reqs.clear();
 }
 
 /// One call of a `Rounds` run: a non-blocking send or receive of a region.
@@ -269,11 +244,10 @@ impl Rounds {
     /// Adds a send (or, with `recv`, a receive; `peer` may be `any_source()`, `tag`
     /// `any_tag()`) of `r` to the layer being filled.
     pub fn push(&mut self, recv: bool, r: Region, peer: c_int, tag: c_int) -> MpiResult<()> {
-        let count = c_int::try_from(r.len).map_err(|_| super::MpiError(err_count()))?;
         self.calls.push(Call {
             recv,
             ptr: r.ptr,
-            count,
+            count: r.count()?,
             peer,
             tag,
         });
@@ -305,7 +279,14 @@ impl Rounds {
     /// Blocks in the host MPI until the run completed.
     pub fn wait(&mut self) -> MpiResult<()> {
         while self.active {
-            wait_all(&mut self.reqs)?;
+            // SAFETY: live request handles owned by us, `len` of them; statuses ignored.
+            check(unsafe {
+                mpi_sys::PMPI_Waitall(
+                    self.reqs.len() as c_int,
+                    self.reqs.as_mut_ptr(),
+                    mpi_sys::RSMPI_STATUSES_IGNORE,
+                )
+            })?;
             self.next()?;
         }
         Ok(())
@@ -346,33 +327,9 @@ impl Rounds {
     fn post(&mut self) -> MpiResult<()> {
         let (from, to) = (self.bounds[self.layer], self.bounds[self.layer + 1]);
         for c in &self.calls[from..to] {
-            // SAFETY: request handles are plain data written by MPI.
-            let mut req: MPI_Request = unsafe { std::mem::zeroed() };
             // SAFETY: `Region::new`'s contract keeps each call's bytes valid (and writable
             // for a receive) while its request is live; MPI touches at most `count` bytes.
-            check(unsafe {
-                if c.recv {
-                    mpi_sys::PMPI_Irecv(
-                        c.ptr as *mut c_void,
-                        c.count,
-                        super::byte(),
-                        c.peer,
-                        c.tag,
-                        self.comm,
-                        &mut req,
-                    )
-                } else {
-                    mpi_sys::PMPI_Isend(
-                        c.ptr as *const c_void,
-                        c.count,
-                        super::byte(),
-                        c.peer,
-                        c.tag,
-                        self.comm,
-                        &mut req,
-                    )
-                }
-            })?;
+            let req = unsafe { post(c.recv, c.ptr, c.count, c.peer, c.tag, self.comm) }?;
             self.reqs.push(req);
         }
         Ok(())
@@ -382,13 +339,7 @@ impl Rounds {
 impl Drop for Rounds {
     /// Cancels what a run abandoned midway left outstanding.
     fn drop(&mut self) {
-        for r in self.reqs.iter_mut() {
-            // SAFETY: live request handles owned by us.
-            unsafe {
-                mpi_sys::PMPI_Cancel(r);
-                mpi_sys::PMPI_Wait(r, super::status_ignore());
-            }
-        }
+        cancel(&mut self.reqs);
     }
 }
 
@@ -446,6 +397,11 @@ impl Region {
 
     pub fn len(&self) -> usize {
         self.len
+    }
+
+    /// The length as an MPI count (MPI_ERR_COUNT beyond `c_int`).
+    fn count(&self) -> MpiResult<c_int> {
+        c_int::try_from(self.len).map_err(|_| super::MpiError(err_count()))
     }
 
     pub fn is_empty(&self) -> bool {

@@ -14,12 +14,6 @@ pub trait Backend {
         -> Result<(), Self::Error>;
     /// Make progress (may block briefly); push ids of actions that completed.
     fn progress(&mut self, done: &mut Vec<ActionId>) -> Result<(), Self::Error>;
-    /// As `progress`, called when no running action has a dependent: nothing can start
-    /// before every running action completed, so a backend may wait for all of them at
-    /// once (one `MPI_Waitall` where a hand-written collective would make that call).
-    fn progress_all(&mut self, done: &mut Vec<ActionId>) -> Result<(), Self::Error> {
-        self.progress(done)
-    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,8 +44,6 @@ pub struct Execution<'s> {
     starting: Vec<ActionId>,
     started: bool,
     running: usize,
-    /// Running actions that some other action requires (`dependents` not empty).
-    running_required: usize,
     completed: usize,
     ignored: u64,
 }
@@ -93,7 +85,6 @@ impl<'s> Execution<'s> {
             starting,
             started: false,
             running: 0,
-            running_required: 0,
             completed: 0,
             ignored: 0,
         }
@@ -120,7 +111,6 @@ impl<'s> Execution<'s> {
         self.starting.clear();
         self.started = false;
         self.running = 0;
-        self.running_required = 0;
         self.completed = 0;
         self.ignored = 0;
     }
@@ -154,11 +144,7 @@ impl<'s> Execution<'s> {
         if self.is_done() {
             return Ok(true);
         }
-        if self.running_required == 0 {
-            b.progress_all(&mut self.done)?;
-        } else {
-            b.progress(&mut self.done)?;
-        }
+        b.progress(&mut self.done)?;
         self.drain(b)?;
         Ok(self.is_done())
     }
@@ -197,9 +183,6 @@ impl<'s> Execution<'s> {
             debug_assert_eq!(self.state[id as usize], State::Waiting);
             self.state[id as usize] = State::Running;
             self.running += 1;
-            if !sched.dependents(id).is_empty() {
-                self.running_required += 1;
-            }
             b.start(id, sched.op(id), &mut self.done)?;
             for &d in sched.start_dependents(id) {
                 let r = &mut self.remaining[d as usize];
@@ -225,11 +208,7 @@ impl<'s> Execution<'s> {
             self.state[id as usize] = State::Done;
             self.running -= 1;
             self.completed += 1;
-            let dependents = sched.dependents(id);
-            if !dependents.is_empty() {
-                self.running_required -= 1;
-            }
-            for &d in dependents {
+            for &d in sched.dependents(id) {
                 let r = &mut self.remaining[d as usize];
                 // Cannot underflow: edges are distinct and each completion is counted once.
                 *r -= 1;

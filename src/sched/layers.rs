@@ -30,7 +30,10 @@ impl Layers {
             }
         }
         let mut order: Vec<ActionId> = s.initially_ready().collect();
-        let mut bounds = vec![0, order.len()];
+        let mut bounds = vec![0];
+        if n > 0 {
+            bounds.push(order.len());
+        }
         // How many actions of the current layer each action requires.
         let mut count = vec![0usize; n];
         let mut from = 0;
@@ -56,9 +59,6 @@ impl Layers {
             }
             from = to;
         }
-        if n == 0 {
-            bounds.truncate(1);
-        }
         // Acyclic (a `Schedule` is), so every action was reached.
         debug_assert_eq!(order.len(), n);
         Some(Layers { order, bounds })
@@ -82,10 +82,5 @@ impl Layers {
     /// All actions, layer after layer.
     pub fn order(&self) -> &[ActionId] {
         &self.order
-    }
-
-    /// Where each layer starts in `order`, and where the last ends (`len() + 1` entries).
-    pub fn bounds(&self) -> &[usize] {
-        &self.bounds
     }
 }

@@ -437,16 +437,6 @@ impl Backend for GoalBackend {
         Ok(())
     }
 
-    fn progress_all(&mut self, done: &mut Vec<ActionId>) -> Result<(), GoalError> {
-        // Only point-to-point requests outstanding, and a caller that waits: one
-        // `MPI_Waitall`, the call a hand-written collective makes here.
-        if self.blocking && self.calcs.is_empty() && self.mcast.is_none() {
-            self.reqs.waitall(done)?;
-            return Ok(());
-        }
-        self.progress(done)
-    }
-
     fn progress(&mut self, done: &mut Vec<ActionId>) -> Result<(), GoalError> {
         let mcast_idle = match &self.mcast {
             Some(m) => m.is_idle(),

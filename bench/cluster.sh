@@ -2,7 +2,7 @@
 # The emulated cluster: N hosts as network namespaces on one Linux bridge of ours (the switch),
 # each behind a rate-limited veth link, and MPI jobs run across them.
 #
-#   cluster.sh up N [--rate 100mbit|1gbit|10gbit|RATE] [--loss HOST:PCT]
+#   cluster.sh up N [--rate 100mbit|1gbit|10gbit|RATE] [--burst BYTES] [--loss HOST:PCT]
 #   cluster.sh down                       remove everything of ours (idempotent)
 #   cluster.sh status                     hosts, link counters, qdiscs, loss rules
 #   cluster.sh loss HOST PCT              drop PCT% of multicast datagrams arriving at HOST (0: none)
@@ -21,7 +21,9 @@
 # Links: tc tbf at RATE on both ends of each veth, so a host's sends (egress of mpicast0) and
 # its receives (egress of the bridge port towards it) are each limited to RATE, as on a
 # full-duplex switched port. `overhead 24` charges each frame the preamble, inter-frame gap and
-# FCS of Ethernet, so "100mbit" is 100 Mbit/s Ethernet, not 100 Mbit/s of IP packets.
+# FCS of Ethernet, so "100mbit" is 100 Mbit/s Ethernet, not 100 Mbit/s of IP packets. The
+# bucket (what leaves an idle link at once) is about one frame at 100 Mbit/s (shape() says why);
+# --burst BYTES sets another, for comparisons.
 # IGMP snooping is off (mcast_snooping 0): the bridge floods multicast to every port, as a
 # switch without snooping does. With snooping on and no querier, the bridge would stop
 # forwarding a group about 260 s after the join report (mcast_membership_interval) in a long
@@ -105,17 +107,30 @@ rate_bytes() {
   esac
 }
 
-# tbf on DEV (in the current namespace): a bucket of 0.1 ms of data but at least two full
-# frames (3076 bytes at 100 Mbit/s: a real link passes one frame at a time, and a bigger bucket
-# would let a small message's frames through at memory speed) and at most 65000 bytes (so that
-# TCP's 64 KiB GSO packets are cut into frames and each is charged its Ethernet overhead), and
-# a queue of 50 ms of data on top of it (at least 1000 frames: a NIC's txqueuelen).
-shape() {
-  local dev=$1 rate=$2 bps burst limit
-  bps=$(rate_bytes "$rate")
-  burst=$((bps / 10000))
-  [ "$burst" -ge 3076 ] || burst=3076
+# tbf on DEV (in the current namespace) at RATE with a bucket of BURST bytes; the default bucket
+# (default_burst): one full frame (1538 bytes with Ethernet's overhead) plus 40 us of data, but at
+# least 0.1 ms of data and at most 65000 bytes; and a queue of 50 ms of data on top of it (at
+# least 1000 frames: a NIC's txqueuelen). Why that bucket: what fits in it leaves an idle link
+# at memory speed, where a real link passes one frame at a time (a 1500 B frame takes 123 us at
+# 100 Mbit/s). tbf cannot hold back the first frame (its bucket must take a whole frame), so
+# the nearest it comes to a real link is a bucket of one frame; the 40 us on top are what a
+# late timer may cost without costing the link its rate (a bucket of exactly one frame made a
+# 1 MiB broadcast 16 % slower here: BENCHMARKS.md, "A link that passes one frame at a time").
+# At 100 Mbit/s that is 2038 bytes; at 1 Gbit/s and above the 0.1 ms decide (12500 bytes;
+# 10 Gbit/s: the 65000 cap, so that TCP's 64 KiB GSO packets are cut into frames and each is
+# charged its Ethernet overhead).
+default_burst() { # RATE -> bytes
+  local bps burst
+  bps=$(rate_bytes "$1")
+  burst=$((1538 + bps * 40 / 1000000))
+  [ "$burst" -ge $((bps / 10000)) ] || burst=$((bps / 10000))
   [ "$burst" -le 65000 ] || burst=65000
+  echo "$burst"
+}
+
+shape() { # DEV RATE BURST
+  local dev=$1 rate=$2 burst=$3 bps limit
+  bps=$(rate_bytes "$rate")
   limit=$((burst + bps / 20))
   [ "$limit" -ge 1514000 ] || limit=1514000
   tc qdisc replace dev "$dev" root tbf rate "$rate" burst "$burst" limit "$limit" overhead 24
@@ -173,18 +188,22 @@ down() {
 
 up() {
   need_root
-  local n=${1:-} rate=100mbit loss=""
-  [ -n "$n" ] || die "usage: cluster.sh up N [--rate RATE] [--loss HOST:PCT]"
+  local n=${1:-} rate=100mbit loss="" burst=""
+  [ -n "$n" ] || die "usage: cluster.sh up N [--rate RATE] [--burst BYTES] [--loss HOST:PCT]"
   shift
   while [ $# -gt 0 ]; do
     case $1 in
       --rate) rate=$2; shift 2 ;;
       --loss) loss=$2; shift 2 ;;
+      --burst) burst=$2; shift 2 ;;
       *) die "unknown option $1" ;;
     esac
   done
+  [ -z "$burst" ] || { [[ "$burst" =~ ^[0-9]+$ ]] && [ "$burst" -ge 1538 ] && [ "$burst" -le 65000 ]; } ||
+    die "--burst wants bytes, 1538 (one full frame) to 65000"
   [[ "$n" =~ ^[0-9]+$ ]] && [ "$n" -ge 1 ] && [ "$n" -le "$MAX_HOSTS" ] || die "N must be 1..$MAX_HOSTS"
   rate_bytes "$rate" >/dev/null
+  [ -n "$burst" ] || burst=$(default_burst "$rate")
   down # a leftover of an earlier run
   # Half-built is worse than nothing: undo it all if anything below fails or we are stopped.
   trap 'rc=$?; trap - EXIT; [ $rc = 0 ] || { log "up failed, tearing down"; down; }; exit $rc' EXIT
@@ -201,7 +220,7 @@ up() {
     ip link add "$ns" type veth peer name "$IFACE" netns "$ns"
     [ -w "/proc/sys/net/ipv6/conf/$ns/disable_ipv6" ] && echo 1 >"/proc/sys/net/ipv6/conf/$ns/disable_ipv6"
     ip link set "$ns" master "$BRIDGE"
-    shape "$ns" "$rate" # bridge -> host: what the host receives
+    shape "$ns" "$rate" "$burst" # bridge -> host: what the host receives
     ip link set "$ns" up
     ip netns exec "$ns" bash -euo pipefail -c "
       [ ! -w /proc/sys/net/ipv6/conf/$IFACE/disable_ipv6 ] || echo 1 >/proc/sys/net/ipv6/conf/$IFACE/disable_ipv6
@@ -209,11 +228,11 @@ up() {
       ip addr add $NET.$i/24 dev $IFACE
       ip link set $IFACE up
       ip route add $MCAST_RANGE dev $IFACE
-      $(declare -f rate_bytes shape die); shape $IFACE $rate # host -> bridge: what it sends
+      $(declare -f rate_bytes shape die); shape $IFACE $rate $burst # host -> bridge: what it sends
     "
   done
   mkdir -p "$STATE_DIR"
-  printf 'HOSTS=%s\nRATE=%s\nLOSS=%s\n' "$n" "$rate" "$loss" >"$STATE"
+  printf 'HOSTS=%s\nRATE=%s\nBURST=%s\nLOSS=%s\n' "$n" "$rate" "$burst" "$loss" >"$STATE"
   if [ -n "$loss" ]; then
     [[ "$loss" == *:* ]] || die "--loss wants HOST:PCT"
     set_loss "${loss%%:*}" "${loss#*:}"
@@ -224,7 +243,7 @@ up() {
   done
   reachable "$NET.1" || die "the bridge cannot reach $NET.1"
   trap - EXIT INT TERM
-  log "up: $n hosts ($NS_PREFIX""1..$n, $NET.1-$n/24) on $BRIDGE ($BRIDGE_ADDR), links $rate each way"
+  log "up: $n hosts ($NS_PREFIX""1..$n, $NET.1-$n/24) on $BRIDGE ($BRIDGE_ADDR), links $rate each way, bucket $burst bytes"
 }
 
 status() {

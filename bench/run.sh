@@ -3,7 +3,7 @@
 # MPI with mpicast preloaded, write NAME.csv, NAME.log, NAME.meta and NAME.svg into OUT, and
 # tear the cluster down (also on failure or interrupt).
 #
-#   run.sh --name NAME --out DIR --mpi openmpi|mpich --hosts N [--ppn K] [--rate RATE]
+#   run.sh --name NAME --out DIR --mpi openmpi|mpich --hosts N [--ppn K] [--rate RATE] [--burst BYTES]
 #          [--loss HOST:PCT[,PCT...]] [--env MPICAST_X=V]... [--timeout S] [--keep]
 #          -- MCAST_BENCH_ARGS...
 #
@@ -17,7 +17,7 @@ set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 TOP=$(cd "$HERE/.." && pwd)
 
-name="" out="" mpi="" hosts="" ppn=1 rate=100mbit loss="" tmo=1800 keep=0 envs=()
+name="" out="" mpi="" hosts="" ppn=1 rate=100mbit burst="" loss="" tmo=1800 keep=0 envs=()
 while [ $# -gt 0 ]; do
   case $1 in
     --name) name=$2; shift 2 ;;
@@ -26,6 +26,7 @@ while [ $# -gt 0 ]; do
     --hosts) hosts=$2; shift 2 ;;
     --ppn) ppn=$2; shift 2 ;;
     --rate) rate=$2; shift 2 ;;
+    --burst) burst=$2; shift 2 ;;
     --loss) loss=$2; shift 2 ;;
     --timeout) tmo=$2; shift 2 ;;
     --env) envs+=("$2"); shift 2 ;;
@@ -51,7 +52,10 @@ if [ "$keep" = 0 ]; then
 fi
 # A signal ends the running job first (cluster.sh run ends its launcher and reaps), then us.
 trap '[ -z "$child" ] || { kill -TERM "$child" 2>/dev/null; wait "$child" 2>/dev/null; }; exit 130' INT TERM
-"$cluster" up "$hosts" --rate "$rate"
+"$cluster" up "$hosts" --rate "$rate" ${burst:+--burst "$burst"}
+
+# The bucket the links got (cluster.sh's default when --burst is not given), for the meta file.
+burst_bytes=$(sed -n 's/^BURST=//p' "/run/mpicast-bench/cluster${BENCH_CLUSTER:-0}.env" 2>/dev/null || true)
 
 lhost="" pcts=("")
 if [ -n "$loss" ]; then
@@ -65,13 +69,14 @@ for pct in "${pcts[@]}"; do
     tag=$name-loss$pct
     "$cluster" loss "$lhost" "$pct"
   fi
-  cmd="BENCH_CLUSTER=${BENCH_CLUSTER:-0} bench/cluster.sh up $hosts --rate $rate${lhost:+ --loss $lhost:$pct}; ${envs[*]}${envs[*]:+ }LD_PRELOAD=build/$mpi/lib/libmpicast.so MPICAST_STATS=1 bench/cluster.sh run --mpi $mpi --ppn $ppn -- build/$mpi/bench/mcast_bench $*"
+  cmd="BENCH_CLUSTER=${BENCH_CLUSTER:-0} bench/cluster.sh up $hosts --rate $rate${burst:+ --burst $burst}${lhost:+ --loss $lhost:$pct}; ${envs[*]}${envs[*]:+ }LD_PRELOAD=build/$mpi/lib/libmpicast.so MPICAST_STATS=1 bench/cluster.sh run --mpi $mpi --ppn $ppn -- build/$mpi/bench/mcast_bench $*"
   {
     echo "name=$tag"
     echo "mpi=$mpi"
     echo "hosts=$hosts"
     echo "ppn=$ppn"
     echo "rate=$rate"
+    echo "burst=${burst_bytes:-?}"
     echo "loss_host=$lhost"
     echo "loss_pct=${pct:-0}"
     echo "env=${envs[*]}"

@@ -5,6 +5,7 @@
 #   cluster.sh up N [--rate 100mbit|1gbit|10gbit|RATE] [--burst BYTES] [--loss HOST:PCT]
 #   cluster.sh down                       remove everything of ours (idempotent)
 #   cluster.sh status                     hosts, link counters, qdiscs, loss rules
+#   cluster.sh state                      HOSTS=, RATE=, BURST= (bytes), LOSS= of the cluster that is up
 #   cluster.sh loss HOST PCT              drop PCT% of multicast datagrams arriving at HOST (0: none)
 #   cluster.sh counters                   "host rx_bytes tx_bytes" per host (of its veth)
 #   cluster.sh exec HOST CMD...           run CMD inside HOST's namespace
@@ -378,16 +379,17 @@ run() {
 }
 
 cmd=${1:-}
-[ -n "$cmd" ] || { sed -n '2,12p' "$0"; exit 2; }
+[ -n "$cmd" ] || { sed -n '2,13p' "$0"; exit 2; }
 shift
 case $cmd in
   up) up "$@" ;;
   down) down ;;
   status) status ;;
+  state) [ -r "$STATE" ] || die "no cluster is up"; cat "$STATE" ;;
   counters) counters ;;
   loss) need_root; [ $# = 2 ] || die "usage: cluster.sh loss HOST PCT"; set_loss "$1" "$2" ;;
   exec) need_root; [ $# -ge 2 ] || die "usage: cluster.sh exec HOST CMD..."; ns=$(ns_of "$1"); shift; exec ip netns exec "$ns" "$@" ;;
   run) run "$@" ;;
   reap) need_root; reap ;;
-  *) die "unknown command '$cmd' (up, down, status, loss, counters, exec, run, reap)" ;;
+  *) die "unknown command '$cmd' (up, down, status, state, loss, counters, exec, run, reap)" ;;
 esac

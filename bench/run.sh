@@ -55,7 +55,7 @@ trap '[ -z "$child" ] || { kill -TERM "$child" 2>/dev/null; wait "$child" 2>/dev
 "$cluster" up "$hosts" --rate "$rate" ${burst:+--burst "$burst"}
 
 # The bucket the links got (cluster.sh's default when --burst is not given), for the meta file.
-burst_bytes=$(sed -n 's/^BURST=//p' "/run/mpicast-bench/cluster${BENCH_CLUSTER:-0}.env" 2>/dev/null || true)
+burst_bytes=$("$cluster" state | sed -n 's/^BURST=//p')
 
 lhost="" pcts=("")
 if [ -n "$loss" ]; then

@@ -1,6 +1,8 @@
-//! The application's (buffer, count, datatype) as bytes. Contiguous layouts are used in
-//! place; anything else is packed before sending and unpacked after receiving, with the
-//! host's own MPI_Pack/MPI_Unpack so every derived datatype (and MPI_BOTTOM) works.
+//! The application's (buffer, count, datatype) as bytes. A buffer whose type map is one
+//! ascending run of memory is used in place; anything else is packed before sending and
+//! unpacked after receiving, with the host's own MPI_Pack/MPI_Unpack (type-map order), so
+//! every derived datatype (and MPI_BOTTOM) works and any two datatypes of the same type
+//! signature match, as they do under the host MPI.
 
 use super::{check, MPI_Comm, MPI_Datatype, MpiError, MpiResult};
 use crate::fastpath::{FAST, MAX_ENTRIES};
@@ -111,6 +113,7 @@ impl UserBuf {
         dtype: MPI_Datatype,
         comm: MPI_Comm,
     ) -> MpiResult<UserBuf> {
+        init_predefined();
         let mut size: mpi_sys::MPI_Count = 0;
         let (mut lb, mut extent): (mpi_sys::MPI_Aint, mpi_sys::MPI_Aint) = (0, 0);
         let (mut tlb, mut textent): (mpi_sys::MPI_Aint, mpi_sys::MPI_Aint) = (0, 0);
@@ -131,9 +134,20 @@ impl UserBuf {
             .ok()
             .and_then(|s| s.checked_mul(usize::try_from(count).ok()?))
             .ok_or(MpiError(mpi_sys::MPI_ERR_COUNT as c_int))?;
-        let dense =
-            textent as i128 == size as i128 && (count <= 1 || extent as i128 == size as i128);
-        let contiguous = if dense || bytes == 0 {
+        // In place only when the type map lists one ascending run of bytes: a dense type
+        // (true extent = size) may still list them in another order (a struct of ints at
+        // displacements 8, 4, 0), and the message is the type map's order, not memory's.
+        // Holes rule a type out at once; predefined types list their parts in order, so for
+        // them density decides; a dense derived type is decoded once and the answer cached
+        // on it (`datatype`).
+        let dense = textent as i128 == size as i128;
+        let one_in_order = if FAST.size(handle_key(dtype)).is_some() || !dense {
+            dense
+        } else {
+            super::datatype::in_order(dtype)
+        };
+        let in_place = one_in_order && (count <= 1 || extent as i128 == size as i128);
+        let contiguous = if in_place || bytes == 0 {
             // wrapping: with MPI_BOTTOM the true lower bound is an absolute address.
             // MPI_Aint is isize under Open MPI and i64 under MPICH: the cast is needed for one.
             #[allow(clippy::unnecessary_cast)]

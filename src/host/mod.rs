@@ -9,6 +9,7 @@
 pub mod attr;
 pub mod buffer;
 pub mod comm;
+pub mod datatype;
 pub mod flavour;
 pub mod fortran;
 pub mod init;

@@ -1,5 +1,6 @@
 /* Link-time values of MPI constants that mpi.h defines as macros the Rust
  * bindings cannot see (they differ between Open MPI and MPICH). */
+#include <limits.h>
 #include <mpi.h>
 
 const MPI_Datatype MPICAST_C_BYTE = MPI_BYTE;
@@ -75,3 +76,39 @@ int mpicast_c_predefined(MPI_Datatype *out, int max) {
       out[n++] = all[i];
   return n;
 }
+
+/* How a datatype was built, as mpicast's own combiner codes (host::datatype::Combiner): the
+ * host's values differ between MPIs. *ni, *na, *nd are the lengths of get_contents' arrays.
+ * 0 for what mpicast does not decode (darray, the Fortran parameterised types, the removed
+ * *_INTEGER combiners, and any type built with MPI-4 large counts, whose contents the int
+ * form of get_contents cannot return), and when the host reports an error. */
+int mpicast_c_type_envelope(MPI_Datatype t, int *ni, int *na, int *nd) {
+  int combiner = 0;
+#if MPI_VERSION >= 4
+  MPI_Count cni = 0, cna = 0, cnc = 0, cnd = 0;
+  if (PMPI_Type_get_envelope_c(t, &cni, &cna, &cnc, &cnd, &combiner) != MPI_SUCCESS) return 0;
+  if (cnc != 0 || cni > INT_MAX || cna > INT_MAX || cnd > INT_MAX) return 0;
+  *ni = (int)cni;
+  *na = (int)cna;
+  *nd = (int)cnd;
+#else
+  if (PMPI_Type_get_envelope(t, ni, na, nd, &combiner) != MPI_SUCCESS) return 0;
+#endif
+  switch (combiner) {
+    case MPI_COMBINER_NAMED: return 1;
+    case MPI_COMBINER_DUP: return 2;
+    case MPI_COMBINER_CONTIGUOUS: return 3;
+    case MPI_COMBINER_VECTOR: return 4;
+    case MPI_COMBINER_HVECTOR: return 5;
+    case MPI_COMBINER_INDEXED: return 6;
+    case MPI_COMBINER_HINDEXED: return 7;
+    case MPI_COMBINER_INDEXED_BLOCK: return 8;
+    case MPI_COMBINER_HINDEXED_BLOCK: return 9;
+    case MPI_COMBINER_STRUCT: return 10;
+    case MPI_COMBINER_SUBARRAY: return 11;
+    case MPI_COMBINER_RESIZED: return 12;
+    default: return 0;
+  }
+}
+
+const int MPICAST_C_ORDER_FORTRAN = MPI_ORDER_FORTRAN;

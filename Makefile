@@ -1,23 +1,30 @@
-# mpicast build and test entry points. `make test` is what CI runs.
+# mpicast build and test entry points. `make test` is what CI runs; `make help` prints the
+# list below (this comment is its source: keep one line, or an indented continuation, per target).
 #
-#   make deps      install the system packages and rustup components, and mpi4py into
-#                  one venv per flavour under build/<flavour>/venv (idempotent)
-#   make lib       build libmpicast for every installed MPI flavour into build/<flavour>/
-#   make header    regenerate include/mpicast.h (cbindgen, via the header test)
-#   make check     cargo fmt --check and clippy -D warnings
-#   make unit      cargo test (and the command line's own tests)
-#   make ctest     the C tests of c-tests/ under mpirun, per flavour (CTEST_ARGS=... to filter)
-#   make test      deps lib goal-tools check unit ctest bench-smoke
-#   make goal-tools  build/<flavour>/bin/mpicast-goal-run (the runner of `mpicast goal run`)
-#   make goal-bench  the GOAL executor benchmark (bench/goal.sh runs it; see BENCHMARKS.md)
-#   make demo      bench/bcast_bench, host MPI against mpicast (Open MPI), side by side
-#                  (DEMO_NP, DEMO_SIZES, DEMO_REPS to change the run)
-#   make bench     the emulated-cluster benchmarks of bench/full.sh (root; about an hour):
-#                  CSV, SVG and summary.md into build/bench/<date>/ (BENCH_OUT, BENCH_CONFIGS,
-#                  BENCH_BUDGET to change the run; see bench/README.md)
+#   make demo         the broadcast benchmark, host MPI against mpicast (Open MPI): on 4 emulated
+#                     hosts at 100 Mbit/s as root, else on loopback; builds only what it needs
+#                     (DEMO_MODE=auto|cluster|loopback, DEMO_SIZES, DEMO_REPS, ...: scripts/demo.sh)
+#   make test         deps lib goal-tools check unit ctest bench-smoke (what CI runs)
+#   make deps         deps-system, the rustup components (rustfmt, clippy) and pydeps (idempotent)
+#   make deps-system  the Debian packages (apt-get; both MPIs, compilers, cmake, nftables, ...)
+#   make pydeps       mpi4py, built against each MPI into build/<flavour>/venv (for make test)
+#   make lib          for every installed MPI flavour: build/<flavour>/lib/libmpicast.so, and
+#                     build/<flavour>/bin/mpicast and mpicast-goal-run (lib-openmpi, lib-mpich: one)
+#   make header       regenerate include/mpicast.h (cbindgen, via the header test)
+#   make check        cargo fmt --check and clippy -D warnings
+#   make unit         cargo test (and the command line's own tests)
+#   make ctest        the C tests of c-tests/ under mpirun, per flavour (CTEST_ARGS=... to filter)
+#   make goal-tools   build/<flavour>/bin/mpicast-goal-run (the runner of `mpicast goal run`)
+#   make goal-bench   the GOAL executor benchmark (bench/goal.sh runs it; see BENCHMARKS.md)
+#   make bench        the emulated-cluster benchmarks of bench/full.sh (root; about an hour):
+#                     CSV, SVG and summary.md into build/bench/<date>/ (BENCH_OUT, BENCH_CONFIGS,
+#                     BENCH_BUDGET to change the run; see bench/README.md)
 #   make bench-smoke  2 emulated hosts, both MPIs, a few broadcasts: correctness only
-#   make install   PREFIX=/usr/local FLAVOUR=openmpi|mpich
-#   make clean
+#   make bench-progs  build/<flavour>/bench/mcast_bench and shim_cost, per flavour
+#   make install      PREFIX=/usr/local FLAVOUR=openmpi|mpich: the library, headers, CMake and
+#                     pkg-config files, and the executables mpicast and mpicast-goal-run in bin/
+#   make clean        remove build/ and target/
+#   make help         this list
 #
 # A flavour is an MPI ABI: openmpi (pkg-config ompi-c) or mpich (pkg-config
 # mpich). Each gets its own cargo target dir, target/<flavour>.
@@ -25,14 +32,16 @@
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 .NOTPARALLEL:
-.PHONY: deps pydeps lib header check unit ctest test demo install clean bench bench-smoke bench-progs
+.PHONY: help deps deps-system deps-rust pydeps lib lib-openmpi lib-mpich header check unit ctest \
+        test demo install clean bench bench-smoke bench-progs
+.DEFAULT_GOAL := help
 
 NPROC := $(shell nproc 2>/dev/null || echo 2)
 VERSION := $(shell sed -n 's/^version *= *"\([^"]*\)".*/\1/p' Cargo.toml | head -n 1)
 SOVERSION := $(firstword $(subst ., ,$(VERSION)))
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-# Deferred (=): evaluated when a recipe runs, i.e. after `deps` has installed them.
+# Deferred (=): evaluated when a recipe runs, i.e. after `deps-system` has installed them.
 FLAVOURS = $(strip $(if $(shell pkg-config --exists ompi-c && echo y),openmpi) \
                    $(if $(shell pkg-config --exists mpich && echo y),mpich))
 # Per flavour: pkg-config name, MPI compiler, launcher.
@@ -54,10 +63,17 @@ export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 TARGET_BASE ?= target
 CARGO_OMPI = MPI_PKG_CONFIG=ompi-c CARGO_TARGET_DIR=$(TARGET_BASE)/openmpi cargo
 
+# iproute2 (ip, tc) and nftables: the emulated cluster (make demo, bench-smoke, bench).
 DEPS_PKGS := libopenmpi-dev openmpi-bin libmpich-dev mpich gfortran cmake libclang-dev \
-             nftables pkg-config g++ binutils python3-venv python3-dev
+             nftables iproute2 pkg-config g++ binutils python3-venv python3-dev
 
-deps:
+help:
+	@sed -n '/^#   make /,/^#$$/{/^#$$/q;s/^#//;p}' $(firstword $(MAKEFILE_LIST))
+
+deps: deps-system deps-rust pydeps
+
+# The Debian packages; Rust (cargo 1.75 or later) comes from rustup, not from here.
+deps-system:
 	@missing=""; \
 	for p in $(DEPS_PKGS); do \
 	  dpkg-query -W -f='$${Status}' "$$p" 2>/dev/null | grep -q 'install ok installed' \
@@ -70,6 +86,9 @@ deps:
 	else \
 	  echo "deps: system packages present"; \
 	fi
+	@command -v cargo >/dev/null || { echo "deps: no cargo: install Rust 1.75 or later with rustup (https://rustup.rs), then run make again" >&2; exit 1; }
+
+deps-rust:
 	@if command -v rustup >/dev/null; then \
 	  for c in rustfmt clippy; do \
 	    rustup component list --installed | grep -q "^$$c" || rustup component add $$c; \
@@ -77,11 +96,10 @@ deps:
 	else \
 	  echo "deps: no rustup; relying on the installed cargo fmt and clippy"; \
 	fi
-	@$(MAKE) --no-print-directory pydeps
 
 # mpi4py for the Python program of the tests (c-tests: int_mpi4py_preload), from PyPI,
 # built from source against each flavour's MPI (MPICC): one venv per flavour,
-# build/<flavour>/venv (make lib leaves it alone).
+# build/<flavour>/venv (make lib leaves it alone). Only `make test` (through deps) needs it.
 MPI4PY_VERSION := 4.1.2
 pydeps:
 	@for f in $(FLAVOURS); do \
@@ -98,18 +116,25 @@ pydeps:
 	done
 
 lib:
-	@[ -n "$(FLAVOURS)" ] || { echo "lib: no MPI found by pkg-config (ompi-c, mpich): run make deps" >&2; exit 1; }
-	@for f in $(FLAVOURS); do \
-	  case $$f in openmpi) pc=$(pc_openmpi) ;; mpich) pc=$(pc_mpich) ;; esac; \
-	  echo "== lib: $$f (MPI_PKG_CONFIG=$$pc CARGO_TARGET_DIR=$(TARGET_BASE)/$$f cargo build --release)"; \
-	  MPI_PKG_CONFIG=$$pc CARGO_TARGET_DIR=$(TARGET_BASE)/$$f cargo build --release; \
-	  d=build/$$f; rm -rf $$d/lib $$d/include; mkdir -p $$d/lib $$d/include; \
-	  install -m 0755 $(TARGET_BASE)/$$f/release/libmpicast.so $$d/lib/libmpicast.so.$(VERSION); \
+	@[ -n "$(FLAVOURS)" ] || { echo "lib: no MPI found by pkg-config (ompi-c, mpich): run make deps-system" >&2; exit 1; }
+	@for f in $(FLAVOURS); do $(MAKE) --no-print-directory lib-$$f; done
+
+# One flavour: the library (and its headers) into build/<flavour>/lib and include, the command
+# line into build/<flavour>/bin/mpicast (it links no MPI: every flavour's build is the same
+# program, copied so that it finds the runner beside it), and the runner,
+# build/<flavour>/bin/mpicast-goal-run (tools/goal.mk).
+lib-openmpi lib-mpich: lib-%:
+	@pkg-config --exists $(pc_$*) || { echo "lib-$*: pkg-config finds no $(pc_$*): run make deps-system" >&2; exit 1; }
+	@echo "== lib: $* (MPI_PKG_CONFIG=$(pc_$*) CARGO_TARGET_DIR=$(TARGET_BASE)/$* cargo build --release)"
+	@MPI_PKG_CONFIG=$(pc_$*) CARGO_TARGET_DIR=$(TARGET_BASE)/$* cargo build --release
+	@d=build/$*; rm -rf $$d/lib $$d/include; mkdir -p $$d/lib $$d/include $$d/bin; \
+	  install -m 0755 $(TARGET_BASE)/$*/release/libmpicast.so $$d/lib/libmpicast.so.$(VERSION); \
 	  ln -s libmpicast.so.$(VERSION) $$d/lib/libmpicast.so.$(SOVERSION); \
 	  ln -s libmpicast.so.$(SOVERSION) $$d/lib/libmpicast.so; \
 	  if [ -d include ]; then cp -R include/. $$d/include/; fi; \
-	  echo "   -> $$d/lib/libmpicast.so.$(VERSION)"; \
-	done
+	  install -m 0755 $(TARGET_BASE)/$*/release/mpicast $$d/bin/mpicast
+	@$(MAKE) --no-print-directory build/$*/bin/mpicast-goal-run
+	@echo "   -> build/$*/lib/libmpicast.so.$(VERSION), build/$*/bin/mpicast, build/$*/bin/mpicast-goal-run"
 
 header:
 	MPICAST_REGEN_HEADER=1 $(CARGO_OMPI) test --test header
@@ -144,34 +169,42 @@ ctest:
 
 test: deps lib goal-tools check unit ctest bench-smoke
 
-DEMO_DIR := build/openmpi/bench
-demo: deps lib
-	@[ -e build/openmpi/lib/libmpicast.so.$(VERSION) ] || { echo "demo: needs the Open MPI build" >&2; exit 1; }
-	@mkdir -p $(DEMO_DIR)
-	$(mpicc_openmpi) -O2 -Wall -Wextra -Werror -o $(DEMO_DIR)/bcast_bench bench/bcast_bench.c
-	@scripts/demo.sh $(CURDIR)/build/openmpi/lib/libmpicast.so.$(VERSION) $(DEMO_DIR)/bcast_bench $(DEMO_DIR)
+# Only what the demo runs: the Open MPI flavour and two benchmark programs; no mpi4py, no
+# MPICH build. scripts/demo.sh picks the emulated cluster or loopback.
+demo: deps-system lib-openmpi
+	@$(MAKE) --no-print-directory build/openmpi/bench/mcast_bench build/openmpi/bench/bcast_bench
+	@scripts/demo.sh
 
-# The emulated cluster of bench/ (network namespaces on a bridge of our own, rate-limited veth
-# links; needs root). mcast_bench is built per flavour into build/<flavour>/bench/.
+# The benchmark programs, per flavour, into build/<flavour>/bench/ ($* is the flavour). The
+# emulated cluster of bench/ runs mcast_bench (network namespaces on a bridge of our own,
+# rate-limited veth links; needs root).
 bench-progs: lib
 	@for f in $(FLAVOURS); do \
-	  case $$f in openmpi) cc=$(mpicc_openmpi) ;; mpich) cc=$(mpicc_mpich) ;; esac; \
-	  mkdir -p build/$$f/bench; \
-	  echo "   $$cc -O2 -Wall -Wextra -Werror -Iinclude -o build/$$f/bench/mcast_bench bench/mcast_bench.c"; \
-	  $$cc -O2 -Wall -Wextra -Werror -Iinclude -o build/$$f/bench/mcast_bench bench/mcast_bench.c; \
-	  $$cc -O2 -Wall -Wextra -Werror -o build/$$f/bench/shim_cost bench/shim_cost.c; \
+	  $(MAKE) --no-print-directory build/$$f/bench/mcast_bench build/$$f/bench/shim_cost; \
 	done
+
+build/%/bench/mcast_bench: bench/mcast_bench.c include/mpicast.h
+	@mkdir -p $(@D)
+	$(mpicc_$*) -O2 -Wall -Wextra -Werror -Iinclude -o $@ $<
+
+build/%/bench/shim_cost: bench/shim_cost.c
+	@mkdir -p $(@D)
+	$(mpicc_$*) -O2 -Wall -Wextra -Werror -o $@ $<
+
+build/%/bench/bcast_bench: bench/bcast_bench.c
+	@mkdir -p $(@D)
+	$(mpicc_$*) -O2 -Wall -Wextra -Werror -o $@ $<
 
 bench-smoke: bench-progs
 	bench/smoke.sh
 
 BENCH_OUT ?=
-bench: deps bench-progs
+bench: deps-system bench-progs
 	bench/full.sh $(BENCH_OUT)
 
 PREFIX ?= /usr/local
 FLAVOUR ?= openmpi
-install: lib
+install: lib-$(FLAVOUR)
 	cmake -S cmake -B build/$(FLAVOUR)/install -DMPICAST_BUILD=$(CURDIR)/build/$(FLAVOUR) \
 	  -DMPICAST_FLAVOUR=$(FLAVOUR) -DCMAKE_INSTALL_PREFIX=$(PREFIX)
 	cmake --install build/$(FLAVOUR)/install

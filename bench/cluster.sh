@@ -358,7 +358,7 @@ run() {
     timeout -k 10 "$tmo" "${cmd[@]}" "$@" &
   fi
   job=$!
-  trap 'kill -TERM "$job" 2>/dev/null; wait "$job" 2>/dev/null; reap; [ -z "$hf" ] || rm -f "$hf"; exit 130' INT TERM
+  trap 'kill -TERM "$job" 2>/dev/null; wait "$job" 2>/dev/null || true; reap; [ -z "$hf" ] || rm -f "$hf"; exit 130' INT TERM
   while kill -0 "$job" 2>/dev/null; do
     if [ -n "$marker" ] && [ -z "$seen" ] && grep -q "^$marker" "$out" 2>/dev/null; then seen=$SECONDS; fi
     if [ -n "$seen" ] && [ $((SECONDS - seen)) -ge "$grace" ]; then

@@ -5,7 +5,7 @@
 
 Reads DIR/*.meta and DIR/*.csv (mcast_bench output) and prints: the machine, one table of the
 broadcast and barrier figures per configuration, the loss runs, the interposition overhead, and
-issue 3's seven targets as measured. Every ratio compares figures of one run (one process, the
+the project's seven performance claims as measured. Every ratio compares figures of one run (one process, the
 variants interleaved round by round), except the loss ratios, which compare back-to-back runs on
 the same cluster. Reports; asserts nothing. No dependencies beyond Python 3.
 """
@@ -198,7 +198,7 @@ def main():
     p(f"Results of `make bench` (bench/full.sh) in `{d}`: {machine()}; "
       f"{dates[0] if dates else '?'} to {dates[-1] if dates else '?'} (UTC).")
     p("")
-    p("Figures: the slowest rank's time per operation, median over repetitions (the seed's figure); "
+    p("Figures: the slowest rank's time per operation, median over repetitions (the figure of Chen, Carrasco and Apon's paper); "
       "every variant of a configuration ran in one process, interleaved round by round. "
       "`wire` is the time of one copy of 1 MiB on the link (1 MiB / link rate); `host/tree` is the "
       "host MPI's time over mpicast's (tree scouts) at the same size, above 1 = mpicast faster. "
@@ -266,8 +266,8 @@ def main():
               f"{statistics.median(os_):+.2f}% | {os_[0]:+.2f} to {os_[-1]:+.2f}% | {r.load()} |")
         p("")
 
-    # Targets of issue 3, as measured.
-    p("Targets of issue 3 as measured here (reported, not asserted):")
+    # The performance claims of README.md and BENCHMARKS.md, as measured.
+    p("The performance claims as measured here (reported, not asserted):")
     p("")
 
     def best(r, s):

@@ -38,4 +38,31 @@ for prog in int_bcast_linked api_header_cxx; do
   first=$(head -n 1 <<<"$order" | cut -d: -f2)
   [ "$first" = libmpicast.so.0 ] || fail "$prog: libmpicast.so.0 must come before the MPI library"
 done
+# Linked after the MPI library (`-lmpi -lmpicast`), mpicast is loaded but never called: it
+# says so once (from rank 0) when it is loaded; linked before it, it says nothing.
+: "${MPI_C_COMPILER:?}"
+mpilib=$(readelf -d "$TC_BINDIR/int_bcast" | sed -n 's/.*(NEEDED).*\[\(libmpi[^]]*\)\].*/\1/p' | head -n 1)
+[ -n "$mpilib" ] || fail "cannot tell the MPI library int_bcast links"
+cat >"$TC_WORK/order.c" <<'EOF'
+#include <mpi.h>
+#include <stdio.h>
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int x = 0;
+  MPI_Bcast(&x, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  MPI_Finalize();
+  return 0;
+}
+EOF
+"$MPI_C_COMPILER" "$TC_WORK/order.c" -o "$TC_WORK/right" -L"$dir" -lmpicast -Wl,-rpath,"$dir"
+"$MPI_C_COMPILER" "$TC_WORK/order.c" -o "$TC_WORK/wrong" -Wl,--no-as-needed -l:"$mpilib" \
+  -L"$dir" -lmpicast -Wl,-rpath,"$dir"
+launch 2 linked
+for w in right wrong; do
+  timeout -k 10 60 "${LAUNCH[@]}" "$TC_WORK/$w" >"$TC_WORK/$w.out" 2>&1 || fail "$w: the program failed"
+  n=$(grep -c 'libmpicast comes after it on the link line' "$TC_WORK/$w.out" || true)
+  want=$([ $w = wrong ] && echo 1 || echo 0)
+  [ "$n" = "$want" ] || { cat "$TC_WORK/$w.out"; fail "$w order: $n warnings, want $want"; }
+done
+note "link order: the wrong order warned once, the right one not at all"
 echo "check_link: ok"

@@ -206,12 +206,13 @@ pub const VARIABLES: &[(&str, &str, &str)] = &[
         "auto",
         "smaller broadcasts go to the host MPI; 0 multicasts every size (suffixes k, m, KiB, MiB); \
          auto: 32 KiB with 3 or more multicasting hosts, never with 2 (the largest crossover \
-         measured, at 1 Gbit/s; on 100 Mbit/s links 2 KiB is enough, see BENCHMARKS.md)",
+         measured, at 1 Gbit/s; on 100 Mbit/s links 1500 B to 4 KiB is enough)",
     ),
     (
         "MPICAST_FRAG_BYTES",
         "auto",
-        "datagram payload size 64..=65000; auto derives it from the interface MTU",
+        "largest datagram payload 64..=65000: the size used is the smaller of this and what \
+         the smallest MTU among the ranks allows; auto: what the MTU allows",
     ),
     (
         "MPICAST_RCVBUF",
@@ -221,7 +222,9 @@ pub const VARIABLES: &[(&str, &str, &str)] = &[
     (
         "MPICAST_TIMEOUT_MS",
         "30000",
-        "an operation with no progress for this many milliseconds fails (> 0)",
+        "bound on every wait mpicast adds (> 0): an operation without progress, or a setup \
+         that not every rank joins, this long ends the job with a message naming the missing \
+         ranks and why",
     ),
     (
         "MPICAST_PROBE_MS",
@@ -236,7 +239,9 @@ pub const VARIABLES: &[(&str, &str, &str)] = &[
     (
         "MPICAST_VERBOSE",
         "0",
-        "diagnostics on stderr: 0 warnings only, 1 setup decisions, 2 also every operation",
+        "diagnostics on stderr: 0 warnings only; 1 setup decisions and each communicator's \
+         threshold and why; 2 also every operation, and every call handed to the host MPI \
+         with the reason",
     ),
     (
         "MPICAST_PROGRESS",
@@ -533,6 +538,149 @@ impl Config {
     }
 }
 
+/// The settings that every rank of a communicator must share, as (variable, value) in one
+/// canonical spelling: ranks that differ in any of them would take different paths for the
+/// same call (one multicasting, another waiting in the host MPI), draw groups from other
+/// ranges, or cut datagrams differently. Values are the ones in force (for a communicator,
+/// after its hints). Settings that may differ between ranks are not listed: the interface
+/// (hosts may name theirs differently), buffer sizes (the setup takes the smallest),
+/// timeouts, statistics, verbosity and the GOAL settings.
+impl Config {
+    pub fn agreed(&self) -> Vec<(&'static str, String)> {
+        let on = |b: bool| if b { "1" } else { "0" }.to_string();
+        let (g, gp) = self.group;
+        let (lo, hi) = self.ports;
+        vec![
+            ("MPICAST_DISABLE", on(self.disable)),
+            (
+                "MPICAST_SYNC",
+                match self.sync {
+                    SyncAlgo::Tree => "tree",
+                    SyncAlgo::Linear => "linear",
+                }
+                .to_string(),
+            ),
+            (
+                "MPICAST_TOPO",
+                match self.topo {
+                    Topo::Auto => "auto",
+                    Topo::Flat => "flat",
+                    Topo::Leaders => "leaders",
+                }
+                .to_string(),
+            ),
+            (
+                "MPICAST_MIN_BYTES",
+                match self.min_bytes {
+                    MinBytes::Auto => "auto".to_string(),
+                    MinBytes::Fixed(n) => n.to_string(),
+                },
+            ),
+            ("MPICAST_EAGER_BYTES", self.eager_bytes.to_string()),
+            (
+                "MPICAST_FRAG_BYTES",
+                self.frag_bytes
+                    .map_or_else(|| "auto".to_string(), |n| n.to_string()),
+            ),
+            ("MPICAST_GROUP", format!("{g}/{gp}")),
+            (
+                "MPICAST_PORT",
+                if lo == hi {
+                    lo.to_string()
+                } else {
+                    format!("{lo}-{hi}")
+                },
+            ),
+            ("MPICAST_TTL", self.ttl.to_string()),
+            ("MPICAST_ROOT_WAITS", on(self.root_waits)),
+        ]
+    }
+
+    /// One line of `agreed()`: `NAME=value` pairs (without the prefix), space-separated.
+    pub fn agreed_line(&self) -> String {
+        let parts: Vec<String> = self
+            .agreed()
+            .iter()
+            .map(|(k, v)| format!("{}={v}", &k[PREFIX.len()..]))
+            .collect();
+        parts.join(" ")
+    }
+}
+
+/// Reads a line made by [`Config::agreed_line`] back into (variable, value) pairs; words
+/// that are not `NAME=value` are skipped.
+pub fn parse_agreed_line(line: &str) -> Vec<(String, String)> {
+    line.split_whitespace()
+        .filter_map(|w| w.split_once('='))
+        .map(|(k, v)| (format!("{PREFIX}{k}"), v.to_string()))
+        .collect()
+}
+
+/// Where ranks disagree: one line per variable whose value is not the same on every rank
+/// listed, naming each value and the ranks that have it (the most common value first).
+/// `ranks[i]` holds rank `i`'s (variable, value) pairs; `None` for a rank not known.
+pub fn differences(ranks: &[(u32, Vec<(String, String)>)]) -> Vec<String> {
+    let mut names: Vec<&str> = Vec::new();
+    for (_, kv) in ranks {
+        for (k, _) in kv {
+            if !names.contains(&k.as_str()) {
+                names.push(k);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for name in names {
+        // value -> ranks, in first-seen order.
+        let mut groups: Vec<(String, Vec<u32>)> = Vec::new();
+        for (r, kv) in ranks {
+            let v = kv
+                .iter()
+                .find(|(k, _)| k == name)
+                .map_or_else(|| "(not set)".to_string(), |(_, v)| v.clone());
+            match groups.iter_mut().find(|(gv, _)| *gv == v) {
+                Some((_, rs)) => rs.push(*r),
+                None => groups.push((v, vec![*r])),
+            }
+        }
+        if groups.len() < 2 {
+            continue;
+        }
+        groups.sort_by_key(|g| std::cmp::Reverse(g.1.len()));
+        let parts: Vec<String> = groups
+            .iter()
+            .map(|(v, rs)| format!("{v} on {}", rank_list(rs)))
+            .collect();
+        out.push(format!("{name}: {}", parts.join("; ")));
+    }
+    out
+}
+
+/// "rank 3", "ranks 0-2, 5": ascending, runs collapsed.
+pub fn rank_list(ranks: &[u32]) -> String {
+    let mut rs = ranks.to_vec();
+    rs.sort_unstable();
+    rs.dedup();
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < rs.len() {
+        let mut j = i;
+        while j + 1 < rs.len() && rs[j + 1] == rs[j] + 1 {
+            j += 1;
+        }
+        parts.push(match j - i {
+            0 => rs[i].to_string(),
+            1 => format!("{}, {}", rs[i], rs[j]),
+            _ => format!("{}-{}", rs[i], rs[j]),
+        });
+        i = j + 1;
+    }
+    format!(
+        "{} {}",
+        if rs.len() == 1 { "rank" } else { "ranks" },
+        parts.join(", ")
+    )
+}
+
 /// The smallest broadcast that goes by multicast.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MinBytes {
@@ -659,10 +807,26 @@ fn has_prefix(name: &str) -> bool {
 
 /// Variables of mpicast's command-line tools, not of the library: a tool that exports one
 /// starts ranks that inherit it, so the library accepts them and ignores them.
-pub const TOOL_VARIABLES: &[&str] = &["MPICAST_GOAL_RUNNER"];
+pub const TOOL_VARIABLES: &[&str] = &["MPICAST_GOAL_RUNNER", "MPICAST_CLI"];
 
 fn is_known(name: &str) -> bool {
-    VARIABLES.iter().any(|(n, _, _)| *n == name) || TOOL_VARIABLES.contains(&name)
+    VARIABLES.iter().any(|(n, _, _)| *n == name)
+        || TOOL_VARIABLES.contains(&name)
+        || owned_by_other_tools(name)
+}
+
+/// Names with our prefix that other tools set for their own purposes, in any letter case:
+/// CMake's `find_package(mpicast)` reads `mpicast_DIR` and `mpicast_ROOT` (and
+/// `MPICAST_ROOT`), and module systems and package managers export `<PKG>_HOME`, `_DIR`,
+/// `_ROOT` and `_PREFIX` for what they install. They are not settings of the library, so
+/// they are let through (and ignored); anything else with the prefix is still checked.
+pub const OTHER_TOOLS_SUFFIXES: &[&str] = &["ROOT", "DIR", "HOME", "PREFIX"];
+
+fn owned_by_other_tools(name: &str) -> bool {
+    has_prefix(name)
+        && OTHER_TOOLS_SUFFIXES
+            .iter()
+            .any(|s| name[PREFIX.len()..].eq_ignore_ascii_case(s))
 }
 
 fn unknown_var(name: &str, value: &str) -> ConfigError {
@@ -1170,6 +1334,68 @@ mod tests {
             Config::from_vars([("MPICAST_GOAL_RUNNER", "/opt/mpicast-goal-run")]).unwrap(),
             Config::default()
         );
+    }
+
+    #[test]
+    fn names_other_tools_own_pass() {
+        // CMake's find_package, module systems and package managers set these.
+        for name in [
+            "MPICAST_ROOT",
+            "mpicast_ROOT",
+            "mpicast_DIR",
+            "MPICAST_HOME",
+            "MPICAST_PREFIX",
+            "Mpicast_Dir",
+        ] {
+            assert_eq!(
+                Config::from_vars([(name, "/opt/mpicast")]),
+                Ok(Config::default()),
+                "{name}"
+            );
+        }
+        // A real typo still stops, with the suggestion; so does a name that only ends alike.
+        let e = Config::from_vars([("MPICAST_ROOT_WAIT", "1")]).unwrap_err();
+        assert!(
+            e.expected.contains("did you mean MPICAST_ROOT_WAITS?"),
+            "{}",
+            e.expected
+        );
+        assert!(Config::from_vars([("MPICAST_LIB_DIR", "/x")]).is_err());
+        assert!(Config::from_vars([("MPICAST_DIRS", "/x")]).is_err());
+    }
+
+    #[test]
+    fn agreed_settings_round_trip_and_differences() {
+        let a = Config::default();
+        let b =
+            Config::from_vars([("MPICAST_MIN_BYTES", "0"), ("MPICAST_SYNC", "linear")]).unwrap();
+        let line = a.agreed_line();
+        assert!(line.contains("MIN_BYTES=auto") && line.contains("PORT=23000-23999"));
+        let back = parse_agreed_line(&line);
+        let want: Vec<(String, String)> = a
+            .agreed()
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+        assert_eq!(back, want);
+        assert_ne!(a.agreed_line(), b.agreed_line());
+        let ranks = vec![
+            (0, parse_agreed_line(&a.agreed_line())),
+            (1, parse_agreed_line(&b.agreed_line())),
+            (2, parse_agreed_line(&a.agreed_line())),
+            (3, parse_agreed_line(&a.agreed_line())),
+        ];
+        let d = differences(&ranks);
+        assert_eq!(
+            d,
+            vec![
+                "MPICAST_SYNC: tree on ranks 0, 2, 3; linear on rank 1".to_string(),
+                "MPICAST_MIN_BYTES: auto on ranks 0, 2, 3; 0 on rank 1".to_string(),
+            ]
+        );
+        assert!(differences(&ranks[..1]).is_empty());
+        assert_eq!(rank_list(&[5, 0, 1, 2, 7, 8]), "ranks 0-2, 5, 7, 8");
+        assert_eq!(rank_list(&[4]), "rank 4");
     }
 
     #[test]

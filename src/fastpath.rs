@@ -1,6 +1,6 @@
 //! The host's own path below the threshold: what the exported `MPI_Bcast` reads before
 //! anything else, so that a broadcast smaller than every communicator's threshold reaches
-//! `PMPI_Bcast` after a handful of instructions (issue 3's seventh target: the shim's cost on
+//! `PMPI_Bcast` after a handful of instructions (the shim's cost on
 //! this path is the whole interposition overhead).
 //!
 //! Everything the decision needs sits in 4160 bytes: a 64-byte header (the threshold word, the

@@ -14,6 +14,7 @@ pub mod net;
 pub mod coll;
 pub mod fastpath;
 pub mod ffi;
+pub mod presence;
 pub mod session;
 pub mod stats;
 pub mod transport;

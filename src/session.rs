@@ -20,6 +20,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::os::raw::c_int;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 /// Why a call cannot go through mpicast at all.
 #[derive(Debug)]
@@ -150,6 +151,9 @@ pub fn started() -> Option<&'static Session> {
 
 fn start() -> Result<Arc<Session>, SessionError> {
     host::flavour::check().map_err(SessionError::Flavour)?;
+    // Registered at MPI_Init where mpicast saw it; here for the paths it did not see (a bad
+    // setting is registered too, as such).
+    crate::presence::register();
     let cfg = Config::from_env().map_err(SessionError::Config)?;
     static STATE: host::attr::Callbacks = host::attr::Callbacks {
         copy: None,
@@ -168,7 +172,9 @@ fn start() -> Result<Arc<Session>, SessionError> {
     let self_keyval = host::attr::create_keyval(&FINALIZE).map_err(SessionError::Mpi)?;
     host::attr::set(host::comm_self(), self_keyval, 0).map_err(SessionError::Mpi)?;
     let world_rank = host::comm::rank(host::comm_world()).map_err(SessionError::Mpi)?;
-    if !cfg.disable {
+    // With MPICAST_VERBOSE=2 every broadcast takes the long way, where the ones handed to the
+    // host MPI are logged with the reason.
+    if !cfg.disable && cfg.verbose < 2 {
         // The fast path reads the table only once the floor is set.
         host::buffer::init_predefined();
         let concurrent = host::query_thread() == host::thread_multiple();
@@ -188,21 +194,32 @@ fn start() -> Result<Arc<Session>, SessionError> {
 }
 
 impl Session {
+    /// This process's rank in MPI_COMM_WORLD.
+    pub fn world_rank(&self) -> u32 {
+        self.world_rank
+    }
+
     /// True while MPI is initialised and not finalised, without asking MPI: the session
     /// exists only after MPI_Init, and learns of MPI_Finalize through its attribute.
     pub fn active(&self) -> bool {
         !self.finalized.load(Ordering::Acquire)
     }
 
-    /// The state of `comm`, made on first use. Collective over `comm` when it is made, which
-    /// is fine: the first collective call on a communicator is made by all its ranks.
-    pub fn comm_state(&self, comm: MPI_Comm) -> Result<Arc<Mutex<CommState>>, host::MpiError> {
+    /// The state of `comm`, made on first use by `call` (a name for messages). Collective
+    /// over `comm` when it is made: the first collective call on a communicator is made by
+    /// all its ranks, but a rank that did not load mpicast, or whose settings or count sent
+    /// its call to the host MPI, never comes; the wait for them is bounded (`private_dup`).
+    pub fn comm_state(
+        &self,
+        comm: MPI_Comm,
+        call: &str,
+    ) -> Result<Arc<Mutex<CommState>>, host::MpiError> {
         if let Some(token) = host::attr::get(comm, self.keyval)? {
             if let Some(st) = self.registry.lock().unwrap().get(&token) {
                 return Ok(st.clone());
             }
         }
-        let state = Arc::new(Mutex::new(self.make_state(comm)?));
+        let state = Arc::new(Mutex::new(self.make_state(comm, call)?));
         let token = self.new_token();
         self.registry.lock().unwrap().insert(token, state.clone());
         host::attr::set(comm, self.keyval, token)?;
@@ -264,7 +281,7 @@ impl Session {
         Ok(map)
     }
 
-    fn make_state(&self, comm: MPI_Comm) -> Result<CommState, host::MpiError> {
+    fn make_state(&self, comm: MPI_Comm, call: &str) -> Result<CommState, host::MpiError> {
         let size = host::comm::size(comm)?;
         let rank = host::comm::rank(comm)?;
         let mut cfg = self.cfg.clone();
@@ -277,7 +294,10 @@ impl Session {
             }
         }
         cfg = cfg.with_hints(&h);
-        let private = host::comm::dup(comm)?;
+        let private = self.private_dup(comm, size, rank, call)?;
+        if size > 1 {
+            agree_on_settings(comm, private, rank, &cfg, call)?;
+        }
         let path = if size == 1 {
             Path::Alone
         } else if cfg.disable || h.enabled == Some(false) {
@@ -295,6 +315,9 @@ impl Session {
             _ => size,
         };
         let min_bytes = cfg.min_bytes.resolve(members);
+        if cfg.verbose >= 1 && rank == 0 && size > 1 {
+            say(&describe_path(size, &path, min_bytes, &cfg, members));
+        }
         Ok(CommState {
             private: host::SendComm(private),
             size,
@@ -304,6 +327,68 @@ impl Session {
             path,
             min_bytes,
         })
+    }
+
+    /// The private duplicate of `comm` (PMPI_Comm_idup), waiting at most
+    /// `MPICAST_TIMEOUT_MS` for the other ranks to come. A rank that waits longer than a
+    /// second says so in the launcher's name service (`presence::waiting`); one that waits
+    /// in vain ends the job with one message saying which ranks did not come and why
+    /// (`presence::explain`). The other ranks are in the host MPI's collective of the same
+    /// call, or elsewhere, and the job cannot go on without them.
+    fn private_dup(
+        &self,
+        comm: MPI_Comm,
+        size: u32,
+        rank: u32,
+        call: &str,
+    ) -> Result<MPI_Comm, host::MpiError> {
+        if size == 1 {
+            return host::comm::dup(comm);
+        }
+        let mut dup = host::comm::Idup::start(comm)?;
+        let started = Instant::now();
+        let timeout = Duration::from_millis(self.cfg.timeout_ms);
+        let mut said = None;
+        let mut pause = Duration::from_micros(1);
+        loop {
+            if let Some(c) = dup.test()? {
+                drop(said);
+                return Ok(c);
+            }
+            let waited = started.elapsed();
+            if said.is_none() && waited > Duration::from_secs(1) {
+                said = Some(crate::presence::waiting(call, size));
+            }
+            if waited > timeout {
+                let missing: Vec<u32> = (0..size).filter(|&r| r != rank).collect();
+                let cfg = self.cfg.clone();
+                let call = call.to_string();
+                crate::presence::die_once(comm, move || {
+                    format!(
+                        "mpicast: {call} on a communicator of {size} ranks (this is rank {rank}): \
+                         not every rank came to mpicast's setup of the communicator within {} ms \
+                         (MPICAST_TIMEOUT_MS){}\n  aborting",
+                        timeout.as_millis(),
+                        crate::presence::explain(
+                            comm,
+                            rank,
+                            &cfg,
+                            &missing,
+                            "they are in another call, or their call went to the host MPI \
+                             (for MPI_Bcast: a count or datatype that makes their message \
+                             smaller than MPICAST_MIN_BYTES)"
+                        )
+                    )
+                });
+            }
+            // MPI progresses inside PMPI_Test: look often at first, then every millisecond.
+            if pause < Duration::from_micros(50) {
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(pause);
+            }
+            pause = (pause * 2).min(Duration::from_millis(1));
+        }
     }
 
     /// Collective over `private`: how this communicator multicasts, from where its ranks
@@ -365,11 +450,15 @@ impl Session {
             Ok(ch) => Some(ch),
             Err(reason) => {
                 crate::stats::add(&crate::stats::COUNTERS.fallbacks, 1);
-                if rank == 0 {
-                    say(&format!(
-                        "mpicast: warning: multicast unavailable for a communicator of {size} ranks: {reason}; using the host MPI for it"
-                    ));
-                }
+                // About once in the job: every communicator meets the same interface problem.
+                crate::presence::say_once(
+                    comm,
+                    &format!(
+                        "mpicast: warning: multicast unavailable: {}; the host MPI carries the \
+                         collectives of the communicators concerned",
+                        reason.trim_start_matches("mpicast: ")
+                    ),
+                );
                 None
             }
         })
@@ -446,6 +535,7 @@ impl Session {
         if let Some(r) = self.responder.lock().unwrap().take() {
             r.stop();
         }
+        crate::presence::unregister();
     }
 }
 
@@ -470,6 +560,102 @@ impl CommState {
             self.private = host::SendComm(host::comm_null());
         }
     }
+}
+
+/// `MPICAST_VERBOSE=1`: how a communicator's collectives are carried, and the threshold in
+/// force for its broadcasts, with where that number comes from.
+fn describe_path(size: u32, path: &Path, min_bytes: usize, cfg: &Config, members: u32) -> String {
+    let head = format!("mpicast: a communicator of {size} ranks");
+    match path {
+        Path::Host(why) => format!("{head}: the host MPI carries its collectives ({why})"),
+        Path::Alone => format!("{head}: nothing to move"),
+        Path::Mcast(_) | Path::Hier(_) => {
+            let threshold = if min_bytes == usize::MAX {
+                "no broadcast multicasts".to_string()
+            } else {
+                format!("broadcasts of {min_bytes} bytes and more multicast, smaller ones go to the host MPI")
+            };
+            let why =
+                match cfg.min_bytes {
+                    crate::config::MinBytes::Fixed(_) => {
+                        "MPICAST_MIN_BYTES (or the mpicast_min_bytes hint)".to_string()
+                    }
+                    crate::config::MinBytes::Auto if members <= 2 => {
+                        format!(
+                    "MPICAST_MIN_BYTES=auto: {members} {} multicast, and with two the host \
+                     MPI's point-to-point is faster at every size",
+                    if matches!(path, Path::Hier(_)) { "hosts" } else { "ranks" }
+                )
+                    }
+                    crate::config::MinBytes::Auto => {
+                        format!(
+                    "MPICAST_MIN_BYTES=auto: {members} {} multicast; 32 KiB is the largest \
+                     crossover measured (1 Gbit/s links); on 100 Mbit/s links 1500-4096 \
+                     bytes is enough (set MPICAST_MIN_BYTES)",
+                    if matches!(path, Path::Hier(_)) { "hosts" } else { "ranks" }
+                )
+                    }
+                };
+            format!("{head}: {threshold} ({why})")
+        }
+    }
+}
+
+/// Collective over `private`, the new duplicate of `comm` (every rank has come): the call
+/// that set it up and the settings that must be the same on every rank are compared by a
+/// digest; where they differ, every rank's are gathered and the job ends with one message
+/// from rank 0 naming each variable, its values and their ranks. (Ranks whose settings send
+/// one call to mpicast and another to the host MPI can meet in the setup from different
+/// calls: a broadcast on some ranks, the barrier after it on the others.)
+fn agree_on_settings(
+    comm: MPI_Comm,
+    private: MPI_Comm,
+    rank: u32,
+    cfg: &Config,
+    call: &str,
+) -> Result<(), host::MpiError> {
+    let line = format!("CALL={call} {}", cfg.agreed_line());
+    let digest = crate::presence::digest(line.as_bytes());
+    let all = host::comm::allgather_bytes(private, &digest.to_le_bytes())?;
+    if all.chunks(8).all(|c| c == digest.to_le_bytes()) {
+        return Ok(());
+    }
+    const LINE: usize = 512;
+    let mut mine = [0u8; LINE];
+    let n = line.len().min(LINE);
+    mine[..n].copy_from_slice(&line.as_bytes()[..n]);
+    let lines = host::comm::allgather_bytes(private, &mine)?;
+    let ranks: Vec<(u32, Vec<(String, String)>)> = lines
+        .chunks(LINE)
+        .enumerate()
+        .map(|(r, b)| {
+            let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+            (
+                r as u32,
+                crate::config::parse_agreed_line(&String::from_utf8_lossy(&b[..end])),
+            )
+        })
+        .collect();
+    let diffs: Vec<String> = crate::config::differences(&ranks)
+        .into_iter()
+        .map(|d| d.replace("MPICAST_CALL:", "the call that set it up:"))
+        .collect();
+    let msg = format!(
+        "mpicast: the ranks of a communicator of {} ranks do not agree on how to set it up \
+         for mpicast (every rank must see the same MPICAST_* values and MPI_Info hints: \
+         mpirun -x NAME=value, or Hydra's -genv; and make the same calls):\n  {}\n  aborting",
+        ranks.len(),
+        diffs.join("\n  ")
+    );
+    if rank == 0 {
+        say(&msg);
+        // A launcher that kills the job on MPI_Abort may drop what it has not forwarded yet.
+        std::thread::sleep(Duration::from_millis(300));
+        host::abort(comm, 1);
+    }
+    // Rank 0 ends the job; the others wait for it quietly.
+    std::thread::sleep(Duration::from_secs(10));
+    host::abort(comm, 1)
 }
 
 fn on_comm_delete(token: usize) {

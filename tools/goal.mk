@@ -5,8 +5,10 @@
 #   make goal-tools   build/<flavour>/bin/mpicast-goal-run for every flavour of FLAVOURS
 #   make goal-bench   build/<flavour>/bench/goal_bench for every flavour (bench/goal.sh runs it)
 #
-# Both link libmpicast of their flavour (build/<flavour>/lib, run `make lib` first) with an
-# rpath to it, so they run from the source tree without LD_LIBRARY_PATH.
+# Both link libmpicast of their flavour (build/<flavour>/lib, run `make lib` first) and find it
+# at run time without LD_LIBRARY_PATH. The runner looks in ../lib (and ../lib64) relative to
+# its own directory: build/<flavour>/lib in the source tree, PREFIX/lib once `make install`
+# has put it in PREFIX/bin. The benchmark has an absolute rpath to build/<flavour>/lib.
 
 FLAVOURS ?= openmpi mpich
 mpicc_openmpi ?= mpicc.openmpi
@@ -29,7 +31,7 @@ goal-bench:
 build/%/bin/mpicast-goal-run: tools/goal_run.c include/mpicast.h build/%/lib/libmpicast.so
 	@mkdir -p $(@D)
 	$(mpicc_$*) $(GOAL_CFLAGS) -Iinclude $< -L$(abspath build/$*/lib) -lmpicast \
-	  -Wl,-rpath,$(abspath build/$*/lib) -o $@
+	  -Wl,-rpath,'$$ORIGIN/../lib:$$ORIGIN/../lib64' -o $@
 
 build/%/bench/goal_bench: bench/goal_bench.c include/mpicast.h build/%/lib/libmpicast.so
 	@mkdir -p $(@D)

@@ -12,7 +12,8 @@
  * nested structs, indexed, hindexed, indexed_block, hindexed_block, vectors with negative
  * strides, resized types with a negative lower bound, subarrays in C and Fortran order,
  * darrays and dups, with blocks listed in or out of memory order and often without holes
- * (dense types listed out of order are what a layout test that ignores order gets wrong).
+ * (dense types listed out of order are what a layout test that ignores order gets wrong);
+ * one case in eight passes MPI_BOTTOM with the elements at absolute addresses.
  *
  *   int_dtype_diff [--cases N] [--seed S] [--first C] [--max-bytes B]
  *
@@ -438,7 +439,22 @@ int main(int argc, char **argv) {
     uint8_t *at[3];
     for (int w = 0; w < 3; w++) at[w] = mem[w] + margin - lo;
 
-    int rc = MPI_Bcast(at[0], me.count, me.type, root, MPI_COMM_WORLD);
+    /* One case in eight (per rank) passes MPI_BOTTOM and the same elements as one struct of
+     * absolute addresses, as Fortran programs do. */
+    uint64_t how = mixin(shared, (uint64_t)rank + 99);
+    int rc;
+    if (tc_rand(&how) % 8 == 0) {
+      MPI_Datatype abs_type;
+      MPI_Aint where;
+      MPI_Get_address(at[0], &where);
+      MPI_Type_create_struct(1, &me.count, &where, &me.type, &abs_type);
+      MPI_Type_commit(&abs_type);
+      rc = MPI_Bcast(MPI_BOTTOM, 1, abs_type, root, MPI_COMM_WORLD);
+      MPI_Type_free(&abs_type);
+      say(&me.desc, " (MPI_BOTTOM)");
+    } else {
+      rc = MPI_Bcast(at[0], me.count, me.type, root, MPI_COMM_WORLD);
+    }
     if (rc != MPI_SUCCESS) tc_fail("case %lld: MPI_Bcast returned %d", c, rc);
     rc = PMPI_Bcast(at[1], me.count, me.type, root, MPI_COMM_WORLD);
     if (rc != MPI_SUCCESS) tc_fail("case %lld: PMPI_Bcast returned %d", c, rc);

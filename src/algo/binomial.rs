@@ -1,4 +1,4 @@
-//! Broadcast on a binomial tree, generated as in seed 004's Listing 2: in round r, a rank
+//! Broadcast on a binomial tree, generated as in the GOAL paper's Listing 2: in round r, a rank
 //! whose rank relative to the root is below 2^r sends to the one 2^r above it, after its own
 //! receive; the ranks in [2^r, 2^(r+1)) receive. ceil(log2 n) rounds, every message `len`
 //! bytes of the user buffer (slot 0), tag 0.

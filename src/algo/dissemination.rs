@@ -1,4 +1,4 @@
-//! Allreduce by n-way dissemination with a reduction, generated after seed 004's Listing 3:
+//! Allreduce by n-way dissemination with a reduction, generated after the GOAL paper's Listing 3:
 //! in round r every rank sends its partial result to the `ways` ranks `w * (ways+1)^r` above
 //! it and receives from the `ways` ranks as far below, then folds the received partials into
 //! its own with `exec`. After ceil(log_(ways+1) n) rounds everyone holds the reduction of all.

@@ -1,7 +1,7 @@
 //! Schedule generators: ranks and topology in, a per-rank `Schedule` out. Pure functions with no
 //! I/O; what the actions do on the wire belongs to the transports, when they run to `sched`.
 //! `tree` owns the rank arithmetic of the binary scout tree, `scout` the broadcast and barrier of
-//! seed 002 (scouts gathered over point-to-point, then one multicast).
+//! Chen, Carrasco and Apon's paper (scouts gathered over point-to-point, then one multicast).
 
 pub mod binomial;
 pub mod dissemination;

@@ -1,4 +1,5 @@
-//! Broadcast and barrier over multicast, synchronised by scouts (seed 002, Figs. 3 and 4).
+//! Broadcast and barrier over multicast, synchronised by scouts (Chen, Carrasco, Apon, "MPI Collective Operations over IP
+//! Multicast", 2000, Figs. 3 and 4).
 //! In the seed, multicast loses data sent to a rank that has not entered the collective, so the
 //! root may only multicast once every rank announced itself with a zero-byte scout: gathered up
 //! the binary tree or sent straight to the root. The barrier gathers the same way to rank 0,

@@ -355,7 +355,7 @@ fn run(coll: Coll, scheds: &[Schedule], seed: u64) -> Stats {
     let scouts = if coll.scouted() { u64::from(n) - 1 } else { 0 };
     assert_eq!(
         st.scouts, scouts,
-        "seed {seed}: n - 1 scouts (seed 002), none when eager"
+        "seed {seed}: n - 1 scouts, none when eager"
     );
     assert_eq!(
         st.mcast_sends,

@@ -1,4 +1,4 @@
-//! The binary scout tree of seed 002, laid out like a binary heap over ranks relative to the root:
+//! The binary scout tree of Chen, Carrasco and Apon's paper, laid out like a binary heap over ranks relative to the root:
 //! v = (rank - root) mod n, parent (v - 1) / 2, children 2v + 1 and 2v + 2. Its height is
 //! floor(log2 n), so scouts need that many hops to reach the root.
 

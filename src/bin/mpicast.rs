@@ -32,7 +32,24 @@ use sched::func::{Dtype, Func, Opcode, Predef};
 use std::io::{Read, Write};
 use std::process::ExitCode;
 
+/// `mpicast --help`: the commands.
 const USAGE: &str = "\
+usage: mpicast <command> ...
+       mpicast --help | --version
+
+commands:
+  goal    GOAL programs (collective schedules as text or binary): check, assemble,
+          disassemble, generate, draw, bound, and run them on N ranks of this host's MPI
+          (`mpicast goal --help`)
+
+mpicast is the command line of libmpicast.so, the library that makes MPI_Bcast and
+MPI_Barrier use UDP multicast under an MPI program (LD_PRELOAD; see README.md). These
+commands need no MPI, except `goal run`, which launches one.
+
+Exit status: 0 fine, 1 errors found, 2 bad usage.";
+
+/// `mpicast goal --help`.
+const GOAL_USAGE: &str = "\
 usage: mpicast goal <command> ...
 
   check FILE [--buffer NAME=SIZE]... [--dialect paper|loggopsim]
@@ -49,16 +66,19 @@ usage: mpicast goal <command> ...
   dot FILE
         print the schedule as a Graphviz digraph
   bound FILE --every K [-o OUT] [--dialect D]
-        seed 004's Theorem 4: the same program with a dummy action (calc 0) after every K
-        actions of each rank, so that a sliding window (MPICAST_GOAL_WINDOW) never holds more
-        than K pending dependency counts, at the price of parallelism across dummies
+        the same program with a dummy action (calc 0) after every K actions of each rank,
+        so that a sliding window (MPICAST_GOAL_WINDOW) never holds more than K pending
+        dependency counts (the GOAL paper's bound on pending completions), at the price of
+        parallelism across the dummies
   run FILE -n N [--mpi openmpi|mpich] [--buffer NAME=SIZE]... [--reps R] [--check]
         [--expect bcast|sum-int32] [--dry-run]
         check FILE as `check` does (and that it fits N ranks and names no buffer left out),
-        then run it on N ranks: mpirun.openmpi (default) or mpiexec.mpich launches
-        mpicast-goal-run ($MPICAST_GOAL_RUNNER, else next to this executable, else
-        build/<mpi>/bin/ under the current directory). Without MPICAST_IFACE in the
-        environment the ranks get MPICAST_IFACE=lo MPICAST_TTL=0 (this host only).
+        then run it on N ranks: mpirun.openmpi (default) or mpiexec.mpich
+        launches mpicast-goal-run ($MPICAST_GOAL_RUNNER, else next to this executable,
+        else build/<mpi>/bin/ under the current directory). Without MPICAST_IFACE in the
+        environment the ranks get MPICAST_IFACE=lo MPICAST_TTL=0 (this host's loopback
+        only) and, unless MPICAST_TOPO is set, MPICAST_TOPO=flat, so that the multicast
+        actions multicast between ranks of one host instead of going point to point.
         --check: `buf` must end identical on every rank; --expect bcast: also equal to rank
         0's (the runner's fill pattern), --expect sum-int32: to the int32 sum of every rank's
         initial `buf`; --dry-run prints the command
@@ -66,23 +86,51 @@ usage: mpicast goal <command> ...
 FILE may be `-` for standard input. Exit status: 0 fine, 1 errors found, 2 bad usage.";
 
 enum Fail {
+    /// Bad usage: one line, and a pointer to the help (exit 2).
     Usage(String),
+    /// Bad usage that its one line explains in full (exit 2).
+    UsageLine(String),
+    /// A usage text for stderr (exit 2): a command given nothing to do.
+    UsageText(&'static str),
     Errors,
     Io(String),
     /// Reported already; exit with this status.
     Exit(u8),
 }
 
+/// What `args` (without the program name) asks for, and the help its usage errors point to.
+fn dispatch(args: &[String]) -> (Result<(), Fail>, &'static str) {
+    let top = "mpicast --help";
+    match args.first().map(String::as_str) {
+        None => (Err(Fail::UsageText(USAGE)), top),
+        Some("-h" | "--help") => {
+            println!("{USAGE}");
+            (Ok(()), top)
+        }
+        Some("help") => match args.get(1).map(String::as_str) {
+            None => {
+                println!("{USAGE}");
+                (Ok(()), top)
+            }
+            Some("goal") => {
+                println!("{GOAL_USAGE}");
+                (Ok(()), top)
+            }
+            Some(c) => (Err(Fail::Usage(format!("no command `{c}`"))), top),
+        },
+        Some("-V" | "--version") => {
+            println!("mpicast {}", env!("CARGO_PKG_VERSION"));
+            (Ok(()), top)
+        }
+        Some("goal") => (goal_cmd(&args[1..]), "mpicast goal --help"),
+        Some(o) if o.starts_with('-') => (Err(Fail::Usage(format!("unknown option `{o}`"))), top),
+        Some(other) => (Err(Fail::Usage(format!("unknown command `{other}`"))), top),
+    }
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let result = match args.first().map(String::as_str) {
-        Some("goal") => goal_cmd(&args[1..]),
-        Some("-h" | "--help" | "help") | None => {
-            println!("{USAGE}");
-            Ok(())
-        }
-        Some(other) => Err(Fail::Usage(format!("unknown command `{other}`"))),
-    };
+    let (result, help) = dispatch(&args);
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(Fail::Errors) => ExitCode::from(1),
@@ -92,7 +140,15 @@ fn main() -> ExitCode {
             ExitCode::from(1)
         }
         Err(Fail::Usage(m)) => {
-            eprintln!("mpicast: {m}\n\n{USAGE}");
+            eprintln!("mpicast: {m} (see `{help}`)");
+            ExitCode::from(2)
+        }
+        Err(Fail::UsageLine(m)) => {
+            eprintln!("mpicast: {m}");
+            ExitCode::from(2)
+        }
+        Err(Fail::UsageText(u)) => {
+            eprintln!("{u}");
             ExitCode::from(2)
         }
     }
@@ -286,8 +342,14 @@ fn text(p: &Program, dialect: Dialect) -> Result<String, Fail> {
 
 fn goal_cmd(args: &[String]) -> Result<(), Fail> {
     let Some(cmd) = args.first() else {
-        return Err(Fail::Usage("goal needs a command".into()));
+        return Err(Fail::UsageText(GOAL_USAGE));
     };
+    if matches!(cmd.as_str(), "-h" | "--help" | "help")
+        || args[1..].iter().any(|a| a == "-h" || a == "--help")
+    {
+        println!("{GOAL_USAGE}");
+        return Ok(());
+    }
     let o = opts(&args[1..])?;
     match cmd.as_str() {
         "check" => {
@@ -321,10 +383,19 @@ fn goal_cmd(args: &[String]) -> Result<(), Fail> {
             write_output(o.out.as_deref(), dot::to_dot(&p.program).as_bytes())
         }
         "gen" => {
-            let name = one_file(&o, "gen")?;
+            let name = match o.positional.as_slice() {
+                [a] => a.clone(),
+                [] => return Err(Fail::Usage("gen needs an ALGO".into())),
+                more => {
+                    return Err(Fail::Usage(format!(
+                        "gen takes one ALGO, got {}",
+                        more.join(" ")
+                    )))
+                }
+            };
             let algo = algo_from_name(&name, o.ways, o.op).ok_or_else(|| {
-                Fail::Usage(format!(
-                    "unknown algorithm `{name}` (one of {})",
+                Fail::UsageLine(format!(
+                    "unknown algorithm `{name}`; known: {}",
                     gen::NAMES.join(", ")
                 ))
             })?;
@@ -451,8 +522,8 @@ fn run_cmd(o: &Opts) -> Result<(), Fail> {
         println!("{}", run::render(&l));
         return Ok(());
     }
-    if l.env.iter().any(|(k, _)| k == "MPICAST_IFACE") {
-        eprintln!("mpicast: MPICAST_IFACE is not set: running on loopback (MPICAST_IFACE=lo MPICAST_TTL=0)");
+    if let Some(note) = run::loopback_note(&l) {
+        eprintln!("mpicast: {note}");
     }
     use std::os::unix::process::CommandExt;
     let err = std::process::Command::new(&l.program)

@@ -1,5 +1,5 @@
 //! MPI_Barrier: scouts climb the binary tree to rank 0, which releases everyone with one
-//! zero-data multicast (seed 002, section 3.2).
+//! zero-data multicast (Chen, Carrasco and Apon's paper, section 3.2).
 
 use super::{fail, hier, run, session_or_die};
 use crate::algo;
@@ -10,28 +10,37 @@ use crate::transport::op::{Data, Kind, OpError};
 use crate::transport::Channel;
 use std::os::raw::c_int;
 
-fn to_host(comm: MPI_Comm) -> c_int {
+/// The host MPI's barrier, counted; with `MPICAST_VERBOSE=2` one line says why.
+fn to_host(comm: MPI_Comm, why: &str) -> c_int {
     stats::add(&COUNTERS.barrier_pmpi, 1);
+    if let Some(s) = session::started() {
+        if s.cfg.verbose >= 2 {
+            crate::session::say(&format!(
+                "mpicast: rank {} MPI_Barrier to the host MPI: {why}",
+                s.world_rank()
+            ));
+        }
+    }
     host::pmpi_barrier(comm)
 }
 
 pub fn barrier(comm: MPI_Comm) -> c_int {
     if comm == host::comm_null() {
-        return to_host(comm);
+        return to_host(comm, "MPI_COMM_NULL (the host reports it)");
     }
     let session = match session::started() {
         Some(s) if s.active() => s,
-        Some(_) => return to_host(comm),
-        None if !host::is_active() => return to_host(comm),
+        Some(_) => return to_host(comm, "after MPI_Finalize"),
+        None if !host::is_active() => return to_host(comm, "MPI is not active"),
         None => session_or_die(),
     };
     if session.cfg.disable {
-        return to_host(comm);
+        return to_host(comm, "MPICAST_DISABLE");
     }
     let (Ok(false), Ok(size)) = (host::comm::is_inter(comm), host::comm::size(comm)) else {
-        return to_host(comm);
+        return to_host(comm, "an intercommunicator (or one the host rejects)");
     };
-    let state = match session.comm_state(comm) {
+    let state = match session.comm_state(comm, "MPI_Barrier") {
         Ok(s) => s,
         Err(e) => return host::call_errhandler(comm, e.0),
     };
@@ -42,7 +51,10 @@ pub fn barrier(comm: MPI_Comm) -> c_int {
             stats::add(&COUNTERS.barrier_mcast, 1);
             return host::SUCCESS;
         }
-        Path::Host(_) => return to_host(comm),
+        Path::Host(why) => {
+            let why = format!("this communicator uses the host MPI ({why})");
+            return to_host(comm, &why);
+        }
         Path::Mcast(_) | Path::Hier(_) => {}
     }
     stats::add(&COUNTERS.barrier_mcast, 1);
@@ -86,4 +98,5 @@ pub(super) fn mcast_barrier(
         &sched,
         false,
     )
+    .map(|_| ())
 }

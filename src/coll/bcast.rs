@@ -11,6 +11,8 @@ use crate::transport::op::{Data, Kind, OpError};
 use crate::transport::Channel;
 use std::os::raw::{c_int, c_void};
 
+/// The host MPI's broadcast, counted; with `MPICAST_VERBOSE=2` one line says why (`why`
+/// is only called then).
 #[inline(always)]
 fn to_host(
     buf: *mut c_void,
@@ -18,16 +20,31 @@ fn to_host(
     dtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
+    why: impl FnOnce() -> String,
 ) -> c_int {
     stats::add(&COUNTERS.bcast_pmpi, 1);
+    if let Some(s) = session::started() {
+        if s.cfg.verbose >= 2 {
+            log_host(s, count, root, &why());
+        }
+    }
     host::pmpi_bcast(buf, count, dtype, root, comm)
+}
+
+#[cold]
+#[inline(never)]
+fn log_host(s: &session::Session, count: i64, root: c_int, why: &str) {
+    crate::session::say(&format!(
+        "mpicast: rank {} MPI_Bcast of {count} elements from root {root} to the host MPI: {why}",
+        s.world_rank()
+    ));
 }
 
 /// The host MPI's broadcast, at once, for a message below every communicator's threshold
 /// while the session is active: one load, the datatype's size (a table lookup for the
 /// predefined ones) and one compare decide; `Some(status)` when taken. Inlined into the
 /// exported entry points ahead of everything else, because the shim's cost on this path is
-/// the whole interposition overhead (issue 3's seventh target): it calls nothing but the
+/// the whole interposition overhead: it calls nothing but the
 /// host, so the entry point needs no stack frame. Anything it cannot decide without a call
 /// (a derived datatype, a negative count) goes the long way, which hands MPI_COMM_NULL,
 /// MPI_IN_PLACE and bad arguments to the host just as this path does. Cannot panic.
@@ -58,38 +75,66 @@ pub fn bcast(
     comm: MPI_Comm,
 ) -> c_int {
     if comm == host::comm_null() || host::is_in_place(buf) || count < 0 {
-        return to_host(buf, count, dtype, root, comm);
+        return to_host(buf, count, dtype, root, comm, || {
+            "MPI_COMM_NULL, MPI_IN_PLACE or a negative count (the host reports it)".into()
+        });
     }
     // The fast path, first: a started session knows MPI is active without asking it, and a
     // message below every communicator's threshold needs one PMPI call to be sent on.
     let session = match session::started() {
         Some(s) if s.active() => s,
-        Some(_) => return to_host(buf, count, dtype, root, comm),
-        None if !host::is_active() => return to_host(buf, count, dtype, root, comm),
+        Some(_) => {
+            return to_host(buf, count, dtype, root, comm, || {
+                "after MPI_Finalize".into()
+            })
+        }
+        None if !host::is_active() => {
+            return to_host(buf, count, dtype, root, comm, || "MPI is not active".into())
+        }
         None => session_or_die(),
     };
     if session.cfg.disable {
-        return to_host(buf, count, dtype, root, comm);
+        return to_host(buf, count, dtype, root, comm, || "MPICAST_DISABLE".into());
     }
     match host::buffer::payload_bytes(count, dtype) {
         // Active and enabled here (the session started), so this is the session's floor.
         Some(b) if b >= FAST.floor() as u64 => {}
-        _ => return to_host(buf, count, dtype, root, comm),
+        Some(b) => {
+            return to_host(buf, count, dtype, root, comm, || {
+                format!(
+                    "{b} bytes, below the smallest threshold of any communicator ({} bytes)",
+                    FAST.floor()
+                )
+            })
+        }
+        None => {
+            return to_host(buf, count, dtype, root, comm, || {
+                "a datatype the host rejects (it reports the error)".into()
+            })
+        }
     }
     let (Ok(false), Ok(size)) = (host::comm::is_inter(comm), host::comm::size(comm)) else {
-        return to_host(buf, count, dtype, root, comm);
+        return to_host(buf, count, dtype, root, comm, || {
+            "an intercommunicator (or one the host rejects)".into()
+        });
     };
     if root < 0 || root as u32 >= size {
-        return to_host(buf, count, dtype, root, comm);
+        return to_host(buf, count, dtype, root, comm, || {
+            "a root outside the communicator (the host reports it)".into()
+        });
     }
     let Ok(mut ub) = UserBuf::describe(buf, count, dtype, comm) else {
-        return to_host(buf, count, dtype, root, comm);
+        return to_host(buf, count, dtype, root, comm, || {
+            "a datatype mpicast cannot describe".into()
+        });
     };
     let bytes = ub.bytes();
     if !ub.is_contiguous() && !host::buffer::packable(bytes) {
-        return to_host(buf, count, dtype, root, comm);
+        return to_host(buf, count, dtype, root, comm, || {
+            format!("{bytes} bytes of a non-contiguous datatype: more than MPI_Pack takes")
+        });
     }
-    let state = match session.comm_state(comm) {
+    let state = match session.comm_state(comm, "MPI_Bcast") {
         Ok(s) => s,
         Err(e) => return host::call_errhandler(comm, e.0),
     };
@@ -100,11 +145,20 @@ pub fn bcast(
             stats::add(&COUNTERS.bcast_mcast, 1);
             return host::SUCCESS;
         }
-        Path::Host(_) => return to_host(buf, count, dtype, root, comm),
+        Path::Host(why) => {
+            return to_host(buf, count, dtype, root, comm, || {
+                format!("this communicator uses the host MPI ({why})")
+            })
+        }
         Path::Mcast(_) | Path::Hier(_) => {}
     }
     if bytes < st.min_bytes {
-        return to_host(buf, count, dtype, root, comm);
+        return to_host(buf, count, dtype, root, comm, || {
+            format!(
+                "{bytes} bytes, below this communicator's threshold of {} bytes",
+                st.min_bytes
+            )
+        });
     }
     stats::add(&COUNTERS.bcast_mcast, 1);
     if bytes == 0 {
@@ -167,7 +221,7 @@ pub(super) fn mcast_bcast(
     let sched = algo::bcast(sync, size, root, rank, ub.bytes());
     if rank == root {
         ub.with_send_bytes(|d| {
-            run(
+            let sent = run(
                 chan,
                 private,
                 rank,
@@ -177,7 +231,8 @@ pub(super) fn mcast_bcast(
                 Data::Send(d),
                 &sched,
                 sync == algo::Sync::Eager,
-            )
+            );
+            sent.map(|_| ())
         })
     } else {
         ub.with_recv_bytes(|d| {

@@ -31,10 +31,8 @@ fn session_or_die() -> &'static Session {
     }
     match session::get() {
         Ok(_) => session::started().expect("the session has just started"),
-        Err(msg) => {
-            crate::session::say(&msg);
-            host::abort(host::comm_world(), 1)
-        }
+        // Every rank meets a bad setting in its environment: one of them says it.
+        Err(msg) => crate::presence::die_once(host::comm_world(), || msg),
     }
 }
 
@@ -51,12 +49,13 @@ fn run(
     data: Data<'_>,
     sched: &Schedule,
     eager: bool,
-) -> Result<(), OpError> {
+) -> Result<Option<usize>, OpError> {
     chan.settle(private)?;
     let mut be = OpBackend::new(chan, private, rank, size, seq, kind, data).eager(eager);
     let mut ex = Execution::new(sched);
     ex.start(&mut be)?;
-    ex.wait(&mut be)
+    ex.wait(&mut be)?;
+    Ok(be.received())
 }
 
 /// Turns an operation failure into what MPI promises: the communicator's error handler for
@@ -65,10 +64,21 @@ fn run(
 fn fail(comm: MPI_Comm, e: OpError) -> c_int {
     match e {
         OpError::Mpi(e) => host::call_errhandler(comm, e.0),
-        OpError::Stalled(msg) => {
-            crate::session::say(&format!("mpicast: {msg}; aborting"));
-            host::abort(comm, 1)
-        }
+        OpError::Stalled {
+            msg,
+            comm: numbered,
+            rank,
+            missing,
+            elsewhere,
+        } => crate::presence::die_once(comm, || {
+            let why = match session::started() {
+                Some(s) if !missing.is_empty() => {
+                    crate::presence::explain(numbered.0, rank, &s.cfg, &missing, &elsewhere)
+                }
+                _ => String::new(),
+            };
+            format!("mpicast: {msg}{why}\n  aborting")
+        }),
         OpError::Io(e) => {
             crate::session::say(&format!(
                 "mpicast: socket error during a collective: {e}; aborting"
@@ -82,6 +92,30 @@ fn fail(comm: MPI_Comm, e: OpError) -> c_int {
         OpError::Truncated(msg) => {
             crate::session::say(&format!("mpicast: {msg}; aborting"));
             host::abort(comm, 1)
+        }
+        // What the host MPIs report for the same error, in mpicast's words: the communicator's
+        // error handler decides (fatal by default, which prints the string).
+        OpError::SizeMismatch { root, sent, posted } => {
+            let class = if sent > posted {
+                mpi_sys::MPI_ERR_TRUNCATE
+            } else {
+                mpi_sys::MPI_ERR_OTHER
+            } as c_int;
+            let msg = format!(
+                "mpicast: MPI_Bcast: message sizes do not match: the root, rank {root}, sends \
+                 {sent} bytes, this rank posted {posted} ({})",
+                if sent > posted {
+                    "message truncated"
+                } else {
+                    "a shorter message than posted"
+                }
+            );
+            let code = host::error_code(class, &msg).unwrap_or_else(|| {
+                // The host's string for the class says less: say the rest here.
+                crate::session::say(&msg);
+                class
+            });
+            host::call_errhandler(comm, code)
         }
     }
 }

@@ -121,7 +121,7 @@ pub extern "C" fn MPICAST_Status_string(status: c_int) -> *const c_char {
     s.as_ptr() as *const c_char
 }
 
-/// A GOAL program bound to a communicator (seed 004): created with MPICAST_Goal_create, owned
+/// A GOAL program bound to a communicator: created with MPICAST_Goal_create, owned
 /// by the caller until MPICAST_Goal_free. One handle is used by one thread at a time.
 #[allow(non_camel_case_types)]
 pub struct MPICAST_Goal {
@@ -308,7 +308,7 @@ impl MPICAST_Goal {
             Ok(s) => s,
             Err(msg) => return Err(self.fail(INTERNAL, format!("goal: error: {msg}"))),
         };
-        match session.comm_state(self.comm) {
+        match session.comm_state(self.comm, "MPICAST_Goal_start") {
             Ok(s) => {
                 self.mcast = Some(s.clone());
                 Ok(s)

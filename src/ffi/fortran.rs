@@ -129,14 +129,14 @@ unsafe fn barrier_f(host_entry: &'static [u8], comm: *const Fint, ierr: *mut Fin
 unsafe fn init_f(_entry: &'static [u8], ierr: *mut Fint) {
     let rc = guard("MPI_Init (Fortran)", host::err_other, || {
         // SAFETY: MPI_Init accepts NULL argc/argv, as the hosts' Fortran bindings pass.
-        unsafe {
+        super::after_init(unsafe {
             host::init::init(
                 std::ptr::null_mut(),
                 std::ptr::null_mut(),
                 None,
                 std::ptr::null_mut(),
             )
-        }
+        })
     });
     // SAFETY: the caller's ierror, or NULL.
     unsafe { set_ierr(ierr, rc) };
@@ -162,14 +162,14 @@ unsafe fn init_thread_f(
     let mut granted: c_int = 0;
     let rc = guard("MPI_Init_thread (Fortran)", host::err_other, || {
         // SAFETY: NULL argc/argv as above; `granted` is a local int.
-        unsafe {
+        super::after_init(unsafe {
             host::init::init(
                 std::ptr::null_mut(),
                 std::ptr::null_mut(),
                 Some(req),
                 &mut granted,
             )
-        }
+        })
     });
     if rc == host::SUCCESS && !provided.is_null() {
         // SAFETY: non-NULL, the caller's INTEGER.

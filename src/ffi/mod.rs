@@ -23,3 +23,67 @@ pub(crate) fn guard<T>(what: &str, fallback: impl FnOnce() -> T, f: impl FnOnce(
         }
     }
 }
+
+/// After the host's MPI_Init or MPI_Init_thread returned `rc`: on success, this process
+/// registers with the launcher's name service (`presence`), so that a rank that waits for
+/// it in vain can tell that it did load mpicast, and with which settings.
+fn after_init(rc: std::os::raw::c_int) -> std::os::raw::c_int {
+    if rc == crate::host::SUCCESS {
+        crate::presence::register();
+    }
+    rc
+}
+
+/// Runs when the library is loaded: warns when this process's `MPI_Bcast` is not
+/// mpicast's. That happens when a program links libmpicast after the MPI library (`-lmpi
+/// -lmpicast`): the dynamic linker then takes every MPI function from the MPI library and
+/// mpicast, loaded but never called, does nothing. One warning per job (from the process
+/// the launcher calls rank 0, or any process it does not number).
+#[used]
+#[link_section = ".init_array"]
+static LINK_ORDER_CHECK: extern "C" fn() = link_order_check;
+
+extern "C" fn link_order_check() {
+    guard(
+        "the link order check",
+        || (),
+        || {
+            if first_definition_is_ours("MPI_Bcast") == Some(false) && launcher_rank_is_zero() {
+                crate::session::say(
+                    "mpicast: warning: libmpicast is loaded, but this program's MPI_Bcast is the \
+                 MPI library's: libmpicast comes after it on the link line, so mpicast is never \
+                 called. Link with -lmpicast before the MPI library (the `mpicc ... -lmpicast` \
+                 order does it), or load it with LD_PRELOAD instead.",
+                );
+            }
+        },
+    )
+}
+
+/// Whether the definition of `symbol` that the program's calls bind to (the first in the
+/// global lookup order) is in this library; `None` when it cannot tell.
+fn first_definition_is_ours(symbol: &str) -> Option<bool> {
+    let name = std::ffi::CString::new(symbol).ok()?;
+    // SAFETY: a NUL-terminated name; RTLD_DEFAULT searches the global scope.
+    let found = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
+    if found.is_null() {
+        return None;
+    }
+    // This function is not exported, so its address is certainly inside this library.
+    let here = first_definition_is_ours as *const std::ffi::c_void;
+    let base = |p: *const std::ffi::c_void| {
+        // SAFETY: Dl_info is plain data; dladdr fills it for an address of a loaded object.
+        let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        (unsafe { libc::dladdr(p, &mut info) } != 0).then_some(info.dli_fbase)
+    };
+    Some(base(found)? == base(here)?)
+}
+
+/// The rank the launcher gave this process is 0, or it gave none.
+fn launcher_rank_is_zero() -> bool {
+    ["OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok())
+        .map_or(true, |r| r.trim() == "0")
+}

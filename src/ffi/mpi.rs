@@ -15,7 +15,7 @@ use std::os::raw::{c_char, c_int, c_void};
 pub unsafe extern "C" fn MPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
     guard("MPI_Init", host::err_other, || {
         // SAFETY: the application's arguments.
-        unsafe { host::init::init(argc, argv, None, std::ptr::null_mut()) }
+        super::after_init(unsafe { host::init::init(argc, argv, None, std::ptr::null_mut()) })
     })
 }
 
@@ -33,7 +33,7 @@ pub unsafe extern "C" fn MPI_Init_thread(
 ) -> c_int {
     guard("MPI_Init_thread", host::err_other, || {
         // SAFETY: the application's arguments.
-        unsafe { host::init::init(argc, argv, Some(required), provided) }
+        super::after_init(unsafe { host::init::init(argc, argv, Some(required), provided) })
     })
 }
 

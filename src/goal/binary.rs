@@ -1,4 +1,4 @@
-//! The binary GOAL schedule, in the spirit of seed 004 Sec. III-C: per rank, the independent
+//! The binary GOAL schedule, in the spirit of the GOAL paper's Sec. III-C: per rank, the independent
 //! actions listed first (as byte offsets), then every action with its sources counter, its
 //! operation and the offsets of its dependents. Versioned behind a magic header; all integers
 //! little-endian. The layout (docs/goal.md has the table):

@@ -9,9 +9,9 @@ use crate::sched::func::{Dtype, Func, Opcode, Predef};
 /// A collective algorithm that emits GOAL.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Algo {
-    /// Seed 004's Listing 2, rooted anywhere.
+    /// The GOAL paper's Listing 2 (binomial broadcast), rooted anywhere.
     BinomialBcast,
-    /// Seed 004's Listing 3 as an allreduce (see `algo::dissemination`).
+    /// The GOAL paper's Listing 3 (dissemination) as an allreduce (see `algo::dissemination`).
     DisseminationAllreduce { ways: u32, func: Func },
     /// Seed 002: scouts up the binary tree, then one multicast.
     ScoutTreeBcast,

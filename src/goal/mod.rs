@@ -1,4 +1,4 @@
-//! GOAL, the Group Operation Assembly Language of seed 004, as text, binary and graph: the
+//! GOAL, the Group Operation Assembly Language (Hoefler, Siebert, Lumsdaine, 2009), as text, binary and graph: the
 //! paper's textual dialect (`paper`), the dialect LogGOPSim's txt2bin and schedule generators
 //! read and write (`lgs`), validation across all ranks of a program (`validate`), the
 //! versioned binary schedule (`binary`), printers (`print`, `dot`) and the generators that

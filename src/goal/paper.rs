@@ -1,4 +1,4 @@
-//! The textual GOAL of seed 004 (Fig. 1 and Example 2), with mpicast's extensions:
+//! The textual GOAL of the GOAL paper (Hoefler, Siebert, Lumsdaine, 2009: Fig. 1 and Example 2), with mpicast's extensions:
 //!
 //! ```text
 //! num_ranks 3;                       # optional; else the highest rank + 1

@@ -17,6 +17,28 @@ pub struct UserBuf {
     bytes: usize,
     /// Start of the data when it is one contiguous run of `bytes` bytes.
     contiguous: Option<*mut u8>,
+    /// The datatype's true lower bound (an absolute address with MPI_BOTTOM).
+    true_lb: isize,
+}
+
+/// What MPI_Pack/MPI_Unpack get for the application's buffer: its address and `n` elements
+/// of its datatype, or, for MPI_BOTTOM, an address of the data and a datatype of its own
+/// whose displacements are relative to it (MPICH 4.0 refuses a NULL buffer in MPI_Pack and
+/// MPI_Unpack, MPI_BOTTOM included). The own datatype is freed on drop.
+struct Addressed {
+    ptr: *mut c_void,
+    dtype: MPI_Datatype,
+    count: c_int,
+    own: bool,
+}
+
+impl Drop for Addressed {
+    fn drop(&mut self) {
+        if self.own {
+            // SAFETY: a datatype this value made and nobody else holds.
+            unsafe { mpi_sys::PMPI_Type_free(&mut self.dtype) };
+        }
+    }
 }
 
 /// Size in bytes of `count` elements of `dtype`, or `None` when the host rejects the datatype
@@ -162,6 +184,9 @@ impl UserBuf {
             comm,
             bytes,
             contiguous,
+            // MPI_Aint is isize under Open MPI and i64 under MPICH.
+            #[allow(clippy::unnecessary_cast)]
+            true_lb: tlb as isize,
         })
     }
 
@@ -189,19 +214,32 @@ impl UserBuf {
     }
 
     /// Runs `f` over a byte buffer to fill, then stores it into the application's buffer.
-    pub fn with_recv_bytes<R>(&mut self, f: impl FnOnce(&mut [u8]) -> R) -> MpiResult<R> {
+    /// `f` says how much it filled: all of it (`Ok(None)`), the first `n` bytes
+    /// (`Ok(Some(n))`: a shorter message; whole elements of the datatype are stored, the
+    /// rest of the buffer is left as it was), or nothing (`Err`: the buffer is untouched).
+    pub fn with_recv_bytes<E>(
+        &mut self,
+        f: impl FnOnce(&mut [u8]) -> Result<Option<usize>, E>,
+    ) -> MpiResult<Result<(), E>> {
         if self.bytes == 0 {
-            return Ok(f(&mut []));
+            return Ok(f(&mut []).map(|_| ()));
         }
         if let Some(p) = self.contiguous {
             // SAFETY: as in with_send_bytes, and the application lent the buffer for writing.
             let s = unsafe { std::slice::from_raw_parts_mut(p, self.bytes) };
-            return Ok(f(s));
+            return Ok(f(s).map(|_| ()));
         }
         let mut tmp = vec![0u8; self.bytes];
-        let r = f(&mut tmp);
-        self.unpack(&tmp)?;
-        Ok(r)
+        match f(&mut tmp) {
+            Ok(None) => self.unpack(&tmp, self.int_count()?)?,
+            Ok(Some(n)) => {
+                let elem = self.bytes / usize::try_from(self.count).unwrap_or(1).max(1);
+                let whole = n.min(self.bytes) / elem.max(1);
+                self.unpack(&tmp[..whole * elem], whole as c_int)?;
+            }
+            Err(e) => return Ok(Err(e)),
+        }
+        Ok(Ok(()))
     }
 
     /// The host's own broadcast of this buffer over `comm` (one of our private
@@ -223,21 +261,49 @@ impl UserBuf {
         c_int::try_from(self.count).map_err(|_| MpiError(mpi_sys::MPI_ERR_COUNT as c_int))
     }
 
+    /// `n` elements of the buffer, as MPI_Pack/MPI_Unpack take them (see `Addressed`).
+    fn addressed(&self, n: c_int) -> MpiResult<Addressed> {
+        if !self.ptr.is_null() || self.true_lb == 0 {
+            return Ok(Addressed {
+                ptr: self.ptr,
+                dtype: self.dtype,
+                count: n,
+                own: false,
+            });
+        }
+        // n elements displaced by minus the lowest address: their map, relative to it.
+        let disp = -(self.true_lb as mpi_sys::MPI_Aint);
+        let mut t: MPI_Datatype = super::byte();
+        // SAFETY: one block of n elements; writes one handle.
+        check(unsafe { mpi_sys::PMPI_Type_create_struct(1, &n, &disp, &self.dtype, &mut t) })?;
+        // SAFETY: commits the handle just made (MPI may write it back).
+        let rc = unsafe { mpi_sys::PMPI_Type_commit(&mut t) };
+        // Made before the check, so that the type is freed either way.
+        let made = Addressed {
+            ptr: self.true_lb as *mut c_void,
+            dtype: t,
+            count: 1,
+            own: true,
+        };
+        check(rc)?;
+        Ok(made)
+    }
+
     fn pack(&self) -> MpiResult<Vec<u8>> {
         let limit = c_int::MAX as usize;
         if self.bytes > limit {
             return Err(MpiError(mpi_sys::MPI_ERR_COUNT as c_int));
         }
-        let count = self.int_count()?;
+        let a = self.addressed(self.int_count()?)?;
         let mut out = vec![0u8; self.bytes];
         let mut pos: c_int = 0;
         // SAFETY: out has `bytes` bytes, the exact packed size of (count, dtype) in the
         // native representation; MPI checks that it fits.
         check(unsafe {
             mpi_sys::PMPI_Pack(
-                self.ptr as *const c_void,
-                count,
-                self.dtype,
+                a.ptr as *const c_void,
+                a.count,
+                a.dtype,
                 out.as_mut_ptr() as *mut c_void,
                 self.bytes as c_int,
                 &mut pos,
@@ -250,8 +316,9 @@ impl UserBuf {
         Ok(out)
     }
 
-    fn unpack(&mut self, data: &[u8]) -> MpiResult<()> {
-        let count = self.int_count()?;
+    /// Stores the first `count` elements of packed `data` into the application's buffer.
+    fn unpack(&mut self, data: &[u8], count: c_int) -> MpiResult<()> {
+        let a = self.addressed(count)?;
         let mut pos: c_int = 0;
         // SAFETY: data holds the packed form of (count, dtype); MPI writes into the
         // application's buffer as the datatype describes.
@@ -260,9 +327,9 @@ impl UserBuf {
                 data.as_ptr() as *const c_void,
                 data.len() as c_int,
                 &mut pos,
-                self.ptr,
-                count,
-                self.dtype,
+                a.ptr,
+                a.count,
+                a.dtype,
                 self.comm,
             )
         })

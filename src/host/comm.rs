@@ -34,6 +34,72 @@ pub fn dup(comm: MPI_Comm) -> MpiResult<MPI_Comm> {
     Ok(out)
 }
 
+/// A duplicate in the making (PMPI_Comm_idup): the caller decides how long to wait for the
+/// other ranks, instead of blocking in PMPI_Comm_dup until they all come.
+pub struct Idup {
+    req: mpi_sys::MPI_Request,
+    // Boxed: MPI writes the new handle here when the request completes.
+    out: Box<MPI_Comm>,
+    done: bool,
+}
+
+impl Idup {
+    pub fn start(comm: MPI_Comm) -> MpiResult<Idup> {
+        let mut out = Box::new(super::comm_null());
+        // SAFETY: the request handle is plain data, written by the call.
+        let mut req: mpi_sys::MPI_Request = unsafe { std::mem::zeroed() };
+        // SAFETY: `out` is a heap slot that lives as long as the request (see Drop).
+        check(unsafe { mpi_sys::PMPI_Comm_idup(comm, &mut *out, &mut req) })?;
+        Ok(Idup {
+            req,
+            out,
+            done: false,
+        })
+    }
+
+    /// The duplicate, once every rank has come.
+    pub fn test(&mut self) -> MpiResult<Option<MPI_Comm>> {
+        if !self.done {
+            let mut flag: c_int = 0;
+            // SAFETY: req is live until done.
+            check(unsafe { mpi_sys::PMPI_Test(&mut self.req, &mut flag, super::status_ignore()) })?;
+            self.done = flag != 0;
+        }
+        Ok(self.done.then_some(*self.out))
+    }
+}
+
+impl Drop for Idup {
+    fn drop(&mut self) {
+        // An Idup dropped before it completes belongs to a job that is being aborted: its
+        // request is left to MPI_Abort (waiting for it would wait for the ranks that never
+        // came, and cancelling a collective is not allowed).
+    }
+}
+
+/// The rank in MPI_COMM_WORLD of every rank of `comm`; `None` for ranks outside it (a
+/// communicator that spans several jobs).
+pub fn world_ranks(comm: MPI_Comm) -> MpiResult<Vec<Option<u32>>> {
+    let n = size(comm)?;
+    // SAFETY: MPI_Group is a plain handle.
+    let (mut g, mut w): (mpi_sys::MPI_Group, mpi_sys::MPI_Group) =
+        unsafe { (std::mem::zeroed(), std::mem::zeroed()) };
+    let ranks: Vec<c_int> = (0..n as c_int).collect();
+    let mut out: Vec<c_int> = vec![0; n as usize];
+    // SAFETY: each call writes handles or `n` ints into buffers of that size; the groups are
+    // freed before returning.
+    unsafe {
+        check(mpi_sys::PMPI_Comm_group(comm, &mut g))?;
+        check(mpi_sys::PMPI_Comm_group(super::comm_world(), &mut w))?;
+        let rc =
+            mpi_sys::PMPI_Group_translate_ranks(g, n as c_int, ranks.as_ptr(), w, out.as_mut_ptr());
+        mpi_sys::PMPI_Group_free(&mut g);
+        mpi_sys::PMPI_Group_free(&mut w);
+        check(rc)?;
+    }
+    Ok(out.into_iter().map(|r| u32::try_from(r).ok()).collect())
+}
+
 /// PMPI_Comm_split: ranks with the same `color` form one new communicator, ordered by
 /// `key`; `None` (MPI_UNDEFINED) takes part in the call but gets no communicator.
 pub fn split(comm: MPI_Comm, color: Option<u32>, key: u32) -> MpiResult<Option<MPI_Comm>> {

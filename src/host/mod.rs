@@ -14,6 +14,7 @@ pub mod flavour;
 pub mod fortran;
 pub mod init;
 pub mod mapped;
+pub mod names;
 pub mod p2p;
 
 pub use mpi_sys::{MPI_Comm, MPI_Datatype, MPI_Info, MPI_Request};
@@ -143,6 +144,51 @@ pub fn call_errhandler(comm: MPI_Comm, code: c_int) -> c_int {
     // SAFETY: valid for any live communicator.
     unsafe { mpi_sys::PMPI_Comm_call_errhandler(comm, code) };
     code
+}
+
+/// An error code of class `class` whose MPI_Error_string is `message` (cut to fit), for
+/// the error handler to report what went wrong in mpicast's words: one code per class,
+/// made on first use, its string replaced by each call (MPI_Add_error_code and
+/// MPI_Add_error_string are local). `None` when the host cannot give one that says it:
+/// MPICH 4.0 makes codes of a predefined class that MPI_Error_string does not map to
+/// their string, so the string is read back before the code is trusted.
+pub fn error_code(class: c_int, message: &str) -> Option<c_int> {
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+    static CODES: Mutex<Option<HashMap<c_int, c_int>>> = Mutex::new(None);
+    let mut codes = CODES.lock().unwrap_or_else(|p| p.into_inner());
+    let map = codes.get_or_insert_with(HashMap::new);
+    let code = match map.get(&class) {
+        Some(&c) => c,
+        None => {
+            let mut c: c_int = 0;
+            // SAFETY: writes one int; a local call.
+            if unsafe { mpi_sys::PMPI_Add_error_code(class, &mut c) } != SUCCESS {
+                return None;
+            }
+            map.insert(class, c);
+            c
+        }
+    };
+    // MPI_MAX_ERROR_STRING is 256 under Open MPI, the smaller of the two.
+    let mut m: String = message.replace('\0', " ");
+    while m.len() > 255 {
+        m.pop();
+    }
+    let cm = std::ffi::CString::new(m).expect("no NUL left");
+    // SAFETY: a NUL-terminated string; the host copies it.
+    if unsafe { mpi_sys::PMPI_Add_error_string(code, cm.as_ptr()) } != SUCCESS {
+        return None;
+    }
+    let mut back = vec![0 as std::os::raw::c_char; 1024];
+    let mut len: c_int = 0;
+    // SAFETY: 1024 characters is at least MPI_MAX_ERROR_STRING under both MPIs.
+    let rc = unsafe { mpi_sys::PMPI_Error_string(code, back.as_mut_ptr(), &mut len) };
+    let last = back.len() - 1;
+    back[last] = 0;
+    // SAFETY: NUL-terminated within `back`.
+    let said = unsafe { std::ffi::CStr::from_ptr(back.as_ptr()) };
+    (rc == SUCCESS && said.to_bytes() == cm.as_bytes()).then_some(code)
 }
 
 pub fn err_other() -> c_int {

@@ -112,3 +112,6 @@ int mpicast_c_type_envelope(MPI_Datatype t, int *ni, int *na, int *nd) {
 }
 
 const int MPICAST_C_ORDER_FORTRAN = MPI_ORDER_FORTRAN;
+
+const MPI_Errhandler MPICAST_C_ERRORS_RETURN = MPI_ERRORS_RETURN;
+const int MPICAST_C_MAX_PORT_NAME = MPI_MAX_PORT_NAME;

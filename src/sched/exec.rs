@@ -1,4 +1,4 @@
-//! The dependency-driven executor (Listing 1 of seed 004): starts the independent actions, and
+//! The dependency-driven executor (Listing 1 of the GOAL paper): starts the independent actions, and
 //! whenever an action completes, counts down its dependents' prerequisites and starts those that
 //! reach zero. What an action does is the `Backend`'s business; this module owns only the
 //! bookkeeping of one run, so blocking and non-blocking collectives share it.

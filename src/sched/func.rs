@@ -1,4 +1,4 @@
-//! The local transformations of GOAL `exec` actions (seed 004, Sec. III-A): the predefined
+//! The local transformations of GOAL `exec` actions (the GOAL paper, Sec. III-A): the predefined
 //! element-wise functions `max min sum prod land lor lxor band bor bxor copy` over
 //! `Int/UInt/Float 8/16/32/64`, and user functions named by number. `apply` computes
 //! `dst[i] = src[i] op dst[i]`, the argument order of `MPI_Reduce_local(inbuf, inoutbuf)` and

@@ -1,6 +1,6 @@
 //! The schedule IR: actions in an index-addressed arena, `requ` edges stored as a compact
 //! dependents table, and the `Builder` that validates a graph once so that executors never have
-//! to. Mirrors the binary GOAL schedule of seed 004 (independent actions first, then per action a
+//! to. Mirrors the binary GOAL schedule of the GOAL paper (independent actions first, then per action a
 //! sources counter, the operation and its dependents); `goal::binary` is its byte layout.
 
 use std::fmt;

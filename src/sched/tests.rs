@@ -639,7 +639,7 @@ fn long_irequ_chain_starts_without_recursion() {
     assert!(be.0.windows(2).all(|w| w[0] + 1 == w[1]));
 }
 
-// ---------------------------------------------------------------- sliding window (Theorems 3, 4)
+// ---------------------------------------------------------------- sliding window (the GOAL paper's Theorems 3, 4)
 
 /// Random DAG with both kinds of edge: completion (`requ`) and start (`irequ`).
 fn random_dag_mixed(rng: &mut Rng, n: u32, edge_pct: u32) -> Schedule {

@@ -1,4 +1,4 @@
-//! Sliding-window execution (seed 004, Sec. III-D, Theorems 3 and 4): a schedule's actions
+//! Sliding-window execution (the GOAL paper, Sec. III-D, Theorems 3 and 4): a schedule's actions
 //! arrive one by one in a topological order, and at most `window` of them are held at a time,
 //! read but not completed. A completion whose dependent has not been read yet is remembered in
 //! a credit table (the paper's H[a] -> f) and subtracted from that dependent's counter when it

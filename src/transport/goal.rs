@@ -1,4 +1,4 @@
-//! Running a loaded GOAL program (seed 004) over the host MPI: `load` turns text into this
+//! Running a loaded GOAL program over the host MPI: `load` turns text into this
 //! rank's schedule and checks what the executor can run; `GoalBackend` is the
 //! `sched::Backend` that performs its actions. Sends and receives are non-blocking PMPI
 //! calls on a private duplicate of the user's communicator (so application receives, even

@@ -308,9 +308,11 @@ pub fn setup(
     let msg = SetupMsg::decode(&msg_bytes).expect("all ranks run the same library version");
     if !msg.ok {
         // Every rank sees the same flag: nobody opens anything.
-        return Ok(Err(
-            local_error.unwrap_or_else(|| "rank 0 could not set up multicast".into())
-        ));
+        // Rank 0's reason is usually this rank's too (the interface comes from the same
+        // settings), so that whichever rank reports it says why.
+        return Ok(Err(local_error
+            .or_else(|| iface.as_ref().err().cloned())
+            .unwrap_or_else(|| "rank 0 could not set up multicast".into())));
     }
     let ctx = Ctx {
         key: Key(msg.key),

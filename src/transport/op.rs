@@ -37,12 +37,28 @@ pub enum Data<'a> {
 pub enum OpError {
     Mpi(host::MpiError),
     Io(std::io::Error),
-    /// No progress within the configured timeout; the message names who is missing.
-    Stalled(String),
+    /// No progress within the configured timeout: `msg` names who is missing; `missing` are
+    /// their ranks in `comm` (the communicator the operation's ranks are numbered in, where
+    /// this process is `rank`), for the diagnosis the abort message adds; `elsewhere` says
+    /// what ranks that run mpicast with the same settings are likely doing instead.
+    Stalled {
+        msg: String,
+        comm: host::SendComm,
+        rank: u32,
+        missing: Vec<u32>,
+        elsewhere: String,
+    },
     Unsupported(&'static str),
     /// A message longer than the buffer that receives it, or one that the receiving rank's
     /// program does not expect from that root (GOAL programs that disagree).
     Truncated(String),
+    /// A broadcast whose root sends `sent` bytes while this rank posted `posted`: seen at
+    /// the first fragment; this rank has declined the operation at the root.
+    SizeMismatch {
+        root: u32,
+        sent: u64,
+        posted: u64,
+    },
 }
 
 impl std::fmt::Display for OpError {
@@ -50,8 +66,12 @@ impl std::fmt::Display for OpError {
         match self {
             OpError::Mpi(e) => write!(f, "{e}"),
             OpError::Io(e) => write!(f, "socket error: {e}"),
-            OpError::Stalled(m) | OpError::Truncated(m) => f.write_str(m),
+            OpError::Stalled { msg: m, .. } | OpError::Truncated(m) => f.write_str(m),
             OpError::Unsupported(w) => write!(f, "internal error: {w}"),
+            OpError::SizeMismatch { root, sent, posted } => write!(
+                f,
+                "the root, rank {root}, broadcasts {sent} bytes, this rank posted {posted}"
+            ),
         }
     }
 }
@@ -134,18 +154,24 @@ impl Channel {
             drain(self, seq, buf);
             count_tx(before, d.tx.stats());
             if d.tx.stalled(now) {
-                let missing: Vec<String> =
-                    d.tx.pending_ranks().iter().map(|r| r.to_string()).collect();
-                return Err(OpError::Stalled(format!(
-                    "{}: the root returned at once (eager) and has had no acknowledgement for \
-                         {} ms since it came back for them; ranks still missing data: {}",
-                    describe(Kind::Bcast, seq, d.size, d.rank),
-                    self.params.stall_timeout / 1_000_000,
-                    missing.join(", ")
-                )));
+                let missing = d.tx.pending_ranks();
+                return Err(OpError::Stalled {
+                    msg: format!(
+                        "{}: the root returned at once (eager) and has had no acknowledgement \
+                         for {} ms since it came back for them; {} still missing data",
+                        describe(Kind::Bcast, seq, d.size, d.rank),
+                        self.params.stall_timeout / 1_000_000,
+                        crate::config::rank_list(&missing)
+                    ),
+                    comm: host::SendComm(private),
+                    rank: d.rank,
+                    elsewhere: not_multicast(Kind::Bcast, d.data.len(), true),
+                    missing,
+                });
             }
             // Not `ack_wait`'s sleep: the acknowledgements owed here usually arrive within
-            // moments, and sleeping made 64 KiB eager broadcasts slower (BENCHMARKS.md).
+            // moments, and sleeping made 64 KiB eager broadcasts slower
+            // (bench/results/2026-11-25-cluster/README.md).
             std::thread::yield_now();
         }
     }
@@ -185,6 +211,9 @@ pub struct OpBackend<'a> {
     repair_to: Option<std::net::SocketAddrV4>,
     /// Root of such a broadcast: its responder holds a copy, dropped when the sender is done.
     held: bool,
+    /// A receiver that took a shorter message than it posted (the root's size), as the host
+    /// MPI does (`takes_shorter_message`).
+    received: Option<usize>,
 }
 
 impl<'a> OpBackend<'a> {
@@ -219,7 +248,14 @@ impl<'a> OpBackend<'a> {
             eager: false,
             repair_to: None,
             held: false,
+            received: None,
         }
+    }
+
+    /// The length of the message this receiver took, when it was shorter than the buffer
+    /// (only where the host MPI would take it too: `takes_shorter_message`).
+    pub fn received(&self) -> Option<usize> {
+        self.received
     }
 
     /// A broadcast without scouts (`algo::Sync::Eager`): see `eager`.
@@ -251,6 +287,7 @@ impl<'a> OpBackend<'a> {
     fn drive_mcast(&mut self, done: &mut Vec<ActionId>) -> Result<bool, OpError> {
         let now = self.chan.now();
         let mut moved = false;
+        let mut restart = None;
         match &mut self.mcast {
             Mcast::Idle => {}
             Mcast::Sender(tx, id) => {
@@ -277,14 +314,18 @@ impl<'a> OpBackend<'a> {
                     return Ok(true);
                 }
                 if tx.stalled(now) {
-                    let missing: Vec<String> =
-                        tx.pending_ranks().iter().map(|r| r.to_string()).collect();
-                    return Err(OpError::Stalled(format!(
-                        "{}: the root has had no acknowledgement for {} ms; ranks still missing data: {}",
-                        describe(self.kind, self.seq, self.size, self.rank),
-                        self.timeout / 1_000_000,
-                        missing.join(", ")
-                    )));
+                    let missing = tx.pending_ranks();
+                    return Err(self.stalled(
+                        format!(
+                            "{}: the root has had no acknowledgement for {} ms; {} still \
+                             missing data",
+                            describe(self.kind, self.seq, self.size, self.rank),
+                            self.timeout / 1_000_000,
+                            crate::config::rank_list(&missing)
+                        ),
+                        missing,
+                        true,
+                    ));
                 }
             }
             Mcast::Receiver(rx, id) => {
@@ -306,6 +347,17 @@ impl<'a> OpBackend<'a> {
                     }
                 }
                 let root = self.root;
+                if let Some(sent) = rx.mismatch() {
+                    let posted = buf.len() as u64;
+                    if sent < posted && takes_shorter_message() && self.received.is_none() {
+                        restart = Some(sent as usize);
+                    } else {
+                        // Out of this operation at the root, then fail here at once.
+                        rx.decline().encode(&mut self.dgram);
+                        p2p::send_bytes(self.private, root, TAG_CONTROL, &self.dgram)?;
+                        return Err(OpError::SizeMismatch { root, sent, posted });
+                    }
+                }
                 {
                     if rx.poll_timeout().is_some_and(|t| t <= now) {
                         rx.handle_timeout(now);
@@ -340,11 +392,12 @@ impl<'a> OpBackend<'a> {
                         return Ok(true);
                     }
                     if rx.stalled(now) {
-                        return Err(OpError::Stalled(format!(
+                        let msg = format!(
                             "{}: no data from root rank {root} for {} ms",
                             describe(self.kind, self.seq, self.size, self.rank),
                             self.timeout / 1_000_000
-                        )));
+                        );
+                        return Err(self.stalled(msg, vec![root], false));
                     }
                 }
             }
@@ -374,15 +427,44 @@ impl<'a> OpBackend<'a> {
                     return Ok(true);
                 }
                 if w.stalled(now) {
-                    return Err(OpError::Stalled(format!(
+                    let msg = format!(
                         "{}: no release from rank 0 for {} ms",
                         describe(self.kind, self.seq, self.size, self.rank),
                         self.timeout / 1_000_000
-                    )));
+                    );
+                    return Err(self.stalled(msg, vec![0], false));
                 }
             }
         }
+        if let Some(len) = restart {
+            self.take_shorter(len, now);
+            moved = true;
+        }
         Ok(moved)
+    }
+
+    /// Starts this rank's receive over for the root's shorter message of `len` bytes, into
+    /// the start of the buffer (the rest stays as it was). The fragment that showed the size
+    /// was not kept: it comes again as a repair.
+    fn take_shorter(&mut self, len: usize, now: wire::Nanos) {
+        let Mcast::Receiver(_, id) = self.mcast else {
+            return;
+        };
+        if let Data::Recv(d) = std::mem::replace(&mut self.data, Data::None) {
+            self.data = Data::Recv(&mut d[..len]);
+        }
+        let mut rx = McastReceiver::new(
+            &self.chan.ctx,
+            self.seq,
+            self.root,
+            self.rank,
+            len,
+            &self.chan.params,
+            now,
+        );
+        rx.arm_nack(now);
+        self.mcast = Mcast::Receiver(rx, id);
+        self.received = Some(len);
     }
 
     /// Sleeps until something can happen: on the socket when only the socket matters; a root
@@ -492,6 +574,52 @@ fn flush(chan: &mut Channel, wait: bool) -> Result<(bool, bool), OpError> {
     Ok((moved, true))
 }
 
+/// Whether a broadcast receiver takes a message shorter than its buffer, as the host MPI's
+/// own broadcast does: Open MPI 4.1 delivers it and returns success; MPICH 4.0 fails with
+/// "message sizes do not match" (so does mpicast, through the error handler). A longer
+/// message is MPI_ERR_TRUNCATE under both.
+pub fn takes_shorter_message() -> bool {
+    host::flavour::built_for() == host::flavour::Flavour::OpenMpi
+}
+
+impl OpBackend<'_> {
+    /// The stall of this operation: `missing` are the ranks it waits for; `from_root`: this
+    /// rank is the root (or rank 0 of a barrier) and they are the others.
+    fn stalled(&self, msg: String, missing: Vec<u32>, from_root: bool) -> OpError {
+        let len = match &self.data {
+            Data::Send(d) => d.len(),
+            Data::Recv(d) => d.len(),
+            Data::None => 0,
+        };
+        OpError::Stalled {
+            msg,
+            comm: host::SendComm(self.private),
+            rank: self.rank,
+            missing,
+            elsewhere: not_multicast(self.kind, len, from_root),
+        }
+    }
+}
+
+/// What ranks that run mpicast with the same settings, but are not in an operation of `len`
+/// bytes, are most likely doing: in another call, or (a broadcast) in the host MPI's
+/// broadcast because their count, unlike this rank's, was below the threshold.
+fn not_multicast(kind: Kind, len: usize, waiting_for_receivers: bool) -> String {
+    match kind {
+        Kind::Barrier => "they are in another call (or still computing)".to_string(),
+        Kind::Bcast if waiting_for_receivers => format!(
+            "they are in another call, or called MPI_Bcast with a count or datatype that makes \
+             their message smaller than the threshold (MPICAST_MIN_BYTES), so that their call \
+             went to the host MPI while this rank's {len} bytes went by multicast"
+        ),
+        Kind::Bcast => format!(
+            "it is in another call, or called MPI_Bcast with a count or datatype that makes its \
+             message smaller than the threshold (MPICAST_MIN_BYTES), so that its call went to \
+             the host MPI while this rank's {len} bytes wait for a multicast"
+        ),
+    }
+}
+
 fn describe(kind: Kind, seq: u64, size: u32, rank: u32) -> String {
     let what = match kind {
         Kind::Bcast => "MPI_Bcast",
@@ -501,11 +629,7 @@ fn describe(kind: Kind, seq: u64, size: u32, rank: u32) -> String {
 }
 
 pub(super) fn control_seq(msg: &[u8]) -> Option<u64> {
-    match wire::control::Control::decode(msg).ok()? {
-        wire::control::Control::Ack { seq, .. } | wire::control::Control::Nack { seq, .. } => {
-            Some(seq)
-        }
-    }
+    wire::control::Control::decode(msg).ok().map(|c| c.seq())
 }
 
 impl Channel {
@@ -588,7 +712,7 @@ pub(super) fn count_outcome(o: Outcome) -> bool {
             stats::add(&COUNTERS.rejected, 1);
             false
         }
-        Outcome::Duplicate | Outcome::Stale | Outcome::Foreign => false,
+        Outcome::Duplicate | Outcome::Stale | Outcome::Foreign | Outcome::Mismatch => false,
     }
 }
 
@@ -743,17 +867,14 @@ impl Backend for OpBackend<'_> {
             return Ok(());
         }
         if !self.waiting_for.is_empty() && now.saturating_sub(self.last_progress) > self.timeout {
-            let peers: Vec<String> = self
-                .waiting_for
-                .iter()
-                .map(|(_, p)| p.to_string())
-                .collect();
-            return Err(OpError::Stalled(format!(
-                "{}: no scout from rank(s) {} for {} ms (did they call it?)",
+            let peers: Vec<u32> = self.waiting_for.iter().map(|(_, p)| *p).collect();
+            let msg = format!(
+                "{}: no scout from {} for {} ms",
                 describe(self.kind, self.seq, self.size, self.rank),
-                peers.join(", "),
+                crate::config::rank_list(&peers),
                 self.timeout / 1_000_000
-            )));
+            );
+            return Err(self.stalled(msg, peers, true));
         }
         self.idle();
         Ok(())

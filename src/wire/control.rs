@@ -1,14 +1,18 @@
 //! control: the receiver -> root messages of one broadcast (cumulative Ack, Nack with missing
-//! fragments). The transport carries them over reliable, ordered MPI point-to-point, so they
-//! carry no MAC; they only have to be bounded so a fixed receive buffer always fits them.
+//! fragments, Decline of a message of another size). The transport carries them over
+//! reliable, ordered MPI point-to-point, so they carry no MAC; they only have to be bounded
+//! so a fixed receive buffer always fits them.
 //!
-//! Layout, little-endian: tag(1) seq(8) cum(4) [count(4) missing(4 * count)] for a Nack.
+//! Layout, little-endian: tag(1) seq(8) cum(4) [count(4) missing(4 * count)] for a Nack;
+//! tag(1) seq(8) posted(8) for a Decline.
 
 use super::packet::Reject;
 
 const TAG_ACK: u8 = 1;
 const TAG_NACK: u8 = 2;
+const TAG_DECLINE: u8 = 3;
 const ACK_LEN: usize = 1 + 8 + 4;
+const DECLINE_LEN: usize = 1 + 8 + 8;
 
 /// Most fragment numbers one Nack lists; a receiver reports the rest in its next round.
 pub const MAX_NACK_MISSING: usize = 512;
@@ -25,18 +29,26 @@ pub enum Control {
         cum: u32,
         missing: Vec<u32>,
     },
+    /// This receiver takes none of operation `seq`: it posted `posted` bytes, and the
+    /// root's message has another size (an erroneous program; the receiver fails its call,
+    /// and the root must not wait for it).
+    Decline { seq: u64, posted: u64 },
 }
 
 impl Control {
     pub fn seq(&self) -> u64 {
         match *self {
-            Control::Ack { seq, .. } | Control::Nack { seq, .. } => seq,
+            Control::Ack { seq, .. } | Control::Nack { seq, .. } | Control::Decline { seq, .. } => {
+                seq
+            }
         }
     }
 
+    /// The cumulative ack (0 for a Decline, which acknowledges nothing).
     pub fn cum(&self) -> u32 {
         match *self {
             Control::Ack { cum, .. } | Control::Nack { cum, .. } => cum,
+            Control::Decline { .. } => 0,
         }
     }
 
@@ -48,6 +60,12 @@ impl Control {
             Control::Ack { .. } => (TAG_ACK, &[][..]),
             Control::Nack { missing, .. } => {
                 (TAG_NACK, &missing[..missing.len().min(MAX_NACK_MISSING)])
+            }
+            Control::Decline { seq, posted } => {
+                out.push(TAG_DECLINE);
+                out.extend_from_slice(&seq.to_le_bytes());
+                out.extend_from_slice(&posted.to_le_bytes());
+                return;
             }
         };
         out.push(tag);
@@ -66,6 +84,16 @@ impl Control {
             return Err(Reject::Short);
         }
         let seq = u64::from_le_bytes(b[1..9].try_into().expect("8 bytes"));
+        if b[0] == TAG_DECLINE {
+            return match b.len() {
+                DECLINE_LEN => Ok(Control::Decline {
+                    seq,
+                    posted: u64::from_le_bytes(b[9..17].try_into().expect("8 bytes")),
+                }),
+                n if n < DECLINE_LEN => Err(Reject::Short),
+                _ => Err(Reject::Malformed),
+            };
+        }
         let cum = u32::from_le_bytes(b[9..13].try_into().expect("4 bytes"));
         match b[0] {
             TAG_ACK if b.len() == ACK_LEN => Ok(Control::Ack { seq, cum }),
@@ -109,6 +137,10 @@ mod tests {
                 seq: 1,
                 cum: 3,
                 missing: vec![4, 9, u32::MAX],
+            },
+            Control::Decline {
+                seq: 7,
+                posted: 20_000,
             },
         ];
         for m in &msgs {

@@ -32,6 +32,10 @@ pub enum Outcome {
     Stale,
     Foreign,
     Rejected(Reject),
+    /// An authentic fragment of this very operation (seq and root match, the MAC holds, and
+    /// it is consistent with its own size) of a message whose size is not the one this rank
+    /// posted: the program passed other counts or datatypes at the root (`mismatch`).
+    Mismatch,
 }
 
 #[derive(Debug)]
@@ -68,6 +72,8 @@ pub struct McastReceiver {
     /// When the first fragment arrived: with `stats.accepted`, the stream's rate.
     first_at: Option<Nanos>,
     stats: ReceiverStats,
+    /// The size of the root's message, when it is not the one posted (`Outcome::Mismatch`).
+    mismatch: Option<u64>,
 }
 
 /// Fragments past the highest one seen that the first NACK after a silence asks for.
@@ -123,6 +129,7 @@ impl McastReceiver {
             last_progress: now,
             first_at: None,
             stats: ReceiverStats::default(),
+            mismatch: None,
         }
     }
 
@@ -154,6 +161,15 @@ impl McastReceiver {
             return Outcome::Foreign;
         }
         let f = h.frag;
+        if h.total_len != self.total_len as u64
+            && u64::from(h.nfrags)
+                == usize::try_from(h.total_len)
+                    .map_or(u64::MAX, |l| u64::from(super::nfrags(l, self.frag)))
+            && f < h.nfrags
+        {
+            self.mismatch.get_or_insert(h.total_len);
+            return Outcome::Mismatch;
+        }
         if h.total_len != self.total_len as u64
             || h.nfrags != self.nfrags
             || f >= self.nfrags
@@ -323,6 +339,22 @@ impl McastReceiver {
     }
 
     /// All data is in and the final Ack has been handed out by `poll_control`.
+    /// The size of the root's message, when its fragments show another size than this rank
+    /// posted. The operation cannot complete here: the transport fails it (or starts over
+    /// with the root's size where the host MPI would take a shorter message).
+    pub fn mismatch(&self) -> Option<u64> {
+        self.mismatch
+    }
+
+    /// The message that takes this receiver out of the operation at the root (after a
+    /// `mismatch`): the root stops waiting for it.
+    pub fn decline(&self) -> Control {
+        Control::Decline {
+            seq: self.seq,
+            posted: self.total_len as u64,
+        }
+    }
+
     pub fn is_done(&self) -> bool {
         self.nfrags == 0 || self.final_sent
     }

@@ -57,6 +57,8 @@ pub struct McastSender {
     /// When the operation started (or the root came back to it, `resume`): `ack_wait`.
     started: Nanos,
     stats: SenderStats,
+    /// Receivers that declined (`Control::Decline`): rank and the size they posted.
+    declined: Vec<(u32, u64)>,
 }
 
 /// `ack_wait`: the root sleeps at most this fraction of the time the operation has run...
@@ -140,6 +142,7 @@ impl McastSender {
             last_progress: now,
             started: now,
             stats: SenderStats::default(),
+            declined: Vec::new(),
         }
     }
 
@@ -208,15 +211,46 @@ impl McastSender {
             .ranks
             .binary_search(&from)
             .map_err(|_| Reject::Malformed)?;
+        if let Control::Decline { posted, .. } = msg {
+            // That receiver is out of this operation: nothing more is owed to it, and it no
+            // longer holds the window back.
+            if !self.declined.iter().any(|&(r, _)| r == from) {
+                self.declined.push((from, posted));
+            }
+            self.advance(idx, self.nfrags, now);
+            return Ok(());
+        }
         let cum = msg.cum();
         let missing = match &msg {
-            Control::Ack { .. } => &[][..],
+            Control::Ack { .. } | Control::Decline { .. } => &[][..],
             Control::Nack { missing, .. } => &missing[..],
         };
         // A receiver cannot have what was never sent.
         if cum > self.next_new || missing.iter().any(|&f| f >= self.nfrags) {
             return Err(Reject::Malformed);
         }
+        self.advance(idx, cum, now);
+        for &f in missing {
+            // Not yet sent fragments come with the window; ones this receiver has are stale.
+            if f < cum || f >= self.next_new {
+                continue;
+            }
+            let last = self.last_retx[f as usize];
+            if last == NEVER || now.saturating_sub(last) >= self.suppress {
+                self.queue(f);
+            }
+        }
+        Ok(())
+    }
+
+    /// Receivers that declined this operation (their posted size differed), with the size
+    /// they posted.
+    pub fn declined(&self) -> &[(u32, u64)] {
+        &self.declined
+    }
+
+    /// Receiver `idx`'s cumulative ack moves up to `cum` (never down).
+    fn advance(&mut self, idx: usize, cum: u32, now: Nanos) {
         let old = self.cums[idx];
         if cum > old {
             self.cums[idx] = cum;
@@ -233,17 +267,6 @@ impl McastSender {
             self.probe_base = now;
             self.probe_rto = self.probe_initial;
         }
-        for &f in missing {
-            // Not yet sent fragments come with the window; ones this receiver has are stale.
-            if f < cum || f >= self.next_new {
-                continue;
-            }
-            let last = self.last_retx[f as usize];
-            if last == NEVER || now.saturating_sub(last) >= self.suppress {
-                self.queue(f);
-            }
-        }
-        Ok(())
     }
 
     pub fn handle_timeout(&mut self, now: Nanos) {

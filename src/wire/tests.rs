@@ -1100,12 +1100,13 @@ fn receiver_classifies_other_operations() {
     assert_eq!(r.handle_datagram(0, &d, &mut buf), Outcome::Foreign);
     encode_release(&c, 7, 0, &mut d);
     assert_eq!(r.handle_datagram(0, &d, &mut buf), Outcome::Foreign);
-    // Authentic but not matching this receiver's message geometry.
+    // Authentic but inconsistent with its own size (9 bytes in 2 fragments of 64).
     packet::encode(
         &c,
         &Header {
             seq: 7,
             total_len: 9,
+            nfrags: 2,
             ..h
         },
         &[1; 9],
@@ -1115,6 +1116,7 @@ fn receiver_classifies_other_operations() {
         r.handle_datagram(0, &d, &mut buf),
         Outcome::Rejected(Reject::Malformed)
     );
+    assert_eq!(r.mismatch(), None);
     packet::encode(&c, &Header { seq: 7, ..h }, &[2; 10], &mut d);
     assert_eq!(buf, vec![0; 10]);
     assert_eq!(r.handle_datagram(0, &d, &mut buf), Outcome::Accepted);
@@ -1127,6 +1129,60 @@ fn receiver_classifies_other_operations() {
     assert!(r.is_done());
     let s = r.stats();
     assert_eq!((s.accepted, s.stale, s.foreign, s.rejected), (1, 1, 3, 1));
+}
+
+/// A root sending another size than a receiver posted: the receiver says so at the first
+/// fragment (not after the stall timeout), its Decline takes it out of the root's operation,
+/// and the root completes with the others.
+#[test]
+fn size_mismatch_is_seen_at_once_and_declined() {
+    let c = rel_ctx(3, 9);
+    let p = params();
+    let (sent, posted) = (1000usize, 500usize);
+    let data: Vec<u8> = (0..sent).map(|i| i as u8).collect();
+    let mut tx = McastSender::new(&c, 5, 0, &[1, 2], sent, &p, 0);
+    let mut short = McastReceiver::new(&c, 5, 0, 1, posted, &p, 0);
+    let mut exact = McastReceiver::new(&c, 5, 0, 2, sent, &p, 0);
+    let (mut b1, mut b2) = (vec![0u8; posted], vec![0u8; sent]);
+    let mut d = Vec::new();
+    assert!(tx.poll_transmit(0, &data, &mut d));
+    assert_eq!(short.handle_datagram(1, &d, &mut b1), Outcome::Mismatch);
+    assert_eq!(short.mismatch(), Some(sent as u64));
+    assert_eq!(
+        b1,
+        vec![0u8; posted],
+        "nothing of the wrong message is stored"
+    );
+    assert_eq!(
+        short.decline(),
+        Control::Decline {
+            seq: 5,
+            posted: posted as u64
+        }
+    );
+    assert_eq!(exact.handle_datagram(1, &d, &mut b2), Outcome::Accepted);
+    let mut m = Vec::new();
+    short.decline().encode(&mut m);
+    tx.handle_control(2, 1, &m).unwrap();
+    assert_eq!(tx.declined(), &[(1, posted as u64)]);
+    // The rest goes to the receiver that posted the right size; the root is done once it
+    // has everything.
+    let mut t = 3;
+    while !tx.is_done() {
+        while tx.poll_transmit(t, &data, &mut d) {
+            assert_ne!(exact.handle_datagram(t, &d, &mut b2), Outcome::Mismatch);
+        }
+        while let Some(msg) = exact.poll_control(t) {
+            tx.handle_control(t, 2, &msg).unwrap();
+        }
+        t += 1_000;
+        assert!(t < 1_000_000_000, "the root never finished");
+    }
+    assert_eq!(b2, data);
+    // A Decline for another operation is not this one's.
+    let mut other = Vec::new();
+    Control::Decline { seq: 6, posted: 1 }.encode(&mut other);
+    assert_eq!(tx.handle_control(t, 1, &other), Err(Reject::WrongSeq));
 }
 
 fn rel_ctx(comm: u32, k: u8) -> Ctx {

@@ -30,6 +30,14 @@ impl Mpi {
         }
     }
 
+    /// As people write it.
+    pub fn title(self) -> &'static str {
+        match self {
+            Mpi::OpenMpi => "Open MPI",
+            Mpi::Mpich => "MPICH",
+        }
+    }
+
     fn launcher(self) -> &'static str {
         match self {
             Mpi::OpenMpi => "mpirun.openmpi",
@@ -108,37 +116,86 @@ pub fn problems(p: &Program, ranks: u32, given: &[(String, usize)]) -> Vec<Strin
     out
 }
 
+/// The MPI a runner was linked against, from the shared libraries it names (`libmpi.so.N`
+/// for Open MPI, `libmpich.so.N` for MPICH); `None` when it names neither or both.
+pub fn runner_mpi(bytes: &[u8]) -> Option<Mpi> {
+    let has = |needle: &[u8]| bytes.windows(needle.len()).any(|w| w == needle);
+    match (has(b"libmpi.so."), has(b"libmpich.so.")) {
+        (true, false) => Some(Mpi::OpenMpi),
+        (false, true) => Some(Mpi::Mpich),
+        _ => None,
+    }
+}
+
+/// `dir` is `.../build/<flavour>/bin` of the source tree: that flavour.
+fn flavour_bin_dir(dir: &Path) -> Option<Mpi> {
+    if dir.file_name()? != "bin" {
+        return None;
+    }
+    match dir.parent()?.file_name()?.to_str()? {
+        "openmpi" => Some(Mpi::OpenMpi),
+        "mpich" => Some(Mpi::Mpich),
+        _ => None,
+    }
+}
+
 /// Where the runner is: `$MPICAST_GOAL_RUNNER`, else `mpicast-goal-run` next to this
 /// executable, else `build/<mpi>/bin/mpicast-goal-run` under `cwd` (the current directory
-/// is `Path::new("")`). The error lists the places tried.
+/// is `Path::new("")`). Next to the executable means in its directory, except when that is
+/// `build/<flavour>/bin` of the source tree (`make lib` puts a copy of `mpicast` in each) and
+/// `mpi` is the other flavour: then in `build/<mpi>/bin` beside it. A runner linked against
+/// another MPI than `mpi` is an error (it cannot join the launcher's job). The error lists
+/// the places tried.
 pub fn find_runner(
     env: Option<OsString>,
     exe: Option<PathBuf>,
     cwd: &Path,
     mpi: Mpi,
 ) -> Result<PathBuf, String> {
+    let found = |p: PathBuf| -> Result<PathBuf, String> {
+        match std::fs::read(&p).ok().as_deref().and_then(runner_mpi) {
+            Some(m) if m != mpi => Err(format!(
+                "{} is built for {}, not {}: use --mpi {}, or set MPICAST_GOAL_RUNNER to a \
+                 runner built for {}",
+                p.display(),
+                m.title(),
+                mpi.title(),
+                m.name(),
+                mpi.title()
+            )),
+            _ => Ok(p),
+        }
+    };
     if let Some(r) = env.filter(|r| !r.is_empty()) {
         let p = PathBuf::from(r);
         return if p.is_file() {
-            Ok(p)
+            found(p)
         } else {
             Err(format!("MPICAST_GOAL_RUNNER={} is not a file", p.display()))
         };
     }
     let mut tried = Vec::new();
     if let Some(dir) = exe.as_deref().and_then(Path::parent) {
-        tried.push(dir.join(RUNNER));
+        match (flavour_bin_dir(dir), dir.parent().and_then(Path::parent)) {
+            (Some(f), Some(build)) if f != mpi => {
+                tried.push(build.join(mpi.name()).join("bin").join(RUNNER))
+            }
+            _ => tried.push(dir.join(RUNNER)),
+        }
     }
-    tried.push(cwd.join("build").join(mpi.name()).join("bin").join(RUNNER));
+    let under_cwd = cwd.join("build").join(mpi.name()).join("bin").join(RUNNER);
+    if !tried.contains(&under_cwd) {
+        tried.push(under_cwd);
+    }
     for t in &tried {
         if t.is_file() {
             // Absolute, so that every rank finds it whatever its working directory.
-            return Ok(t.canonicalize().unwrap_or_else(|_| t.clone()));
+            return found(t.canonicalize().unwrap_or_else(|_| t.clone()));
         }
     }
     Err(format!(
-        "cannot find {RUNNER} (tried {}); build it with `make goal-tools` or set \
-         MPICAST_GOAL_RUNNER",
+        "cannot find {RUNNER} (tried {}); build it with `make lib` (or `make goal-tools`) or \
+         set MPICAST_GOAL_RUNNER",
         tried
             .iter()
             .map(|t| t.display().to_string())
@@ -169,13 +226,18 @@ pub struct RunSpec<'a> {
 }
 
 /// The launch for `spec` in an environment where `var` reads a variable. Without
-/// `MPICAST_IFACE` the run is kept on this host's loopback (`MPICAST_IFACE=lo MPICAST_TTL=0`);
-/// as root, Open MPI's consent variables are set unless already there.
+/// `MPICAST_IFACE` the run is kept on this host's loopback (`MPICAST_IFACE=lo MPICAST_TTL=0`),
+/// and, unless `MPICAST_TOPO` is set, every rank joins the multicast (`MPICAST_TOPO=flat`):
+/// `auto` would see all ranks on one host and hand every multicast action to the host MPI.
+/// As root, Open MPI's consent variables are set unless already there.
 pub fn launch(spec: &RunSpec, var: &dyn Fn(&str) -> Option<String>, root: bool) -> Launch {
     let mut env = Vec::new();
     if var("MPICAST_IFACE").is_none() {
         env.push(("MPICAST_IFACE".to_string(), "lo".to_string()));
         env.push(("MPICAST_TTL".to_string(), "0".to_string()));
+        if var("MPICAST_TOPO").is_none() {
+            env.push(("MPICAST_TOPO".to_string(), "flat".to_string()));
+        }
     }
     if root && spec.mpi == Mpi::OpenMpi {
         for v in ["OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] {
@@ -221,6 +283,23 @@ pub fn launch(spec: &RunSpec, var: &dyn Fn(&str) -> Option<String>, root: bool) 
         program: spec.mpi.launcher().to_string(),
         args,
     }
+}
+
+/// The note for stderr when the launch keeps the run on loopback: what it set.
+pub fn loopback_note(l: &Launch) -> Option<String> {
+    if !l.env.iter().any(|(k, _)| k == "MPICAST_IFACE") {
+        return None;
+    }
+    let set: Vec<String> = l
+        .env
+        .iter()
+        .filter(|(k, _)| k.starts_with("MPICAST_"))
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    Some(format!(
+        "MPICAST_IFACE is not set: running on this host's loopback ({})",
+        set.join(" ")
+    ))
 }
 
 /// The launch as one shell-quoted line, for --dry-run and error messages.
@@ -301,7 +380,7 @@ mod tests {
         let l = launch(&spec, &unset, true);
         assert_eq!(
             render(&l),
-            "MPICAST_IFACE=lo MPICAST_TTL=0 OMPI_ALLOW_RUN_AS_ROOT=1 \
+            "MPICAST_IFACE=lo MPICAST_TTL=0 MPICAST_TOPO=flat OMPI_ALLOW_RUN_AS_ROOT=1 \
              OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun.openmpi --oversubscribe -n 4 --mca \
              mpi_yield_when_idle 1 /r/mpicast-goal-run f.goal --buffer buf=64 --reps 3 --check"
         );
@@ -309,6 +388,22 @@ mod tests {
         let set = |v: &str| (v == "MPICAST_IFACE").then(|| "eth1".to_string());
         let l = launch(&spec, &set, false);
         assert!(l.env.is_empty(), "{:?}", l.env);
+        assert_eq!(loopback_note(&l), None);
+        // A topology of the caller's own is kept on loopback too.
+        let topo = |v: &str| (v == "MPICAST_TOPO").then(|| "leaders".to_string());
+        let l = launch(&spec, &topo, false);
+        assert_eq!(
+            l.env,
+            [
+                ("MPICAST_IFACE".to_string(), "lo".to_string()),
+                ("MPICAST_TTL".to_string(), "0".to_string())
+            ]
+        );
+        assert_eq!(
+            loopback_note(&l).unwrap(),
+            "MPICAST_IFACE is not set: running on this host's loopback \
+             (MPICAST_IFACE=lo MPICAST_TTL=0)"
+        );
         let spec = RunSpec {
             mpi: Mpi::Mpich,
             reps: None,
@@ -319,8 +414,13 @@ mod tests {
         let l = launch(&spec, &unset, true);
         assert_eq!(
             render(&l),
-            "MPICAST_IFACE=lo MPICAST_TTL=0 mpiexec.mpich -n 4 /r/mpicast-goal-run f.goal \
-             --buffer buf=64 --expect sum-int32"
+            "MPICAST_IFACE=lo MPICAST_TTL=0 MPICAST_TOPO=flat mpiexec.mpich -n 4 \
+             /r/mpicast-goal-run f.goal --buffer buf=64 --expect sum-int32"
+        );
+        assert_eq!(
+            loopback_note(&l).unwrap(),
+            "MPICAST_IFACE is not set: running on this host's loopback \
+             (MPICAST_IFACE=lo MPICAST_TTL=0 MPICAST_TOPO=flat)"
         );
     }
 
@@ -363,5 +463,58 @@ mod tests {
             other
         );
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn runner_next_to_a_copy_in_the_build_tree() {
+        // make lib: build/<flavour>/bin/{mpicast,mpicast-goal-run} for each flavour.
+        let dir = std::env::temp_dir().join(format!("mpicast-run-tree-{}", std::process::id()));
+        let bin = |f: &str| dir.join("build").join(f).join("bin");
+        for f in ["openmpi", "mpich"] {
+            std::fs::create_dir_all(bin(f)).unwrap();
+        }
+        std::fs::write(bin("openmpi").join(RUNNER), b"\0libmpi.so.40\0").unwrap();
+        std::fs::write(bin("mpich").join(RUNNER), b"\0libmpich.so.12\0").unwrap();
+        let exe = bin("openmpi").join("mpicast");
+        let elsewhere = Path::new("/nonexistent-cwd");
+        // Run from anywhere: the runner beside the command, or its sibling flavour's.
+        let ompi = find_runner(None, Some(exe.clone()), elsewhere, Mpi::OpenMpi).unwrap();
+        assert_eq!(ompi, bin("openmpi").join(RUNNER).canonicalize().unwrap());
+        let mpich = find_runner(None, Some(exe.clone()), elsewhere, Mpi::Mpich).unwrap();
+        assert_eq!(mpich, bin("mpich").join(RUNNER).canonicalize().unwrap());
+        // An installation holds one flavour: asking for the other says which it is.
+        let inst = dir.join("prefix/bin");
+        std::fs::create_dir_all(&inst).unwrap();
+        std::fs::copy(bin("openmpi").join(RUNNER), inst.join(RUNNER)).unwrap();
+        let e = find_runner(None, Some(inst.join("mpicast")), elsewhere, Mpi::Mpich).unwrap_err();
+        assert!(
+            e.contains("is built for Open MPI, not MPICH: use --mpi openmpi"),
+            "{e}"
+        );
+        // So does a runner named by the variable.
+        let e = find_runner(
+            Some(bin("mpich").join(RUNNER).into()),
+            None,
+            elsewhere,
+            Mpi::OpenMpi,
+        )
+        .unwrap_err();
+        assert!(e.contains("is built for MPICH, not Open MPI"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn runner_flavour_from_its_libraries() {
+        assert_eq!(
+            runner_mpi(b"x\0libmpi.so.40\0libmpicast.so.0\0"),
+            Some(Mpi::OpenMpi)
+        );
+        assert_eq!(
+            runner_mpi(b"x\0libmpich.so.12\0libmpicast.so.0\0"),
+            Some(Mpi::Mpich)
+        );
+        // Neither (not a runner we know), or both: no verdict.
+        assert_eq!(runner_mpi(b"libmpicast.so.0"), None);
+        assert_eq!(runner_mpi(b"libmpi.so.40 libmpich.so.12"), None);
     }
 }

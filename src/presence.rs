@@ -1,0 +1,424 @@
+//! Which ranks of the job loaded mpicast, with which settings, and which of them are waiting
+//! in mpicast's setup of a communicator: what a rank needs to say why the others did not
+//! arrive, when they do not.
+//!
+//! mpicast cannot ask the other ranks through MPI: a rank that never loaded it (an
+//! `LD_PRELOAD` that Open MPI's mpirun did not forward to remote hosts) would receive
+//! whatever mpicast sent, or take part in a collective it never called. So each process
+//! that loads mpicast registers itself with the launcher's name service (`host::names`: a
+//! local MPI call that sends nothing to any rank) at `MPI_Init`, or at its first intercepted
+//! call when initialisation passed elsewhere; a rank waiting in a setup says so there too.
+//! When a wait runs out, the one rank that reports it (`die_once`) looks the others up.
+//!
+//! Names: `mpicast1-<job>-<world size>-<kind>-<world rank>`, the job being the launcher's
+//! (PMIx namespace) where it says one. Lookups cost a round trip to the launcher each, so
+//! they are made only on the way to an abort, by the rank that prints.
+
+use crate::config::{self, Config};
+use crate::host::{self, names, MPI_Comm};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// This job's prefix of every name, and this process's world rank and size; `None` when
+/// there is nobody to tell (one process, or MPI not active).
+fn identity() -> Option<(String, u32, u32)> {
+    if !host::is_active() {
+        return None;
+    }
+    let world = host::comm_world();
+    let (rank, size) = (host::comm::rank(world).ok()?, host::comm::size(world).ok()?);
+    if size < 2 {
+        return None;
+    }
+    let job: String = std::env::var("PMIX_NAMESPACE")
+        .unwrap_or_else(|_| "0".into())
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .take(40)
+        .collect();
+    Some((format!("mpicast1-{job}-{size}"), rank, size))
+}
+
+fn name(prefix: &str, kind: &str, world_rank: u32) -> String {
+    format!("{prefix}-{kind}-{world_rank}")
+}
+
+/// What this process registered (name, value), to withdraw it at finalize.
+static REGISTERED: Mutex<Option<(String, String)>> = Mutex::new(None);
+static TRIED: AtomicBool = AtomicBool::new(false);
+
+/// Registers this process: mpicast's version and the settings every rank must share (or
+/// the variable that is invalid). Once per process; a launcher without a name service only
+/// leaves later diagnoses less precise.
+pub fn register() {
+    if TRIED.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    // A library built for the other MPI cannot pass a single handle (the first collective
+    // says so and stops the job): nothing here may touch MPI then.
+    if host::flavour::check().is_err() {
+        return;
+    }
+    let Some((prefix, rank, _)) = identity() else {
+        return;
+    };
+    let mut value = match Config::from_env() {
+        Ok(c) => here_value(env!("CARGO_PKG_VERSION"), &c),
+        Err(e) => format!("{},INVALID:{}", env!("CARGO_PKG_VERSION"), e.var),
+    };
+    value.truncate(names::max_value_len());
+    let n = name(&prefix, "here", rank);
+    if names::publish(&n, &value) {
+        *REGISTERED.lock().unwrap_or_else(|p| p.into_inner()) = Some((n, value));
+    }
+}
+
+/// Withdraws the registration (at MPI_Finalize, before the host shuts down).
+pub fn unregister() {
+    if let Some((n, v)) = REGISTERED.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        names::unpublish(&n, &v);
+    }
+}
+
+/// Published while this rank waits in a setup (`call` on a communicator of `size` ranks),
+/// withdrawn when dropped.
+pub struct Waiting(Option<(String, String)>);
+
+pub fn waiting(call: &str, size: u32) -> Waiting {
+    let Some((prefix, rank, _)) = identity() else {
+        return Waiting(None);
+    };
+    let n = name(&prefix, "wait", rank);
+    let v = format!("{call}:{size}");
+    Waiting(names::publish(&n, &v).then_some((n, v)))
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        if let Some((n, v)) = self.0.take() {
+            names::unpublish(&n, &v);
+        }
+    }
+}
+
+/// What the name service says of one rank.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Seen {
+    /// Not registered: mpicast is not loaded there (or it has not initialised MPI yet).
+    Absent,
+    /// Registered, with its version and settings (variable, value); `waiting`: in the setup
+    /// of a communicator (the call and its size, as it said).
+    Here {
+        version: String,
+        settings: Vec<(String, String)>,
+        waiting: Option<String>,
+    },
+}
+
+/// A registration value: the version, then `NAME:value` for every agreed setting, comma
+/// separated. No spaces and no `=`: Hydra's name service carries values in a text protocol
+/// of space-separated `key=value` words, and would cut them there.
+pub fn here_value(version: &str, cfg: &Config) -> String {
+    let mut v = version.to_string();
+    for (k, val) in cfg.agreed() {
+        v.push(',');
+        v.push_str(&k[config::PREFIX.len()..]);
+        v.push(':');
+        v.push_str(&val);
+    }
+    v
+}
+
+/// Parses a registration value (`here_value`'s format).
+pub fn parse_here(value: &str) -> (String, Vec<(String, String)>) {
+    let mut parts = value.split(',');
+    let version = parts.next().unwrap_or("").to_string();
+    let settings = parts
+        .filter_map(|p| p.split_once(':'))
+        .map(|(k, v)| (format!("{}{k}", config::PREFIX), v.to_string()))
+        .collect();
+    (version, settings)
+}
+
+/// Looks up ranks `suspects` of `comm` (by their rank in `comm`).
+fn look(comm: MPI_Comm, suspects: &[u32]) -> Option<Vec<(u32, Seen)>> {
+    let (prefix, _, _) = identity()?;
+    let world = host::comm::world_ranks(comm).ok()?;
+    let mut out = Vec::new();
+    for &r in suspects {
+        let Some(Some(w)) = world.get(r as usize).copied() else {
+            continue;
+        };
+        let seen = match names::lookup(&name(&prefix, "here", w)) {
+            None => Seen::Absent,
+            Some(v) => {
+                let (version, settings) = parse_here(&v);
+                Seen::Here {
+                    version,
+                    settings,
+                    waiting: names::lookup(&name(&prefix, "wait", w)),
+                }
+            }
+        };
+        out.push((r, seen));
+    }
+    Some(out)
+}
+
+/// Why ranks `missing` of a communicator did not come, in lines for a message (each
+/// starting with a newline and an indent): the facts the name service has about them,
+/// compared with this rank (`me`, configured as `cfg`). `elsewhere`: what to say of ranks
+/// that run mpicast with the same settings but are not in the operation.
+pub fn explain(comm: MPI_Comm, me: u32, cfg: &Config, missing: &[u32], elsewhere: &str) -> String {
+    let Some(seen) = look(comm, missing) else {
+        return format!(
+            "\n  (the launcher's name service did not answer, so mpicast cannot tell why; \
+             the usual causes: mpicast not loaded on those ranks (with Open MPI, pass \
+             -x LD_PRELOAD=... to mpirun), MPICAST_* settings that differ between ranks, or \
+             {elsewhere})"
+        );
+    };
+    Explanation::from_seen(me, cfg, &seen).render(elsewhere)
+}
+
+/// The facts of `explain`, grouped (pure, for the tests).
+#[derive(Debug, Default, PartialEq)]
+pub struct Explanation {
+    pub absent: Vec<u32>,
+    pub other_version: Vec<(u32, String)>,
+    pub differences: Vec<String>,
+    pub waiting: Vec<(u32, String)>,
+    pub same: Vec<u32>,
+}
+
+impl Explanation {
+    pub fn from_seen(me: u32, cfg: &Config, seen: &[(u32, Seen)]) -> Explanation {
+        let mut e = Explanation::default();
+        let mine: Vec<(String, String)> = cfg
+            .agreed()
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+        let mut compared = vec![(me, mine.clone())];
+        for (r, s) in seen {
+            match s {
+                Seen::Absent => e.absent.push(*r),
+                Seen::Here {
+                    version,
+                    settings,
+                    waiting,
+                } => {
+                    if version != env!("CARGO_PKG_VERSION") {
+                        e.other_version.push((*r, version.clone()));
+                    }
+                    if let Some(w) = waiting {
+                        e.waiting.push((*r, w.clone()));
+                    } else if *settings == mine {
+                        e.same.push(*r);
+                    }
+                    if *settings != mine {
+                        compared.push((*r, settings.clone()));
+                    }
+                }
+            }
+        }
+        e.differences = config::differences(&compared);
+        e
+    }
+
+    pub fn render(&self, elsewhere: &str) -> String {
+        let mut out = String::new();
+        let rl = |rs: &[u32]| config::rank_list(rs);
+        if !self.absent.is_empty() {
+            out.push_str(&format!(
+                "\n  {} never registered with mpicast: mpicast is not loaded there. With Open \
+                 MPI, mpirun passes LD_PRELOAD only to the ranks on its own host unless told: \
+                 mpirun -x LD_PRELOAD=/path/to/libmpicast.so ...; with MPICH use -genv \
+                 LD_PRELOAD ...; or link the program with -lmpicast",
+                rl(&self.absent)
+            ));
+        }
+        for (r, v) in &self.other_version {
+            out.push_str(&format!(
+                "\n  rank {r} runs mpicast {v}, this rank {}: every rank needs the same library",
+                env!("CARGO_PKG_VERSION")
+            ));
+        }
+        if !self.differences.is_empty() {
+            out.push_str(
+                "\n  settings differ between ranks (every rank must see the same MPICAST_* \
+                 values: mpirun -x NAME=value, or Hydra's -genv):",
+            );
+            for d in &self.differences {
+                out.push_str(&format!("\n    {d}"));
+            }
+        }
+        if !self.waiting.is_empty() {
+            let mut by_call: Vec<(String, Vec<u32>)> = Vec::new();
+            for (r, w) in &self.waiting {
+                match by_call.iter_mut().find(|(c, _)| c == w) {
+                    Some((_, rs)) => rs.push(*r),
+                    None => by_call.push((w.clone(), vec![*r])),
+                }
+            }
+            for (call, rs) in by_call {
+                let (what, size) = call.split_once(':').unwrap_or((call.as_str(), "?"));
+                out.push_str(&format!(
+                    "\n  {} {} waiting in mpicast's setup of a communicator of {size} ranks \
+                     ({what}) too",
+                    rl(&rs),
+                    if rs.len() == 1 { "is" } else { "are" }
+                ));
+            }
+        }
+        if !self.same.is_empty() {
+            let one = self.same.len() == 1;
+            out.push_str(&format!(
+                "\n  {} {} mpicast with the same settings but {} not in it: {elsewhere}",
+                rl(&self.same),
+                if one { "runs" } else { "run" },
+                if one { "is" } else { "are" }
+            ));
+        }
+        out
+    }
+}
+
+/// Prints `message`, met by every rank of communicator `comm`, about once in the whole job
+/// however many communicators meet the same condition (an interface that does not exist
+/// fails the setup of every one): only the lowest world rank of `comm` prints, a process
+/// prints a message once, and not at all when the name service says another process
+/// printed it already.
+pub fn say_once(comm: MPI_Comm, message: &str) {
+    static SAID: Mutex<Vec<u64>> = Mutex::new(Vec::new());
+    let lowest = host::comm::world_ranks(comm)
+        .ok()
+        .and_then(|w| w.into_iter().flatten().min());
+    let me = host::comm::rank(host::comm_world()).ok();
+    if lowest.is_some() && lowest != me {
+        return;
+    }
+    let key = digest(message.as_bytes());
+    {
+        let mut said = SAID.lock().unwrap_or_else(|p| p.into_inner());
+        if said.contains(&key) {
+            return;
+        }
+        said.push(key);
+    }
+    if let Some((prefix, _, _)) = identity() {
+        let n = format!("{prefix}-said-{key:016x}");
+        if names::lookup(&n).is_some() {
+            return;
+        }
+        names::publish(&n, "1");
+    }
+    crate::session::say(message);
+}
+
+/// 64-bit FNV-1a: a digest that is the same in every process.
+pub fn digest(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// Ends the job over `comm` after a failure that several ranks may meet at about the same
+/// time (a setup nobody else joins, an operation that stalls): only the lowest world rank
+/// among those reporting prints `message()`, the others stay quiet and wait for its abort.
+/// Each reporting rank claims a name, waits a moment for lower ranks to claim theirs, and
+/// prints unless one did. Without a name service every reporting rank prints.
+pub fn die_once(comm: MPI_Comm, message: impl FnOnce() -> String) -> ! {
+    let quiet = match identity() {
+        Some((prefix, rank, _)) if names::publish(&name(&prefix, "fatal", rank), "1") => {
+            std::thread::sleep(Duration::from_millis(300));
+            (0..rank).any(|r| names::lookup(&name(&prefix, "fatal", r)).is_some())
+        }
+        _ => false,
+    };
+    if quiet {
+        // The printing rank's MPI_Abort ends this process; abort on our own only if it
+        // does not come (one launcher message instead of one per rank).
+        let until = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    } else {
+        crate::session::say(&message());
+        // A launcher that kills the job on MPI_Abort may drop what it has not forwarded yet.
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    host::abort(comm, 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn here(cfg: &Config, waiting: Option<&str>) -> Seen {
+        let (version, settings) = parse_here(&here_value(env!("CARGO_PKG_VERSION"), cfg));
+        Seen::Here {
+            version,
+            settings,
+            waiting: waiting.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn explains_each_kind_of_absence() {
+        let me = Config::default();
+        let zero = Config::from_vars([("MPICAST_MIN_BYTES", "0")]).unwrap();
+        let seen = vec![
+            (1, Seen::Absent),
+            (2, here(&zero, None)),
+            (3, here(&me, None)),
+            (4, here(&me, Some("MPI_Bcast:6"))),
+            (5, Seen::Absent),
+        ];
+        let e = Explanation::from_seen(0, &me, &seen);
+        assert_eq!(e.absent, vec![1, 5]);
+        assert_eq!(e.same, vec![3]);
+        assert_eq!(e.waiting, vec![(4, "MPI_Bcast:6".to_string())]);
+        assert_eq!(
+            e.differences,
+            vec!["MPICAST_MIN_BYTES: auto on rank 0; 0 on rank 2".to_string()]
+        );
+        let text = e.render("they called another collective");
+        assert!(
+            text.contains("ranks 1, 5 never registered with mpicast"),
+            "{text}"
+        );
+        assert!(text.contains("-x LD_PRELOAD="), "{text}");
+        assert!(
+            text.contains("MPICAST_MIN_BYTES: auto on rank 0; 0 on rank 2"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "rank 4 is waiting in mpicast's setup of a communicator of 6 ranks (MPI_Bcast)"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("rank 3 runs mpicast with the same settings but is not in it: they called another collective"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn registration_values_parse_back() {
+        let c = Config::from_vars([("MPICAST_SYNC", "linear")]).unwrap();
+        let value = here_value("9.9.9", &c);
+        assert!(!value.contains(' ') && !value.contains('='), "{value}");
+        let (v, s) = parse_here(&value);
+        assert_eq!(v, "9.9.9");
+        let want: Vec<(String, String)> = c
+            .agreed()
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+        assert_eq!(s, want);
+        assert_eq!(parse_here("9.9.9"), ("9.9.9".to_string(), vec![]));
+    }
+}

@@ -6,6 +6,7 @@
 pub mod binomial;
 pub mod dissemination;
 pub mod hosts;
+pub mod prefix;
 pub mod scout;
 pub mod tree;
 

@@ -1,0 +1,58 @@
+//! mpicast's own C API (`include/mpicast.h`), one file per topic: `stats` (counters),
+//! `goal` (GOAL schedules). Conventions: functions return an `MPICAST_Status` (0 is success)
+//! and write results through trailing `*_out` pointers only on success; NULL where a pointer
+//! is required gives `MPICAST_ERR_NULL_ARG`.
+
+use std::os::raw::{c_char, c_int};
+
+mod goal;
+mod stats;
+
+pub use goal::{MPICAST_Goal, MPICAST_Goal_function, MPICAST_Request};
+pub use stats::MPICAST_Stats;
+
+/// Status codes of the extension API. Values are stable and never reused.
+#[repr(C)]
+#[allow(non_camel_case_types)]
+pub enum MPICAST_Status {
+    /// Success.
+    MPICAST_OK = 0,
+    /// A required pointer argument was NULL.
+    MPICAST_ERR_NULL_ARG = 1,
+    /// An internal error (a bug): the message went to stderr.
+    MPICAST_ERR_INTERNAL = 2,
+    /// A call to the host MPI failed.
+    MPICAST_ERR_MPI = 3,
+    /// The GOAL program is invalid or cannot run here; MPICAST_Goal_error says why.
+    MPICAST_ERR_GOAL_INVALID = 4,
+    /// The call does not fit the handle's state (no program loaded, a buffer unbound or too
+    /// small, a run already active); MPICAST_Goal_error says why.
+    MPICAST_ERR_GOAL_STATE = 5,
+}
+/// The library version as a static NUL-terminated string, e.g. "0.1.0". Never NULL; the
+/// caller must not free it.
+#[no_mangle]
+pub extern "C" fn MPICAST_Version() -> *const c_char {
+    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr() as *const c_char
+}
+
+/// A static NUL-terminated description of `status`. Never NULL (unknown values give
+/// "unknown status"); the caller must not free it.
+#[no_mangle]
+pub extern "C" fn MPICAST_Status_string(status: c_int) -> *const c_char {
+    let s: &'static str = match status {
+        0 => "success\0",
+        1 => "a required pointer argument was NULL\0",
+        2 => "internal error\0",
+        3 => "a call to the host MPI failed\0",
+        4 => "the GOAL program is invalid (see MPICAST_Goal_error)\0",
+        5 => "the GOAL handle is not ready for this call (see MPICAST_Goal_error)\0",
+        _ => "unknown status\0",
+    };
+    s.as_ptr() as *const c_char
+}
+
+pub(super) const OK: c_int = MPICAST_Status::MPICAST_OK as c_int;
+pub(super) const NULL_ARG: c_int = MPICAST_Status::MPICAST_ERR_NULL_ARG as c_int;
+pub(super) const INTERNAL: c_int = MPICAST_Status::MPICAST_ERR_INTERNAL as c_int;
+pub(super) const ERR_MPI: c_int = MPICAST_Status::MPICAST_ERR_MPI as c_int;

@@ -21,6 +21,8 @@
 #                     BENCH_BUDGET to change the run; see bench/README.md)
 #   make bench-smoke  2 emulated hosts, both MPIs, a few broadcasts: correctness only
 #   make bench-progs  build/<flavour>/bench/mcast_bench and shim_cost, per flavour
+#   make examples     build/<flavour>/examples/cholesky, per flavour: the task runtime and tiled
+#                     Cholesky of examples/ (examples/README.md; LAPACKE and BLAS from deps-system)
 #   make install      PREFIX=/usr/local FLAVOUR=openmpi|mpich: the library, headers, CMake and
 #                     pkg-config files, and the executables mpicast and mpicast-goal-run in bin/
 #   make clean        remove build/ and target/
@@ -64,8 +66,10 @@ TARGET_BASE ?= target
 CARGO_OMPI = MPI_PKG_CONFIG=ompi-c CARGO_TARGET_DIR=$(TARGET_BASE)/openmpi cargo
 
 # iproute2 (ip, tc) and nftables: the emulated cluster (make demo, bench-smoke, bench).
+# liblapacke-dev, liblapack-dev, libblas-dev: the kernels of examples/ (make examples, ctest).
 DEPS_PKGS := libopenmpi-dev openmpi-bin libmpich-dev mpich gfortran cmake libclang-dev \
-             nftables iproute2 pkg-config g++ binutils python3-venv python3-dev
+             nftables iproute2 pkg-config g++ binutils python3-venv python3-dev \
+             liblapacke-dev liblapack-dev libblas-dev
 
 help:
 	@sed -n '/^#   make /,/^#$$/{/^#$$/q;s/^#//;p}' $(firstword $(MAKEFILE_LIST))
@@ -194,6 +198,28 @@ build/%/bench/shim_cost: bench/shim_cost.c
 build/%/bench/bcast_bench: bench/bcast_bench.c
 	@mkdir -p $(@D)
 	$(mpicc_$*) -O2 -Wall -Wextra -Werror -o $@ $<
+
+# The task runtime and tiled Cholesky of examples/, per flavour, with that flavour's mpicc
+# ($* is the flavour). Kernels from Debian's reference LAPACKE, LAPACK and BLAS (CBLAS is in
+# libblas3): single-threaded, so 4 ranks on 2 cores do not also fight over BLAS threads.
+# Linked with the flavour's libmpicast (build/<flavour>/lib, found at run time through the
+# rpath) ahead of the MPI library, for --notify=imcast (examples/notify_imcast.c): so
+# `examples` builds the library first, as bench-progs does.
+EXAMPLE_SRCS := examples/cholesky.c examples/rt.c examples/notify.c examples/notify_p2p.c \
+                examples/notify_imcast.c examples/notify_bcast.c
+EXAMPLE_HDRS := examples/rt.h examples/notify.h include/mpicast.h
+EXAMPLE_LIBS := -llapacke -llapack -lblas -lm
+EXAMPLE_MPICAST = -DEXAMPLES_HAVE_IMCAST -DEXAMPLES_MPICAST_LINKED -Iinclude \
+                  -L$(CURDIR)/build/$*/lib -lmpicast -Wl,-rpath,$(CURDIR)/build/$*/lib
+.PHONY: examples
+examples: lib
+	@pkg-config --exists lapacke blas || { echo "examples: LAPACKE or BLAS missing (liblapacke-dev, libblas-dev): run make deps-system" >&2; exit 1; }
+	@for f in $(FLAVOURS); do $(MAKE) --no-print-directory build/$$f/examples/cholesky; done
+
+build/%/examples/cholesky: $(EXAMPLE_SRCS) $(EXAMPLE_HDRS)
+	@[ -e build/$*/lib/libmpicast.so ] || { echo "$@: build/$*/lib/libmpicast.so missing: run make lib-$*" >&2; exit 1; }
+	@mkdir -p $(@D)
+	$(mpicc_$*) -O2 -Wall -Wextra -Werror -o $@ $(EXAMPLE_SRCS) $(EXAMPLE_MPICAST) $(EXAMPLE_LIBS)
 
 bench-smoke: bench-progs
 	bench/smoke.sh

@@ -27,6 +27,10 @@ module mpicast
   integer(c_int), parameter, public :: MPICAST_ERR_MPI = 3
   integer(c_int), parameter, public :: MPICAST_ERR_GOAL_INVALID = 4
   integer(c_int), parameter, public :: MPICAST_ERR_GOAL_STATE = 5
+  integer(c_int), parameter, public :: MPICAST_ERR_ARG = 6
+  integer(c_int), parameter, public :: MPICAST_ERR_NOT_ENABLED = 7
+  integer(c_int), parameter, public :: MPICAST_ERR_TRUNCATE = 8
+  integer(c_int), parameter, public :: MPICAST_ERR_NO_THREAD = 9
 
   ! MPICAST_Stats: this process's counters (not summed over ranks). The C fields are
   ! uint64_t; Fortran has no unsigned kind, and the counts stay far below 2**63.
@@ -50,6 +54,9 @@ module mpicast
   public :: MPICAST_Goal_reg_func, MPICAST_Goal_send, MPICAST_Goal_recv, MPICAST_Goal_exec
   public :: MPICAST_Goal_requ, MPICAST_Goal_compile, MPICAST_Goal_function
   public :: MPICAST_Goal_mcast_send, MPICAST_Goal_mcast_recv
+  public :: MPICAST_Mcast_enable, MPICAST_Imcast, MPICAST_Mcast_irecv, MPICAST_Mcast_iprobe
+  public :: MPICAST_Wait, MPICAST_Test, MPICAST_Waitall, MPICAST_Testany, MPICAST_Testsome
+  public :: MPICAST_Request_free, MPICAST_Request_mpi
 
   ! The shape of a user function for GOAL exec actions (MPICAST_Goal_reg_func takes
   ! c_funloc of a bind(C) function like this): dst = f(src, dst), returns 0 on success.
@@ -257,5 +264,116 @@ module mpicast
       import :: c_ptr
       type(c_ptr), value :: goal
     end subroutine MPICAST_Goal_free
+
+    ! The non-blocking multicast to any set of ranks (docs/imcast.md). comm and datatype are
+    ! C handles (MPI_Comm_f2c, MPI_Type_f2c) of pointer width, as for MPICAST_Goal_create;
+    ! buffers are c_loc of the data; requests are type(c_ptr), c_null_ptr once completed;
+    ! statuses are c_loc of a C MPI_Status, or c_null_ptr to ignore them.
+    function MPICAST_Mcast_enable(comm) bind(C, name="MPICAST_Mcast_enable") result(status)
+      import :: c_int, c_intptr_t
+      integer(c_intptr_t), value :: comm
+      integer(c_int) :: status
+    end function MPICAST_Mcast_enable
+
+    function MPICAST_Imcast(buf, count, datatype, dests, ndests, tag, comm, request_out) &
+        bind(C, name="MPICAST_Imcast") result(status)
+      import :: c_int, c_intptr_t, c_ptr
+      type(c_ptr), value :: buf
+      integer(c_int), value :: count
+      integer(c_intptr_t), value :: datatype
+      integer(c_int), dimension(*), intent(in) :: dests
+      integer(c_int), value :: ndests
+      integer(c_int), value :: tag
+      integer(c_intptr_t), value :: comm
+      type(c_ptr), intent(out) :: request_out
+      integer(c_int) :: status
+    end function MPICAST_Imcast
+
+    function MPICAST_Mcast_irecv(buf, count, datatype, source, tag, comm, request_out) &
+        bind(C, name="MPICAST_Mcast_irecv") result(status)
+      import :: c_int, c_intptr_t, c_ptr
+      type(c_ptr), value :: buf
+      integer(c_int), value :: count
+      integer(c_intptr_t), value :: datatype
+      integer(c_int), value :: source
+      integer(c_int), value :: tag
+      integer(c_intptr_t), value :: comm
+      type(c_ptr), intent(out) :: request_out
+      integer(c_int) :: status
+    end function MPICAST_Mcast_irecv
+
+    function MPICAST_Mcast_iprobe(source, tag, comm, flag_out, c_status) &
+        bind(C, name="MPICAST_Mcast_iprobe") result(status)
+      import :: c_int, c_intptr_t, c_ptr
+      integer(c_int), value :: source
+      integer(c_int), value :: tag
+      integer(c_intptr_t), value :: comm
+      integer(c_int), intent(out) :: flag_out
+      type(c_ptr), value :: c_status
+      integer(c_int) :: status
+    end function MPICAST_Mcast_iprobe
+
+    function MPICAST_Wait(request, c_status) bind(C, name="MPICAST_Wait") result(status)
+      import :: c_int, c_ptr
+      type(c_ptr), intent(inout) :: request
+      type(c_ptr), value :: c_status
+      integer(c_int) :: status
+    end function MPICAST_Wait
+
+    function MPICAST_Test(request, flag_out, c_status) bind(C, name="MPICAST_Test") &
+        result(status)
+      import :: c_int, c_ptr
+      type(c_ptr), intent(inout) :: request
+      integer(c_int), intent(out) :: flag_out
+      type(c_ptr), value :: c_status
+      integer(c_int) :: status
+    end function MPICAST_Test
+
+    function MPICAST_Waitall(count, requests, c_statuses) bind(C, name="MPICAST_Waitall") &
+        result(status)
+      import :: c_int, c_ptr
+      integer(c_int), value :: count
+      type(c_ptr), dimension(*), intent(inout) :: requests
+      type(c_ptr), value :: c_statuses
+      integer(c_int) :: status
+    end function MPICAST_Waitall
+
+    function MPICAST_Testany(count, requests, index_out, flag_out, c_status) &
+        bind(C, name="MPICAST_Testany") result(status)
+      import :: c_int, c_ptr
+      integer(c_int), value :: count
+      type(c_ptr), dimension(*), intent(inout) :: requests
+      integer(c_int), intent(out) :: index_out
+      integer(c_int), intent(out) :: flag_out
+      type(c_ptr), value :: c_status
+      integer(c_int) :: status
+    end function MPICAST_Testany
+
+    function MPICAST_Testsome(count, requests, outcount_out, indices, c_statuses) &
+        bind(C, name="MPICAST_Testsome") result(status)
+      import :: c_int, c_ptr
+      integer(c_int), value :: count
+      type(c_ptr), dimension(*), intent(inout) :: requests
+      integer(c_int), intent(out) :: outcount_out
+      integer(c_int), dimension(*), intent(out) :: indices
+      type(c_ptr), value :: c_statuses
+      integer(c_int) :: status
+    end function MPICAST_Testsome
+
+    ! mpi_request_out is the C MPI_Request (MPI_Request_f2c/c2f convert it).
+    function MPICAST_Request_mpi(request, mpi_request_out) bind(C, name="MPICAST_Request_mpi") &
+        result(status)
+      import :: c_int, c_intptr_t, c_ptr
+      type(c_ptr), intent(inout) :: request
+      integer(c_intptr_t), intent(out) :: mpi_request_out
+      integer(c_int) :: status
+    end function MPICAST_Request_mpi
+
+    function MPICAST_Request_free(request) bind(C, name="MPICAST_Request_free") &
+        result(status)
+      import :: c_int, c_ptr
+      type(c_ptr), intent(inout) :: request
+      integer(c_int) :: status
+    end function MPICAST_Request_free
   end interface
 end module mpicast

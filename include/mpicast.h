@@ -41,7 +41,33 @@ typedef enum MPICAST_Status {
    small, a run already active); MPICAST_Goal_error says why.
    */
   MPICAST_ERR_GOAL_STATE = 5,
+  /*
+   An argument is out of range or inconsistent (a destination outside the communicator,
+   repeated, or the root itself; a negative count; a tag out of range; an
+   intercommunicator; a freed request); nothing was done.
+   */
+  MPICAST_ERR_ARG = 6,
+  /*
+   The communicator is not enabled for the multicast calls: call MPICAST_Mcast_enable on
+   it first (collective).
+   */
+  MPICAST_ERR_NOT_ENABLED = 7,
+  /*
+   A multicast was longer than the receive's buffer: the buffer holds its start, and the
+   status's MPI_ERROR is MPI_ERR_TRUNCATE (as MPI reports a truncated message).
+   */
+  MPICAST_ERR_TRUNCATE = 8,
+  /*
+   The call needs the progress thread (MPICAST_PROGRESS=thread, with a host MPI that
+   grants MPI_THREAD_MULTIPLE), and it is not running.
+   */
+  MPICAST_ERR_NO_THREAD = 9,
 } MPICAST_Status;
+
+/*
+ Where a rank runs inside its host; [`UNKNOWN`] where the OS did not say ([`sysfs::read`]).
+ */
+typedef struct CpuFacts CpuFacts;
 
 /*
  A GOAL program bound to a communicator: created with MPICAST_Goal_create, owned
@@ -50,8 +76,9 @@ typedef enum MPICAST_Status {
 typedef struct MPICAST_Goal MPICAST_Goal;
 
 /*
- A run of a GOAL program, returned by MPICAST_Goal_start. Owned by its MPICAST_Goal: valid
- until that goal is freed, never freed by the caller.
+ A non-blocking operation of mpicast: a multicast or a multicast receive (the caller's,
+ freed by the call that completes it or by MPICAST_Request_free), or a GOAL run (owned by
+ its MPICAST_Goal, never freed by the caller).
  */
 typedef struct MPICAST_Request MPICAST_Request;
 
@@ -346,6 +373,161 @@ const char *MPICAST_Goal_error(const struct MPICAST_Goal *goal);
  `goal` is NULL or a handle from MPICAST_Goal_create, not used afterwards.
  */
 void MPICAST_Goal_free(struct MPICAST_Goal *goal);
+
+/*
+ Enables the multicast calls on `comm`: collective over `comm` (every rank calls it, like
+ MPI_Comm_dup). Each rank learns every rank's topology ID (the host it runs on, hosts
+ ordered by interface address, then its place on that host) and builds its routing table
+ (m rows of c entries, with holes where no rank has a prefix); the multicasts travel on a
+ duplicate of `comm` that only mpicast uses. A second call on the same communicator does
+ nothing. MPICAST_ERR_ARG for MPI_COMM_NULL or an intercommunicator.
+
+ # Safety
+ `comm` is a valid communicator handle.
+ */
+int MPICAST_Mcast_enable(MPI_Comm comm);
+
+/*
+ Starts a multicast of `count` elements of `datatype` at `buf` with `tag` (0..32767) to the
+ `ndests` ranks of `comm` listed in `dests` (distinct, none of them this rank; at least one).
+ Not collective: only the destinations receive it, each with MPICAST_Mcast_irecv naming
+ this rank (or MPI_ANY_SOURCE) and the tag (or MPI_ANY_TAG); ranks that are neither root
+ nor destination may pass it on (MPICAST_IMCAST_ROUTE) from inside their own mpicast calls.
+ The data is taken when the call returns: `buf` may be reused at once, and
+ `*request_out` (the caller's, completed by MPICAST_Wait and the like) completes at the
+ first test. Multicasts of one root to one rank with one tag are received in their order.
+ MPICAST_ERR_NOT_ENABLED before MPICAST_Mcast_enable on `comm`; MPICAST_ERR_ARG for a bad
+ count, tag, destination list or communicator (nothing is sent).
+
+ # Safety
+ `buf` holds `count` elements of `datatype` (NULL only with count 0); `dests` holds
+ `ndests` ints; `request_out` writable.
+ */
+int MPICAST_Imcast(const void *buf,
+                   int count,
+                   MPI_Datatype datatype,
+                   const int *dests,
+                   int ndests,
+                   int tag,
+                   MPI_Comm comm,
+                   struct MPICAST_Request **request_out);
+
+/*
+ Posts a receive of a multicast from `source` (or MPI_ANY_SOURCE; MPI_PROC_NULL completes at
+ once, empty) with `tag` (or MPI_ANY_TAG) into `count` elements of `datatype` at `buf`.
+ Receives match multicasts as MPI matches messages: in the order they were posted, and one
+ root's multicasts in the order it sent them. A multicast longer than the buffer fills it and
+ completes with MPICAST_ERR_TRUNCATE (the status's MPI_ERROR is MPI_ERR_TRUNCATE); a shorter
+ one fills its length (MPI_Get_count on the status tells it). A multicast that comes before
+ its receive waits in mpicast's memory (MPICAST_IMCAST_BUFFER bounds it).
+
+ # Safety
+ `buf` holds `count` elements of `datatype`, valid until the request completes;
+ `request_out` writable.
+ */
+int MPICAST_Mcast_irecv(void *buf,
+                        int count,
+                        MPI_Datatype datatype,
+                        int source,
+                        int tag,
+                        MPI_Comm comm,
+                        struct MPICAST_Request **request_out);
+
+/*
+ Whether a multicast that a receive of (`source`, `tag`) would take has come (its first
+ part, at least): `*flag_out` 1 and `*status` its source, tag and length (MPI_Get_count), or
+ 0. Forwards what is waiting meanwhile. The next matching MPICAST_Mcast_irecv on this
+ communicator takes that multicast, unless another receive posted before it does.
+
+ # Safety
+ `flag_out` writable; `status` MPI_STATUS_IGNORE or writable.
+ */
+int MPICAST_Mcast_iprobe(int source, int tag, MPI_Comm comm, int *flag_out, MPI_Status *status);
+
+/*
+ Waits until `*request` completes, forwarding meanwhile; fills `*status` (or
+ MPI_STATUS_IGNORE) with the source, the tag and the length (MPI_Get_count works on it) and
+ sets `*request` to NULL. MPICAST_ERR_TRUNCATE when the multicast was longer than the
+ buffer (the status's MPI_ERROR is MPI_ERR_TRUNCATE). A NULL `*request` returns at once.
+
+ # Safety
+ `request` points to NULL or a live request; `status` is MPI_STATUS_IGNORE or writable.
+ */
+int MPICAST_Wait(struct MPICAST_Request **request, MPI_Status *status);
+
+/*
+ One progress step; `*flag_out` becomes 1 when `*request` is complete (then as
+ MPICAST_Wait), else 0.
+
+ # Safety
+ As MPICAST_Wait; `flag_out` writable.
+ */
+int MPICAST_Test(struct MPICAST_Request **request, int *flag_out, MPI_Status *status);
+
+/*
+ Waits for all `count` requests (NULL ones are complete), as MPICAST_Wait each; returns the
+ first non-OK status code, after all completed.
+
+ # Safety
+ `requests` holds `count` request pointers; `statuses` is MPI_STATUSES_IGNORE or holds
+ `count` writable statuses.
+ */
+int MPICAST_Waitall(int count, struct MPICAST_Request **requests, MPI_Status *statuses);
+
+/*
+ One progress step; if one of the `count` requests is complete (a non-NULL one), completes
+ it as MPICAST_Wait, sets `*index_out` to its index and `*flag_out` to 1; otherwise
+ `*flag_out` is 0 (and `*index_out` MPI_UNDEFINED when every request is NULL).
+
+ # Safety
+ `requests` holds `count` request pointers; `index_out` and `flag_out` writable; `status`
+ MPI_STATUS_IGNORE or writable.
+ */
+int MPICAST_Testany(int count,
+                    struct MPICAST_Request **requests,
+                    int *index_out,
+                    int *flag_out,
+                    MPI_Status *status);
+
+/*
+ One progress step; completes every complete request among the `count` (non-NULL ones),
+ writing their indices to `indices` and their number to `*outcount_out` (MPI_UNDEFINED when
+ every request is NULL).
+
+ # Safety
+ `requests` holds `count` request pointers; `indices` room for `count` ints; `statuses`
+ MPI_STATUSES_IGNORE or `count` writable statuses.
+ */
+int MPICAST_Testsome(int count,
+                     struct MPICAST_Request **requests,
+                     int *outcount_out,
+                     int *indices,
+                     MPI_Status *statuses);
+
+/*
+ Frees `*request` without waiting and sets it to NULL: a receive that has not matched is
+ withdrawn (no multicast will go to its buffer); one that has, and a multicast, complete
+ unseen. A GOAL run's request cannot be freed (MPICAST_ERR_ARG).
+
+ # Safety
+ `request` points to NULL or a live request.
+ */
+int MPICAST_Request_free(struct MPICAST_Request **request);
+
+/*
+ Makes `*request` (of MPICAST_Imcast or MPICAST_Mcast_irecv) into an MPI request in
+ `*mpi_request_out`, which the application waits for or tests with MPI_Wait, MPI_Waitany,
+ MPI_Testsome... among its own requests, and which says in its status what MPICAST_Wait
+ would (source, tag, MPI_Get_count, MPI_ERR_TRUNCATE). `*request` is consumed (set to
+ NULL). Only with the progress thread (MPICAST_PROGRESS=thread, and the host granted
+ MPI_THREAD_MULTIPLE): it completes the MPI request, and forwards meanwhile; otherwise
+ MPICAST_ERR_NO_THREAD and nothing changes. A GOAL run's request cannot be converted
+ (MPICAST_ERR_ARG).
+
+ # Safety
+ `request` points to a live request pointer; `mpi_request_out` writable.
+ */
+int MPICAST_Request_mpi(struct MPICAST_Request **request, MPI_Request *mpi_request_out);
 
 /*
  Copies this process's counters into `*stats_out`.

@@ -25,7 +25,8 @@ grep -Eq "$want" <<<"$needed" || fail "the $TC_FLAVOUR build does not link $want
 ! grep -Eq "$other" <<<"$needed" || fail "the $TC_FLAVOUR build links another MPI: $needed"
 
 defined=$(nm -D --defined-only "$lib" | awk '{print $NF}')
-for sym in MPI_Bcast MPI_Barrier MPICAST_Get_stats MPICAST_Version MPICAST_Status_string; do
+for sym in MPI_Bcast MPI_Barrier MPI_Init MPI_Init_thread MPI_Finalize MPICAST_Get_stats MPICAST_Version \
+  MPICAST_Status_string MPICAST_Mcast_enable MPICAST_Imcast MPICAST_Mcast_irecv MPICAST_Wait; do
   grep -qx "$sym" <<<"$defined" || fail "$sym is not exported"
 done
 note "exported MPI/PMPI/MPICAST symbols: $(grep -E '^(P?MPI|MPICAST)_' <<<"$defined" | tr '\n' ' ')"

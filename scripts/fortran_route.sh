@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Which Fortran entry points must libmpicast export for this MPI, and does it export
 # exactly those? With route_probe.so preloaded instead of libmpicast (it counts the calls
-# reaching the C MPI_Bcast, MPI_Barrier, MPI_Bcast_c, MPI_Init and MPI_Init_thread), each
+# reaching the C MPI_Bcast, MPI_Barrier, MPI_Bcast_c, MPI_Init, MPI_Init_thread and
+# MPI_Finalize), each
 # Fortran binding (mpif.h,
 # `use mpi`, `use mpi_f08`) makes one call at a time. A call that reaches its C name is
 # already replaced by libmpicast's C function, so the Fortran symbol the program calls must
@@ -18,7 +19,7 @@ for b in mpif usempi f08; do
   [ -x "$TC_BINDIR/f_route_$b" ] || skip "f_route_$b not built (no Fortran compiler or MPI module)"
 done
 
-# probe_counts CMD... -> "bcast barrier bcast_c init init_thread" summed over 2 ranks.
+# probe_counts CMD... -> "bcast barrier bcast_c init init_thread finalize" summed over 2 ranks.
 probe_counts() {
   local dir
   dir=$(mktemp -d "$TC_WORK/probe.XXXX")
@@ -30,13 +31,14 @@ probe_counts() {
   local n
   n=$(find "$dir" -type f | wc -l)
   [ "$n" -eq 2 ] || { cat "$dir.out" >&2; fail "the probe wrote $n reports, want 2: $*"; }
-  awk -F'[ =]' '{ b += $2; r += $4; c += $6; i += $8; t += $10 } END { print b, r, c, i, t }' "$dir"/*
+  awk -F'[ =]' '{ b += $2; r += $4; c += $6; i += $8; t += $10; f += $12 } END { print b, r, c, i, t, f }' "$dir"/*
 }
 
 # The probe itself must see a C program's broadcast, or every answer below is void.
-read -r b _ _ i _ <<<"$(probe_counts "$TC_BINDIR/int_bcast" --sizes 64 --iters 1)"
+read -r b _ _ i _ f <<<"$(probe_counts "$TC_BINDIR/int_bcast" --sizes 64 --iters 1)"
 [ "$b" -gt 0 ] || fail "route_probe.so did not see int_bcast's MPI_Bcast: the probe is broken"
 [ "$i" -gt 0 ] || fail "route_probe.so did not see int_bcast's MPI_Init: the probe is broken"
+[ "$f" -gt 0 ] || fail "route_probe.so did not see int_bcast's MPI_Finalize: the probe is broken"
 
 defined=$(nm -D --defined-only "$lib" | awk '{print $NF}')
 exported_fortran=$(grep -E '^(mpi_[a-z0-9_]+|MPI_[A-Z0-9_]+)$' <<<"$defined" | sort -u || true)
@@ -45,7 +47,7 @@ table=""
 for b in mpif usempi f08; do
   exe=$TC_BINDIR/f_route_$b
   undef=$(nm -u "$exe" | awk '{print $NF}')
-  calls="bcast barrier init init_thread"
+  calls="bcast barrier init init_thread finalize"
   grep -Eq '^mpi_bcast_f08(ts)?_large_$' <<<"$undef" && calls="$calls bcast_large"
   for call in $calls; do
     case $call in
@@ -54,6 +56,7 @@ for b in mpif usempi f08; do
       bcast_large) sym=$(grep -E '^mpi_bcast_f08(ts)?_large_$' <<<"$undef" | head -n 1); cname=MPI_Bcast_c; col=3 ;;
       init) sym=$(grep -E '^mpi_init(_f08)?_$' <<<"$undef" | head -n 1); cname=MPI_Init; col=4 ;;
       init_thread) sym=$(grep -E '^mpi_init_thread(_f08)?_$' <<<"$undef" | head -n 1); cname=MPI_Init_thread; col=5 ;;
+      finalize) sym=$(grep -E '^mpi_finalize(_f08)?_$' <<<"$undef" | head -n 1); cname=MPI_Finalize; col=6 ;;
     esac
     [ -n "$sym" ] || fail "f_route_$b: cannot tell which symbol its $call calls (undefined: $(tr '\n' ' ' <<<"$undef"))"
     counts=$(probe_counts "$exe" "$call")

@@ -15,6 +15,7 @@
 //!   prints is accepted as is), but `MPICAST_GROUP` with host bits set is rejected: a set host
 //!   part there usually means one specific group was wanted, which is written `/32`.
 
+use crate::algo::prefix::{Pick, Route, Shape};
 use std::fmt;
 use std::net::Ipv4Addr;
 
@@ -109,6 +110,55 @@ pub struct Config {
     /// `MPICAST_GOAL_WINDOW`: run GOAL schedules longer than this through a sliding window of
     /// this many actions (0: no window).
     pub goal_window: usize,
+    /// `MPICAST_TOPO_ID`: this rank's topology ID as written (trimmed; its digits checked
+    /// against `topo_base`). Differs between ranks; see `crate::topology`.
+    pub topo_id: Option<String>,
+    /// `MPICAST_TOPO_FILE`: the path of the file mapping hosts to topology IDs.
+    pub topo_file: Option<String>,
+    /// `MPICAST_TOPO_BASE`: the base of topology IDs, a power of two 2..=256.
+    pub topo_base: u32,
+    /// `MPICAST_TOPO_PICK`: how a routing-table entry is chosen among several candidates.
+    pub topo_pick: TopoPick,
+    /// `MPICAST_IMCAST_ROUTE`: who the next hops of `MPICAST_Imcast` are.
+    pub imcast_route: Route,
+    /// `MPICAST_SEGMENT_BYTES`: `MPICAST_Imcast` pipelines a message in segments of this size.
+    pub segment_bytes: usize,
+    /// `MPICAST_IMCAST_BUFFER`: bytes of multicasts a rank holds before their receives come.
+    pub imcast_buffer: usize,
+}
+
+/// How a routing-table entry of `MPICAST_Imcast` is picked among several candidates
+/// (`crate::algo::prefix::Pick`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TopoPick {
+    /// The candidate nearest (XOR) to the rank's own ID.
+    Nearest,
+    /// A uniform choice every rank can reproduce from one seed: `Some` as given
+    /// (`random:SEED`), `None` for a seed the library draws per communicator at its setup.
+    Random { seed: Option<u64> },
+}
+
+impl TopoPick {
+    /// The pick of `crate::algo::prefix`; `drawn` is the communicator's seed, used unless the
+    /// setting names one.
+    pub fn pick(self, drawn: u64) -> Pick {
+        match self {
+            TopoPick::Nearest => Pick::Nearest,
+            TopoPick::Random { seed } => Pick::Random {
+                seed: seed.unwrap_or(drawn),
+            },
+        }
+    }
+}
+
+impl fmt::Display for TopoPick {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TopoPick::Nearest => f.write_str("nearest"),
+            TopoPick::Random { seed: None } => f.write_str("random"),
+            TopoPick::Random { seed: Some(s) } => write!(f, "random:{s}"),
+        }
+    }
 }
 
 /// How non-blocking GOAL runs make progress.
@@ -131,6 +181,11 @@ const MAX_RCVBUF: usize = 1 << 30;
 const FRAG_RANGE: (usize, usize) = (64, 65000);
 const MIN_PORT: u16 = 1024;
 const MAX_VERBOSE: u8 = 2;
+const DEFAULT_TOPO_BASE: u32 = 16;
+const DEFAULT_SEGMENT_BYTES: usize = 8 << 10;
+const DEFAULT_IMCAST_BUFFER: usize = 256 << 20;
+const MIN_IMCAST_BUFFER: usize = 1 << 20;
+const SEGMENT_RANGE: (usize, usize) = (64, 16 << 20);
 
 impl Default for Config {
     fn default() -> Config {
@@ -153,6 +208,13 @@ impl Default for Config {
             eager_bytes: DEFAULT_EAGER_BYTES,
             root_waits: false,
             goal_window: 0,
+            topo_id: None,
+            topo_file: None,
+            topo_base: DEFAULT_TOPO_BASE,
+            topo_pick: TopoPick::Nearest,
+            imcast_route: Route::Dests,
+            segment_bytes: DEFAULT_SEGMENT_BYTES,
+            imcast_buffer: DEFAULT_IMCAST_BUFFER,
         }
     }
 }
@@ -270,6 +332,56 @@ pub const VARIABLES: &[(&str, &str, &str)] = &[
         "0",
         "GOAL runs of schedules longer than this many actions hold at most this many at a time \
          (a sliding window: executor state bounded by the window plus pending credits); 0 off",
+    ),
+    (
+        "MPICAST_TOPO_ID",
+        "(not set)",
+        "this rank's topology ID for the routing of MPICAST_Imcast: digits in base \
+         MPICAST_TOPO_BASE, hex (01a3) or dotted decimal (0.1.10.3), unique in each communicator; \
+         a communicator's MPI_Info key mpicast_topo_id wins over it; give it on every rank or on \
+         none",
+    ),
+    (
+        "MPICAST_TOPO_FILE",
+        "(not set)",
+        "file of topology IDs, used when no rank has one of its own: lines `HOST ID` (the host's \
+         ID, its ranks told apart by CPU placement) or `HOST:SLOT ID` (a rank's), # comments; \
+         every rank reads it and must find the same contents; not set: IDs derived from hosts \
+         (ordered by address) and CPU package, NUMA node and core",
+    ),
+    (
+        "MPICAST_TOPO_BASE",
+        "16",
+        "base of topology IDs, a power of two 2..=256: a larger base makes MPICAST_Imcast trees \
+         shallower (at most one hop per digit) but lets a rank send up to base - 1 copies per \
+         level; 16 writes a digit as one hex character",
+    ),
+    (
+        "MPICAST_TOPO_PICK",
+        "nearest",
+        "which rank a routing-table entry names among several candidates: nearest (the one \
+         closest to the rank's own ID: deterministic, and different ranks name different \
+         candidates, spreading the load) or random (a seed drawn per communicator; random:SEED \
+         for a fixed one)",
+    ),
+    (
+        "MPICAST_IMCAST_ROUTE",
+        "dests",
+        "next hops of MPICAST_Imcast: dests (destinations only; no other rank handles the data) \
+         or table (the paper's: table entries, which may forward without delivering); dests for \
+         now, to be chosen from measurements",
+    ),
+    (
+        "MPICAST_SEGMENT_BYTES",
+        "8KiB",
+        "MPICAST_Imcast forwards a message in segments of this size, 64 bytes to 16 MiB (8 KiB, \
+         the paper's choice)",
+    ),
+    (
+        "MPICAST_IMCAST_BUFFER",
+        "256MiB",
+        "multicasts that reach a rank before its MPICAST_Mcast_irecv wait in memory, up to this \
+         many bytes per rank (>= 1MiB); past it the job ends with a message saying so",
     ),
 ];
 
@@ -457,6 +569,74 @@ impl Config {
             c.goal_window = parse_uint::<usize>(&v)
                 .ok_or_else(|| err("MPICAST_GOAL_WINDOW", &raw, "an integer number of actions"))?;
         }
+        // The base first: MPICAST_TOPO_ID is checked against it.
+        if let Some((raw, v)) = val("MPICAST_TOPO_BASE") {
+            c.topo_base = parse_uint::<u32>(&v)
+                .filter(|&b| Shape::new(b, 1).is_ok())
+                .ok_or_else(|| {
+                    err(
+                        "MPICAST_TOPO_BASE",
+                        &raw,
+                        "a power of two from 2 to 256 (2, 4, 8, 16, 32, 64, 128 or 256)",
+                    )
+                })?;
+        }
+        if let Some((raw, v)) = val("MPICAST_TOPO_ID") {
+            if let Err(e) = check_topo_id(c.topo_base, &v) {
+                return Err(err(
+                    "MPICAST_TOPO_ID",
+                    &raw,
+                    format!(
+                        "a topology ID in base {} (MPICAST_TOPO_BASE): {}, each below the base, \
+                         at most 64 bits ({e})",
+                        c.topo_base,
+                        if c.topo_base <= 16 {
+                            "one hex digit per character (01a3) or dotted decimal digits \
+                             (0.1.10.3)"
+                        } else {
+                            "dotted decimal digits (0.1.10.3)"
+                        }
+                    ),
+                ));
+            }
+            c.topo_id = Some(v);
+        }
+        if let Some((_, v)) = val("MPICAST_TOPO_FILE") {
+            c.topo_file = Some(v);
+        }
+        if let Some((raw, v)) = val("MPICAST_TOPO_PICK") {
+            c.topo_pick = parse_topo_pick(&v).ok_or_else(|| {
+                err(
+                    "MPICAST_TOPO_PICK",
+                    &raw,
+                    "nearest, random, or random:SEED with SEED a decimal integer below 2^64",
+                )
+            })?;
+        }
+        if let Some((raw, v)) = val("MPICAST_IMCAST_ROUTE") {
+            c.imcast_route = match v.to_ascii_lowercase().as_str() {
+                "dests" => Route::Dests,
+                "table" => Route::Table,
+                _ => return Err(err("MPICAST_IMCAST_ROUTE", &raw, "dests or table")),
+            };
+        }
+        if let Some((raw, v)) = val("MPICAST_SEGMENT_BYTES") {
+            let (lo, hi) = SEGMENT_RANGE;
+            c.segment_bytes = parse_size(&v)
+                .filter(|n| (lo..=hi).contains(n))
+                .ok_or_else(|| {
+                    err(
+                        "MPICAST_SEGMENT_BYTES",
+                        &raw,
+                        "a size from 64 bytes to 16MiB (binary suffixes k, KiB, m, MiB)",
+                    )
+                })?;
+        }
+        if let Some((raw, v)) = val("MPICAST_IMCAST_BUFFER") {
+            c.imcast_buffer = parse_size(&v)
+                .filter(|&n| n >= MIN_IMCAST_BUFFER)
+                .ok_or_else(|| err("MPICAST_IMCAST_BUFFER", &raw, "a size of at least 1MiB"))?;
+        }
         Ok(c)
     }
 
@@ -593,6 +773,24 @@ impl Config {
             ),
             ("MPICAST_TTL", self.ttl.to_string()),
             ("MPICAST_ROOT_WAITS", on(self.root_waits)),
+            ("MPICAST_TOPO_BASE", self.topo_base.to_string()),
+            ("MPICAST_TOPO_PICK", self.topo_pick.to_string()),
+            (
+                "MPICAST_IMCAST_ROUTE",
+                match self.imcast_route {
+                    Route::Dests => "dests",
+                    Route::Table => "table",
+                }
+                .to_string(),
+            ),
+            ("MPICAST_SEGMENT_BYTES", self.segment_bytes.to_string()),
+            // Last: the only value of unbounded length (see `agreed_path`).
+            (
+                "MPICAST_TOPO_FILE",
+                self.topo_file
+                    .as_deref()
+                    .map_or_else(|| "(unset)".to_string(), agreed_path),
+            ),
         ]
     }
 
@@ -605,6 +803,32 @@ impl Config {
             .collect();
         parts.join(" ")
     }
+}
+
+/// A path as an agreed value: the values travel as space-separated `NAME=value` words (and
+/// through the launcher's name service as `NAME:value,...`), so every byte but letters, digits
+/// and `/._-+~@:` is written `%XX`; `(` is among them, so no path reads as `(unset)`. A path
+/// whose written form is longer than 200 characters is cut to its last 160, after `...` and
+/// before `#` and a digest of the whole path, so that a line of agreed values stays short and
+/// different paths still differ.
+fn agreed_path(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    for &b in path.as_bytes() {
+        if b.is_ascii_alphanumeric() || b"/._-+~@:".contains(&b) {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    if out.len() <= 200 {
+        return out;
+    }
+    // FNV-1a: a digest to tell paths apart, not a protection.
+    let h = path.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    // ASCII only, so any byte offset is a character boundary.
+    format!("...{}#{h:016x}", &out[out.len() - 160..])
 }
 
 /// Reads a line made by [`Config::agreed_line`] back into (variable, value) pairs; words
@@ -775,11 +999,15 @@ impl Hints {
                     Some(parse_size(v).ok_or_else(|| err(&var(), value, EXPECT_SIZE))?)
                 };
             }
+            // This rank's topology ID for the multicast calls: a value of its own on each
+            // rank, read where the routing table is built, not a setting ranks share.
+            "mpicast_topo_id" => {}
             _ if key.to_ascii_lowercase().starts_with("mpicast_") => {
                 return Err(err(
                     &var(),
                     value,
-                    "a known key: mpicast, mpicast_sync, mpicast_min_bytes or mpicast_eager_bytes",
+                    "a known key: mpicast, mpicast_sync, mpicast_min_bytes, mpicast_eager_bytes \
+                     or mpicast_topo_id",
                 ));
             }
             _ => return Ok(false),
@@ -868,6 +1096,33 @@ fn parse_bool(v: &str) -> Option<bool> {
         "0" | "false" | "no" | "off" => Some(false),
         _ => None,
     }
+}
+
+fn parse_topo_pick(v: &str) -> Option<TopoPick> {
+    let v = v.to_ascii_lowercase();
+    match v.as_str() {
+        "nearest" => Some(TopoPick::Nearest),
+        "random" => Some(TopoPick::Random { seed: None }),
+        _ => {
+            let seed = v.strip_prefix("random:")?.trim();
+            Some(TopoPick::Random {
+                seed: Some(parse_uint::<u64>(seed)?),
+            })
+        }
+    }
+}
+
+/// Checks a topology ID's text in base `base`: as many digits as it has (dotted decimal, or in
+/// a base up to 16 one hex digit per character), each below the base, at most 64 bits.
+fn check_topo_id(base: u32, text: &str) -> Result<(), crate::algo::prefix::IdError> {
+    let digits = if text.contains('.') || base > 16 {
+        text.split('.').count()
+    } else {
+        text.chars().count()
+    };
+    Shape::new(base, u32::try_from(digits).unwrap_or(u32::MAX))?
+        .parse(text)
+        .map(|_| ())
 }
 
 fn parse_sync(v: &str) -> Option<SyncAlgo> {
@@ -1003,7 +1258,7 @@ mod tests {
             assert!(n.starts_with(PREFIX));
             assert_eq!(names.iter().filter(|m| *m == n).count(), 1, "{n} twice");
         }
-        assert_eq!(names.len(), 18);
+        assert_eq!(names.len(), 25);
     }
 
     #[test]
@@ -1264,6 +1519,13 @@ mod tests {
             ("MPICAST_EAGER_BYTES", "2k"),
             ("MPICAST_ROOT_WAITS", "1"),
             ("MPICAST_GOAL_WINDOW", "64"),
+            ("MPICAST_TOPO_ID", "0.7"),
+            ("MPICAST_TOPO_FILE", "/etc/mpicast/topo"),
+            ("MPICAST_TOPO_BASE", "8"),
+            ("MPICAST_TOPO_PICK", "random:42"),
+            ("MPICAST_IMCAST_ROUTE", "table"),
+            ("MPICAST_SEGMENT_BYTES", "64k"),
+            ("MPICAST_IMCAST_BUFFER", "2MiB"),
         ])
         .unwrap();
         assert_eq!(
@@ -1287,8 +1549,205 @@ mod tests {
                 eager_bytes: 2048,
                 root_waits: true,
                 goal_window: 64,
+                topo_id: Some("0.7".into()),
+                topo_file: Some("/etc/mpicast/topo".into()),
+                topo_base: 8,
+                topo_pick: TopoPick::Random { seed: Some(42) },
+                imcast_route: Route::Table,
+                segment_bytes: 64 << 10,
+                imcast_buffer: 2 << 20,
             }
         );
+    }
+
+    #[test]
+    fn imcast_buffer_has_a_floor() {
+        let buf = |v| cfg(&[("MPICAST_IMCAST_BUFFER", v)]).map(|c| c.imcast_buffer);
+        assert_eq!(buf("1MiB").unwrap(), 1 << 20);
+        assert_eq!(buf("1g").unwrap(), 1 << 30);
+        let e = buf("64k").unwrap_err().to_string();
+        assert!(
+            e.contains("MPICAST_IMCAST_BUFFER") && e.contains("1MiB"),
+            "{e}"
+        );
+        assert!(buf("lots").is_err());
+    }
+
+    #[test]
+    fn topology_settings() {
+        let c = cfg(&[]).unwrap();
+        assert_eq!(
+            (c.topo_id, c.topo_file, c.topo_base, c.topo_pick),
+            (None, None, 16, TopoPick::Nearest)
+        );
+        assert_eq!((c.imcast_route, c.segment_bytes), (Route::Dests, 8192));
+
+        let base = |v| cfg(&[("MPICAST_TOPO_BASE", v)]).unwrap().topo_base;
+        for (v, b) in [
+            ("2", 2),
+            ("4", 4),
+            ("8", 8),
+            ("16", 16),
+            ("256", 256),
+            (" 32 ", 32),
+        ] {
+            assert_eq!(base(v), b, "{v}");
+        }
+        for v in [
+            "0", "1", "3", "12", "512", "-16", "+16", "0x10", "16k", "sixteen",
+        ] {
+            let e = bad("MPICAST_TOPO_BASE", v);
+            assert!(e.expected.contains("power of two"), "{}", e.expected);
+        }
+
+        // IDs: as many digits as written, each below the base.
+        let id = |pairs: &[(&str, &str)]| cfg(pairs).map(|c| c.topo_id);
+        assert_eq!(id(&[("MPICAST_TOPO_ID", "01a3")]), Ok(Some("01a3".into())));
+        assert_eq!(
+            id(&[("MPICAST_TOPO_ID", " 0.1.10.3 ")]),
+            Ok(Some("0.1.10.3".into()))
+        );
+        assert_eq!(
+            id(&[("MPICAST_TOPO_ID", "0.200"), ("MPICAST_TOPO_BASE", "256")]),
+            Ok(Some("0.200".into()))
+        );
+        assert_eq!(
+            id(&[("MPICAST_TOPO_ID", "0123"), ("MPICAST_TOPO_BASE", "8")]),
+            Ok(Some("0123".into()))
+        );
+        for v in ["0x12", "01g3", "0..1", "0.16", "1.-1", &"f".repeat(17)] {
+            bad("MPICAST_TOPO_ID", v);
+        }
+        let e = cfg(&[("MPICAST_TOPO_ID", "0193"), ("MPICAST_TOPO_BASE", "8")]).unwrap_err();
+        assert_eq!(
+            (e.var.as_str(), e.value.as_str()),
+            ("MPICAST_TOPO_ID", "0193")
+        );
+        assert!(
+            e.expected.contains("base 8") && e.expected.contains("digit 2 of topology ID is 9"),
+            "{}",
+            e.expected
+        );
+        // Above base 16 only dotted digits: "12" is one digit, twelve.
+        assert!(cfg(&[("MPICAST_TOPO_ID", "12"), ("MPICAST_TOPO_BASE", "32")]).is_ok());
+        assert!(cfg(&[("MPICAST_TOPO_ID", "1a"), ("MPICAST_TOPO_BASE", "32")]).is_err());
+
+        assert_eq!(
+            cfg(&[("MPICAST_TOPO_FILE", " /a b/topo ")])
+                .unwrap()
+                .topo_file,
+            Some("/a b/topo".into())
+        );
+
+        let pick = |v| cfg(&[("MPICAST_TOPO_PICK", v)]).unwrap().topo_pick;
+        assert_eq!(pick("nearest"), TopoPick::Nearest);
+        assert_eq!(pick("Random"), TopoPick::Random { seed: None });
+        assert_eq!(pick("random:7"), TopoPick::Random { seed: Some(7) });
+        assert_eq!(
+            pick("random: 18446744073709551615"),
+            TopoPick::Random {
+                seed: Some(u64::MAX)
+            }
+        );
+        for v in [
+            "closest",
+            "random:",
+            "random:x",
+            "random:-1",
+            "random:18446744073709551616",
+        ] {
+            bad("MPICAST_TOPO_PICK", v);
+        }
+        assert_eq!(pick("random:7").pick(99), Pick::Random { seed: 7 });
+        assert_eq!(pick("random").pick(99), Pick::Random { seed: 99 });
+        assert_eq!(pick("nearest").pick(99), Pick::Nearest);
+        for v in ["nearest", "random", "random:7"] {
+            assert_eq!(pick(v).to_string(), v);
+        }
+
+        let route = |v| cfg(&[("MPICAST_IMCAST_ROUTE", v)]).unwrap().imcast_route;
+        assert_eq!(route("TABLE"), Route::Table);
+        assert_eq!(route("dests"), Route::Dests);
+        for v in ["tree", "dest", "1"] {
+            bad("MPICAST_IMCAST_ROUTE", v);
+        }
+
+        let seg = |v| cfg(&[("MPICAST_SEGMENT_BYTES", v)]).unwrap().segment_bytes;
+        assert_eq!(seg("64"), 64);
+        assert_eq!(seg("8k"), 8192);
+        assert_eq!(seg("16MiB"), 16 << 20);
+        for v in ["63", "0", "16777217", "32M", "1G", "8kB", "x"] {
+            bad("MPICAST_SEGMENT_BYTES", v);
+        }
+    }
+
+    #[test]
+    fn topology_settings_are_agreed_but_not_the_id() {
+        let a = Config::default();
+        let names: Vec<&str> = a.agreed().iter().map(|(k, _)| *k).collect();
+        for n in [
+            "MPICAST_TOPO_BASE",
+            "MPICAST_TOPO_PICK",
+            "MPICAST_IMCAST_ROUTE",
+            "MPICAST_SEGMENT_BYTES",
+            "MPICAST_TOPO_FILE",
+        ] {
+            assert!(names.contains(&n), "{n} is agreed");
+        }
+        assert!(!names.contains(&"MPICAST_TOPO_ID"), "IDs differ per rank");
+        let id = Config::from_vars([("MPICAST_TOPO_ID", "3")]).unwrap();
+        assert_eq!(a.agreed_line(), id.agreed_line());
+
+        // Paths as agreed values: no blank, '=' or ',' (the formats that carry them), never
+        // "(unset)", bounded, and different paths stay different.
+        let path = |p: &str| {
+            Config::from_vars([("MPICAST_TOPO_FILE", p)])
+                .unwrap()
+                .agreed()
+                .into_iter()
+                .find(|(k, _)| *k == "MPICAST_TOPO_FILE")
+                .unwrap()
+                .1
+        };
+        assert_eq!(path("/etc/mpicast/topo-1.txt"), "/etc/mpicast/topo-1.txt");
+        assert_eq!(path("/a b/x=y,z%(unset)"), "/a%20b/x%3Dy%2Cz%25%28unset%29");
+        assert_eq!(path("/café"), "/caf%C3%A9");
+        let long = format!("/{}", "d/".repeat(150));
+        let longer = format!("/x{}", "d/".repeat(150));
+        assert!(path(&long).len() <= 200 && path(&long).starts_with("..."));
+        assert_ne!(path(&long), path(&longer));
+        let unset = a
+            .agreed()
+            .into_iter()
+            .find(|(k, _)| *k == "MPICAST_TOPO_FILE")
+            .unwrap()
+            .1;
+        assert_eq!(unset, "(unset)");
+        let b = Config::from_vars([
+            ("MPICAST_TOPO_FILE", "/my topo"),
+            ("MPICAST_TOPO_BASE", "8"),
+        ])
+        .unwrap();
+        let d = differences(&[
+            (0, parse_agreed_line(&a.agreed_line())),
+            (1, parse_agreed_line(&b.agreed_line())),
+        ]);
+        assert_eq!(
+            d,
+            vec![
+                "MPICAST_TOPO_BASE: 16 on rank 0; 8 on rank 1".to_string(),
+                "MPICAST_TOPO_FILE: (unset) on rank 0; /my%20topo on rank 1".to_string(),
+            ]
+        );
+        // The line the setup compares stays well inside its 512 bytes with the longest path.
+        let worst = Config::from_vars([
+            ("MPICAST_TOPO_FILE", long.as_str()),
+            ("MPICAST_TOPO_PICK", "random:18446744073709551615"),
+            ("MPICAST_IFACE", "10.1.0.0/16"),
+            ("MPICAST_PORT", "30000-30099"),
+        ])
+        .unwrap();
+        assert!(worst.agreed_line().len() < 450, "{}", worst.agreed_line());
     }
 
     #[test]

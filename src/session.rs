@@ -87,14 +87,17 @@ pub struct CommState {
     pub path: Path,
     /// Smaller broadcasts go to the host MPI (`cfg.min_bytes` resolved for this path).
     pub min_bytes: usize,
+    /// The forwarding engine of the multicast calls, once MPICAST_Mcast_enable made it.
+    pub fwd: Option<Arc<Mutex<transport::forward::Engine>>>,
 }
 
 /// The per-communicator MPI_Info keys that belong to mpicast.
-pub const HINT_KEYS: [&str; 4] = [
+pub const HINT_KEYS: [&str; 5] = [
     "mpicast",
     "mpicast_sync",
     "mpicast_min_bytes",
     "mpicast_eager_bytes",
+    crate::topology::INFO_KEY,
 ];
 
 /// Hint values as given (validated when the communicator's state is made).
@@ -326,7 +329,126 @@ impl Session {
             cfg,
             path,
             min_bytes,
+            fwd: None,
         })
+    }
+
+    /// Enables the multicast calls (MPICAST_Imcast and the receives) on `comm`: collective
+    /// over `comm`, like the first collective that sets its state up (which it does if none
+    /// did yet). Every rank learns every rank's topology ID, builds its routing table and
+    /// gets a forwarding engine on a duplicate of its own. A second call does nothing.
+    pub fn mcast_enable(
+        &self,
+        comm: MPI_Comm,
+    ) -> Result<Arc<Mutex<transport::forward::Engine>>, host::MpiError> {
+        let state = self.comm_state(comm, "MPICAST_Mcast_enable")?;
+        let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(e) = &st.fwd {
+            return Ok(e.clone());
+        }
+        let (private, rank) = (st.private.0, st.rank);
+        let info_id = self.hints_of(comm)?.remove(crate::topology::INFO_KEY);
+        let resolved = match self.topology(private, &st.cfg, info_id.as_deref())? {
+            Ok(r) => r,
+            Err(msg) => {
+                if rank == 0 {
+                    say(&format!("mpicast: MPICAST_Mcast_enable: {msg}"));
+                }
+                return Err(host::MpiError(host::err_arg()));
+            }
+        };
+        // The seed of MPICAST_TOPO_PICK=random: rank 0's, so that every table could be
+        // rebuilt anywhere (as `mpicast topo` does).
+        let drawn = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64)
+            ^ (u64::from(std::process::id()) << 32);
+        let mut b = drawn.to_le_bytes();
+        host::comm::bcast_bytes(private, &mut b, 0)?;
+        let seed = u64::from_le_bytes(b);
+        let cfg = &st.cfg;
+        if cfg.verbose >= 1 && rank == 0 {
+            let layout: Vec<String> = resolved
+                .layout
+                .iter()
+                .map(|(what, n)| format!("{what} ({n})"))
+                .collect();
+            say(&format!(
+                "mpicast: multicast calls enabled on a communicator of {} ranks: topology IDs \
+                 from {:?}, digits: {}; route {:?}, segments of {} bytes",
+                resolved.topology.ranks(),
+                resolved.source,
+                layout.join(", "),
+                cfg.imcast_route,
+                cfg.segment_bytes
+            ));
+        }
+        let topo = Arc::new(resolved.topology);
+        let table = crate::algo::prefix::RoutingTable::build(&topo, rank, cfg.topo_pick.pick(seed));
+        let own = host::comm::dup(private)?;
+        let engine = Arc::new(Mutex::new(transport::forward::Engine::new(
+            own,
+            rank,
+            topo,
+            table,
+            cfg.imcast_route,
+            cfg.segment_bytes,
+            cfg.imcast_buffer,
+        )));
+        transport::forward::register(&engine);
+        st.fwd = Some(engine.clone());
+        Ok(engine)
+    }
+
+    /// The forwarding engine of `comm` if MPICAST_Mcast_enable made one (no collective).
+    pub fn mcast_engine(&self, comm: MPI_Comm) -> Option<Arc<Mutex<transport::forward::Engine>>> {
+        let token = host::attr::get(comm, self.keyval).ok()??;
+        let state = self.registry.lock().unwrap().get(&token)?.clone();
+        let st = state.lock().unwrap_or_else(|p| p.into_inner());
+        st.fwd.clone()
+    }
+
+    /// Collective over `private`: every rank's facts (an explicit ID from the info key or
+    /// `MPICAST_TOPO_ID`, the host, its address, its slot and CPU, what it read at
+    /// `MPICAST_TOPO_FILE`) gathered, and the topology IDs they give (`topology::resolve`), or
+    /// why they give none (the same on every rank).
+    fn topology(
+        &self,
+        private: MPI_Comm,
+        cfg: &Config,
+        info_id: Option<&str>,
+    ) -> Result<Result<crate::topology::Resolved, String>, host::MpiError> {
+        use crate::topology::{self as topo, Explicit, RankFacts};
+        let file = cfg.topo_file.as_deref().map(|path| {
+            topo::FileCopy::read(path, &format!("MPICAST_TOPO_FILE={path}"), cfg.topo_base)
+        });
+        let slot = ["OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID"]
+            .iter()
+            .find_map(|v| std::env::var(v).ok()?.trim().parse::<u32>().ok())
+            .unwrap_or(topo::UNKNOWN);
+        let mine = RankFacts {
+            explicit: Explicit::first_found(info_id, cfg.topo_id.as_deref()),
+            host: std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .map(|h| h.trim().to_string())
+                .unwrap_or_default(),
+            addr: transport::local_addr(cfg).map_or(0, u32::from),
+            slot,
+            cpu: topo::sysfs::read(),
+            base: cfg.topo_base,
+            file: file.as_ref().map_or(topo::FileFact::NotSet, |f| f.fact()),
+            ..RankFacts::default()
+        };
+        let mut record = mine.encode();
+        record.resize(topo::MAX_RECORD_BYTES, 0);
+        let all = host::comm::allgather_bytes(private, &record)?;
+        let mut facts = Vec::new();
+        for (r, chunk) in all.chunks(topo::MAX_RECORD_BYTES).enumerate() {
+            match RankFacts::decode(chunk) {
+                Ok(f) => facts.push(f),
+                Err(e) => return Ok(Err(format!("rank {r}: {e}"))),
+            }
+        }
+        Ok(topo::resolve(&facts, file.as_ref()).map_err(|e| e.to_string()))
     }
 
     /// The private duplicate of `comm` (PMPI_Comm_idup), waiting at most
@@ -541,6 +663,13 @@ impl Session {
 
 impl CommState {
     fn teardown(&mut self, session: &Session) {
+        if let Some(e) = self.fwd.take() {
+            // Unless a progress call of another thread holds it right now (then its
+            // communicator stays until MPI_Finalize).
+            if let Ok(m) = Arc::try_unwrap(e) {
+                m.into_inner().unwrap_or_else(|p| p.into_inner()).close();
+            }
+        }
         match std::mem::replace(&mut self.path, Path::Host("freed".into())) {
             Path::Mcast(ch) => ch.close(session, self.private.0),
             Path::Hier(h) => {

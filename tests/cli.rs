@@ -1,6 +1,6 @@
 //! The `mpicast` command line as a user meets it: help, version, usage errors and their exit
-//! status, and the environment that `goal run` gives the ranks (with --dry-run, so no MPI
-//! is launched).
+//! status, the environment that `goal run` gives the ranks (with --dry-run, so no MPI
+//! is launched), and what `topo` prints for a job over a hostfile.
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -36,6 +36,18 @@ fn help_and_version() {
             out.contains("\n  goal "),
             "{flag}: lists the goal command: {out}"
         );
+        assert!(
+            out.contains("\n  topo "),
+            "{flag}: lists the topo command: {out}"
+        );
+    }
+    for args in [&["topo", "--help"][..], &["topo", "-h"], &["help", "topo"]] {
+        let o = mpicast(args);
+        assert_eq!(o.status.code(), Some(0), "{args:?}");
+        assert!(
+            text(&o.stdout).starts_with("usage: mpicast topo "),
+            "{args:?}"
+        );
     }
     for args in [
         &["goal", "--help"][..],
@@ -61,6 +73,9 @@ fn help_and_version() {
 #[test]
 fn usage_errors_exit_2() {
     // Nothing to do: the usage, on stderr.
+    let o = mpicast(&["topo"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).starts_with("usage: mpicast topo "));
     let o = mpicast(&[]);
     assert_eq!(o.status.code(), Some(2));
     assert!(o.stdout.is_empty());
@@ -89,6 +104,33 @@ fn usage_errors_exit_2() {
         (
             &["goal", "bound", "f", "--every", "0"],
             "mpicast: --every wants at least 1 (see `mpicast goal --help`)\n",
+        ),
+        (
+            &["topo", "--hosts", "a,b", "-n", "0"],
+            "mpicast: -n wants at least 1 rank (see `mpicast topo --help`)\n",
+        ),
+        (
+            &["topo", "--hosts", "a,b"],
+            "mpicast: topo needs -n N (the number of ranks) (see `mpicast topo --help`)\n",
+        ),
+        (
+            &["topo", "-n", "4", "--hosts", "a", "--route", "ring"],
+            "mpicast: --route wants dests or table, not `ring` (see `mpicast topo --help`)\n",
+        ),
+        (
+            &["topo", "-n", "4", "--hosts", "a", "--pick", "closest"],
+            "mpicast: --pick wants nearest, random or random:SEED, not `closest` (see `mpicast \
+             topo --help`)\n",
+        ),
+        (
+            &[
+                "topo", "-n", "4", "--hosts", "a", "--from", "4", "--to", "all",
+            ],
+            "mpicast: --from 4 is not a rank of 0..4 (see `mpicast topo --help`)\n",
+        ),
+        (
+            &["topo", "-n", "4", "--hosts", "a", "--nosuch"],
+            "mpicast: unknown option `--nosuch` (see `mpicast topo --help`)\n",
         ),
     ] {
         let o = mpicast(args);
@@ -174,5 +216,89 @@ fn goal_run_environment() {
     let o = mpicast_env(&mpich, &[("MPICAST_GOAL_RUNNER", r)], &clean);
     assert_eq!(o.status.code(), Some(1));
     assert!(text(&o.stderr).contains("is built for Open MPI, not MPICH: use --mpi openmpi"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn topo_over_hostfiles() {
+    let dir = std::env::temp_dir().join(format!("mpicast-cli-topo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = |name: &str, body: &str| {
+        let p = dir.join(name);
+        std::fs::write(&p, body).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    // Open MPI's and MPICH's syntax place the same job the same way.
+    let ompi = path(
+        "ompi",
+        "# two hosts\nnode1 slots=2 max_slots=4\nnode2 slots=2\n",
+    );
+    let mpich = path("mpich", "node1:2\nnode2:2\n");
+    let run = |hosts: &str, extra: &[&str]| {
+        let mut args = vec!["topo", "--hostfile", hosts, "-n", "4"];
+        args.extend(extra);
+        let o = mpicast(&args);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+        text(&o.stdout)
+    };
+    let out = run(&ompi, &["--from", "0", "--to", "all"]);
+    assert_eq!(out, run(&mpich, &["--from", "0", "--to", "all"]));
+    for line in [
+        "4 ranks placed by slot over 2 hosts (4 slots)\n",
+        "topology IDs: derived from hosts and CPU placement, 2 digits in base 16; digits: host \
+         (1 digit), rank on host (1 digit)\n",
+        "note: hosts ordered as listed",
+        "rank  host   slot  ID\n   0  node1     0  00\n   1  node1     1  01\n   2  node2     0  \
+         10\n   3  node2     1  11\n",
+        "routing tables (pick nearest):\n",
+        "rank 3: topology ID 11, 2 digits in base 16; * = me, - = hole\n",
+        "multicast from rank 0 to ranks 1-3 (route dests):\n  hop 1: 0 -> 2 (table row 0) for \
+         ranks 2, 3\n  hop 1: 0 -> 1 (table row 1) for rank 1\n  hop 2: 2 -> 3 (table row 1) \
+         for rank 3\nevery destination once; 3 messages, depth 2\n",
+    ] {
+        assert!(out.contains(line), "lacks {line:?}:\n{out}");
+    }
+    // Base 2: one digit per bit; the paper's routing may pass through ranks that only forward.
+    let out = run(
+        &mpich,
+        &[
+            "--base", "2", "--route", "table", "--from", "3", "--to", "0",
+        ],
+    );
+    assert!(out.contains("2 digits in base 2"), "{out}");
+    assert!(out.contains("every destination once"), "{out}");
+
+    // IDs from a file: its host IDs followed by the slot digit.
+    let ids = path("ids", "node2 0  # reversed\nnode1 1\n");
+    let out = run(&mpich, &["--file", &ids]);
+    assert!(
+        out.contains(&format!("topology IDs: {ids}, 2 digits in base 16; digits: file (1 digit), rank on host (1 digit)\n")),
+        "{out}"
+    );
+    assert!(out.contains("   0  node1     0  10\n"), "{out}");
+    assert!(!out.contains("note:"), "{out}");
+
+    // Errors: one line, exit 1, naming the rank, the file and the line.
+    let fail = |args: &[&str]| {
+        let o = mpicast(args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        assert!(o.stdout.is_empty());
+        text(&o.stderr)
+    };
+    let partial = path("partial", "node1 0\n");
+    assert_eq!(
+        fail(&["topo", "--hostfile", &mpich, "-n", "4", "--file", &partial]),
+        format!("mpicast: rank 2: {partial}: host node2 has no ID\n")
+    );
+    let bad = path("bad", "node1 0\nnode2 0\n");
+    assert_eq!(
+        fail(&["topo", "--hostfile", &mpich, "-n", "4", "--file", &bad]),
+        format!("mpicast: {bad}:2: ID 0 is node1's already (line 1)\n")
+    );
+    let badhosts = path("badhosts", "node1 slots=two\n");
+    assert_eq!(
+        fail(&["topo", "--hostfile", &badhosts, "-n", "4"]),
+        format!("mpicast: {badhosts}:1: slots=`two` is not a number\n")
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }

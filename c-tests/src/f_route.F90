@@ -1,5 +1,6 @@
 ! One Fortran call, named by the first argument (bcast, barrier, bcast_large, init,
-! init_thread: the program initialises with MPI_Init_thread instead of MPI_Init), through
+! init_thread: the program initialises with MPI_Init_thread instead of MPI_Init; finalize:
+! MPI_Init and MPI_Finalize only, which every run makes), through
 ! mpif.h (-DTC_MPIF_H), `use mpi` (default) or `use mpi_f08` (-DTC_F08). Run by
 ! scripts/fortran_route.sh with route_probe.c preloaded: which C entry points does the
 ! host's binding reach?
@@ -26,7 +27,7 @@ program f_route
   end if
   a = 7
   select case (trim(what))
-  case ('init', 'init_thread')
+  case ('init', 'init_thread', 'finalize')
   case ('bcast')
     call MPI_Bcast(a, 1000, MPI_INTEGER, 0, MPI_COMM_WORLD, ierr)
   case ('barrier')

@@ -1,6 +1,8 @@
-//! The `mpicast` command line. `mpicast goal ...` works on GOAL files without MPI.
+//! The `mpicast` command line. `mpicast goal ...` works on GOAL files without MPI;
+//! `mpicast topo ...` shows the topology IDs and routing of `MPICAST_Imcast` for a job.
 //!
-//! The pure modules it needs (`goal`, `sched`, `algo` and the `config` that `algo` reads) are
+//! The pure modules it needs (`goal`, `sched`, `algo`, `topology` and the `config` that `algo`
+//! reads) are
 //! compiled into the executable from their sources instead of linking the library crate:
 //! the library exports the MPI entry points it replaces, which would drag libmpi into the
 //! executable even though these commands never call MPI.
@@ -17,9 +19,14 @@ mod goal;
 #[allow(dead_code, unused_imports)]
 #[path = "../sched/mod.rs"]
 mod sched;
+#[allow(dead_code, unused_imports)]
+#[path = "../topology/mod.rs"]
+mod topology;
 
 #[path = "mpicast/run.rs"]
 mod run;
+#[path = "mpicast/topo.rs"]
+mod topo;
 
 use goal::{
     binary, dot,
@@ -41,6 +48,8 @@ commands:
   goal    GOAL programs (collective schedules as text or binary): check, assemble,
           disassemble, generate, draw, bound, and run them on N ranks of this host's MPI
           (`mpicast goal --help`)
+  topo    the topology IDs, routing tables and multicast trees of MPICAST_Imcast for a job
+          of N ranks placed over a list of hosts (`mpicast topo --help`)
 
 mpicast is the command line of libmpicast.so, the library that makes MPI_Bcast and
 MPI_Barrier use UDP multicast under an MPI program (LD_PRELOAD; see README.md). These
@@ -116,6 +125,10 @@ fn dispatch(args: &[String]) -> (Result<(), Fail>, &'static str) {
                 println!("{GOAL_USAGE}");
                 (Ok(()), top)
             }
+            Some("topo") => {
+                println!("{}", topo::USAGE);
+                (Ok(()), top)
+            }
             Some(c) => (Err(Fail::Usage(format!("no command `{c}`"))), top),
         },
         Some("-V" | "--version") => {
@@ -123,6 +136,7 @@ fn dispatch(args: &[String]) -> (Result<(), Fail>, &'static str) {
             (Ok(()), top)
         }
         Some("goal") => (goal_cmd(&args[1..]), "mpicast goal --help"),
+        Some("topo") => (topo_cmd(&args[1..]), "mpicast topo --help"),
         Some(o) if o.starts_with('-') => (Err(Fail::Usage(format!("unknown option `{o}`"))), top),
         Some(other) => (Err(Fail::Usage(format!("unknown command `{other}`"))), top),
     }
@@ -439,6 +453,22 @@ fn goal_cmd(args: &[String]) -> Result<(), Fail> {
         }
         "run" => run_cmd(&o),
         other => Err(Fail::Usage(format!("unknown goal command `{other}`"))),
+    }
+}
+
+/// `mpicast topo ...`: see `topo::USAGE`.
+fn topo_cmd(args: &[String]) -> Result<(), Fail> {
+    if args.is_empty() {
+        return Err(Fail::UsageText(topo::USAGE));
+    }
+    if args[0] == "help" || args.iter().any(|a| a == "-h" || a == "--help") {
+        println!("{}", topo::USAGE);
+        return Ok(());
+    }
+    match topo::run(args) {
+        Ok(text) => write_output(None, text.as_bytes()),
+        Err(topo::Error::Usage(m)) => Err(Fail::Usage(m)),
+        Err(topo::Error::Failed(m)) => Err(Fail::Io(m)),
     }
 }
 

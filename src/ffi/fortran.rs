@@ -9,10 +9,13 @@
 //! | `use mpi_f08`      | `mpi_barrier_f08_`                     | exported     | exported  |
 //! | mpif.h, `use mpi`  | `mpi_init_`, `mpi_init_thread_` (all manglings) | exported | not: the host's call C `MPI_Init` / `MPI_Init_thread` |
 //! | `use mpi_f08`      | `mpi_init_f08_`, `mpi_init_thread_f08_` | exported    | exported  |
+//! | mpif.h, `use mpi`  | `mpi_finalize_` (all manglings)        | exported     | not: the host's calls C `MPI_Finalize` |
+//! | `use mpi_f08`      | `mpi_finalize_f08_`                    | exported     | exported  |
 //!
-//! The init entries exist for `MPICAST_PROGRESS=thread` (see `host::init`): they do what the
-//! hosts' own do (C `PMPI_Init` / `PMPI_Init_thread` without arguments), asking for
-//! MPI_THREAD_MULTIPLE when the progress thread is wanted.
+//! The init and finalize entries exist for `MPICAST_PROGRESS=thread` (see `host::init`): the
+//! init ones do what the hosts' own do (C `PMPI_Init` / `PMPI_Init_thread` without
+//! arguments), asking for MPI_THREAD_MULTIPLE when the progress thread is wanted; the
+//! finalize one stops the progress thread before the host's finalize begins.
 //!
 //! Each converts the handles (the host's f2c), takes the same path as the C call, and writes
 //! `ierror` (optional in mpi_f08, NULL when absent). Calls with Fortran-specific arguments
@@ -179,6 +182,17 @@ unsafe fn init_thread_f(
     unsafe { set_ierr(ierr, rc) };
 }
 
+/// MPI_Finalize from Fortran: as the C MPI_Finalize (the progress thread stops first).
+///
+/// # Safety
+/// `ierr` is NULL or the caller's INTEGER.
+#[cfg(any(mpicast_fortran_mpif, mpicast_fortran_f08_init))]
+unsafe fn finalize_f(_entry: &'static [u8], ierr: *mut Fint) {
+    let rc = super::mpi::MPI_Finalize();
+    // SAFETY: the caller's ierror, or NULL.
+    unsafe { set_ierr(ierr, rc) };
+}
+
 /// Exports `$imp` under each Fortran name given (the parameter list is one token tree so
 /// that it can repeat once per name).
 macro_rules! fortran_entries {
@@ -244,3 +258,10 @@ fortran_entries!("mpi_f08 MPI_Init", init_f(b"\0"; (ierror: *mut Fint)) as mpi_i
 fortran_entries!("mpi_f08 MPI_Init_thread", init_thread_f(b"\0";
     (required: *const Fint, provided: *mut Fint, ierror: *mut Fint))
     as mpi_init_thread_f08_);
+
+#[cfg(mpicast_fortran_mpif)]
+fortran_entries!("MPI_Finalize", finalize_f(b"\0"; (ierror: *mut Fint))
+    as mpi_finalize_, mpi_finalize__, mpi_finalize, MPI_FINALIZE);
+
+#[cfg(mpicast_fortran_f08_init)]
+fortran_entries!("mpi_f08 MPI_Finalize", finalize_f(b"\0"; (ierror: *mut Fint)) as mpi_finalize_f08_);

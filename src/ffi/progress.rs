@@ -418,6 +418,31 @@ pub fn register(run: &RunCell) -> bool {
     true
 }
 
+/// Starts the progress thread for the forwarding engines of the multicast calls, when
+/// `threads_wanted`: from then on it moves every engine along too (`forward::try_progress_all`),
+/// so that a rank forwards multicasts while it computes. Returns whether it runs.
+pub fn serve_forwarding() -> bool {
+    if !threads_wanted() {
+        return false;
+    }
+    let mut eng = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
+    if eng.is_none() {
+        match start() {
+            Ok(e) => *eng = Some(e),
+            Err(why) => {
+                if !WARNED.swap(true, Ordering::Relaxed) {
+                    crate::session::say(&format!("mpicast: warning: no progress thread ({why}): multicasts are forwarded only inside mpicast calls"));
+                }
+                return false;
+            }
+        }
+    }
+    if let Some(e) = eng.as_ref() {
+        e.thread.thread().unpark();
+    }
+    true
+}
+
 fn start() -> Result<Engine, String> {
     let key = attr::create_keyval(&AT_FINALIZE).map_err(|e| format!("keyval: {e}"))?;
     attr::set(host::comm_self(), key, 0).map_err(|e| format!("MPI_COMM_SELF attribute: {e}"))?;
@@ -435,7 +460,13 @@ fn progress_loop(runs: &Mutex<Vec<Weak<Mutex<Run>>>>, stop: &AtomicBool) {
     let mut idle: u32 = 0;
     while !stop.load(Ordering::Acquire) {
         let list: Vec<Weak<Mutex<Run>>> = runs.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        if list.is_empty() {
+        // The forwarding engines of the multicast calls: those no application thread holds.
+        let forwarding = crate::transport::forward::try_progress_all();
+        // The MPI requests made of mpicast requests (MPICAST_Request_mpi) complete here.
+        if host::grequest::complete_done() || forwarding.moved {
+            idle = 0;
+        }
+        if list.is_empty() && !forwarding.engines {
             // Parked until a run is registered or finalize stops us.
             std::thread::park_timeout(Duration::from_millis(100));
             continue;
@@ -472,7 +503,11 @@ fn progress_loop(runs: &Mutex<Vec<Weak<Mutex<Run>>>>, stop: &AtomicBool) {
         if idle < 64 {
             std::thread::yield_now();
         } else {
-            std::thread::sleep(Duration::from_micros(if idle < 1024 { 5 } else { 50 }));
+            std::thread::sleep(Duration::from_micros(match idle {
+                0..=1023 => 5,
+                1024..=65535 => 50,
+                _ => 500,
+            }));
         }
     }
 }

@@ -21,6 +21,12 @@ pub struct UserBuf {
     true_lb: isize,
 }
 
+// SAFETY: the pointers are the application's buffer, lent to a non-blocking operation
+// until it completes (MPI's contract for every non-blocking call); the handles are
+// process-wide values. A UserBuf moves to another thread only inside the forwarding engine,
+// whose lock serialises its use, and only where the host granted MPI_THREAD_MULTIPLE.
+unsafe impl Send for UserBuf {}
+
 /// What MPI_Pack/MPI_Unpack get for the application's buffer: its address and `n` elements
 /// of its datatype, or, for MPI_BOTTOM, an address of the data and a datatype of its own
 /// whose displacements are relative to it (MPICH 4.0 refuses a NULL buffer in MPI_Pack and

@@ -98,3 +98,9 @@ pub unsafe fn init(
         Some(r) => unsafe { mpi_sys::PMPI_Init_thread(argc, argv, r, provided) },
     }
 }
+
+/// MPI_Finalize: the host's.
+pub fn finalize() -> c_int {
+    // SAFETY: no arguments; MPI checks for itself that it was initialised.
+    unsafe { mpi_sys::PMPI_Finalize() }
+}

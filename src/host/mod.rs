@@ -12,6 +12,7 @@ pub mod comm;
 pub mod datatype;
 pub mod flavour;
 pub mod fortran;
+pub mod grequest;
 pub mod init;
 pub mod mapped;
 pub mod names;
@@ -41,6 +42,22 @@ mod c {
         pub static MPICAST_C_FLAVOUR: c_int;
         pub fn mpicast_c_status_source(s: *const mpi_sys::MPI_Status) -> c_int;
         pub fn mpicast_c_predefined(out: *mut MPI_Datatype, max: c_int) -> c_int;
+        pub static MPICAST_C_STATUSES_IGNORE: *mut mpi_sys::MPI_Status;
+        pub static MPICAST_C_PROC_NULL: c_int;
+        pub fn mpicast_c_status_fill(
+            s: *mut mpi_sys::MPI_Status,
+            source: c_int,
+            tag: c_int,
+            error: c_int,
+            bytes: mpi_sys::MPI_Count,
+        ) -> c_int;
+        pub fn mpicast_c_improbe(
+            comm: MPI_Comm,
+            tag: c_int,
+            msg: *mut mpi_sys::MPI_Message,
+            source: *mut c_int,
+            bytes: *mut c_int,
+        ) -> c_int;
     }
 }
 
@@ -95,6 +112,44 @@ pub(crate) fn any_source() -> c_int {
     // SAFETY: as above.
     unsafe { c::MPICAST_C_ANY_SOURCE }
 }
+/// Fills an application's MPI_Status for a completed mpicast receive (`bytes` long), unless
+/// it is MPI_STATUS_IGNORE (or NULL).
+///
+/// # Safety
+/// `s` is NULL, MPI_STATUS_IGNORE, or valid for writing one MPI_Status.
+pub unsafe fn status_fill(
+    s: *mut mpi_sys::MPI_Status,
+    source: c_int,
+    tag: c_int,
+    error: c_int,
+    bytes: u64,
+) {
+    if s.is_null() || s == status_ignore() {
+        return;
+    }
+    // SAFETY: the application's status, valid for writing (MPI's contract); the helper
+    // writes its public fields and its element count.
+    unsafe { c::mpicast_c_status_fill(s, source, tag, error, bytes as mpi_sys::MPI_Count) };
+}
+
+/// MPI_UNDEFINED.
+pub fn undefined() -> c_int {
+    // SAFETY: an initialised constant of the C shim.
+    unsafe { c::MPICAST_C_UNDEFINED }
+}
+
+/// MPI_PROC_NULL.
+pub fn proc_null() -> c_int {
+    // SAFETY: an initialised constant of the C shim.
+    unsafe { c::MPICAST_C_PROC_NULL }
+}
+
+/// MPI_STATUSES_IGNORE.
+pub fn statuses_ignore() -> *mut mpi_sys::MPI_Status {
+    // SAFETY: an initialised constant of the C shim.
+    unsafe { c::MPICAST_C_STATUSES_IGNORE }
+}
+
 pub(crate) fn status_ignore() -> *mut mpi_sys::MPI_Status {
     // SAFETY: as above.
     unsafe { c::MPICAST_C_STATUS_IGNORE }
@@ -189,6 +244,10 @@ pub fn error_code(class: c_int, message: &str) -> Option<c_int> {
     // SAFETY: NUL-terminated within `back`.
     let said = unsafe { std::ffi::CStr::from_ptr(back.as_ptr()) };
     (rc == SUCCESS && said.to_bytes() == cm.as_bytes()).then_some(code)
+}
+
+pub fn err_arg() -> c_int {
+    mpi_sys::MPI_ERR_ARG as c_int
 }
 
 pub fn err_other() -> c_int {

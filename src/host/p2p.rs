@@ -505,3 +505,122 @@ pub fn try_recv_any(comm: MPI_Comm, tag: c_int, buf: &mut [u8]) -> MpiResult<Opt
     })?;
     Ok(Some((src as u32, len)))
 }
+
+/// Non-blocking sends of shared byte buffers (the forwarding engine's segments, one buffer
+/// often sent to several ranks): each buffer is kept alive until its send completes.
+#[derive(Default)]
+pub struct SharedSends {
+    reqs: Vec<MPI_Request>,
+    bufs: Vec<std::sync::Arc<[u8]>>,
+    indices: Vec<c_int>,
+}
+
+// SAFETY: request handles are process-wide values (pointers MPI owns under Open MPI, ints
+// under MPICH), never dereferenced by us; the buffers are reference-counted and immutable.
+// The engine that owns this is locked by its users, and a second thread calls MPI only when
+// the host granted MPI_THREAD_MULTIPLE.
+unsafe impl Send for SharedSends {}
+
+impl SharedSends {
+    pub fn isend(
+        &mut self,
+        comm: MPI_Comm,
+        peer: u32,
+        tag: c_int,
+        bytes: std::sync::Arc<[u8]>,
+    ) -> MpiResult<()> {
+        let count = c_int::try_from(bytes.len()).map_err(|_| super::MpiError(err_count()))?;
+        // SAFETY: the buffer is kept in `bufs` until the request completes (`test`), and
+        // sends only read it.
+        let req = unsafe {
+            post(
+                false,
+                bytes.as_ptr() as *mut u8,
+                count,
+                peer as c_int,
+                tag,
+                comm,
+            )
+        }?;
+        self.reqs.push(req);
+        self.bufs.push(bytes);
+        Ok(())
+    }
+
+    /// Forgets the sends that completed (and their buffers); how many are still out.
+    pub fn test(&mut self) -> MpiResult<usize> {
+        if self.reqs.is_empty() {
+            return Ok(0);
+        }
+        let n = self.reqs.len();
+        self.indices.resize(n, 0);
+        let mut outcount: c_int = 0;
+        // SAFETY: `n` live requests and room for `n` indices; statuses ignored.
+        check(unsafe {
+            mpi_sys::PMPI_Testsome(
+                n as c_int,
+                self.reqs.as_mut_ptr(),
+                &mut outcount,
+                self.indices.as_mut_ptr(),
+                super::c::MPICAST_C_STATUSES_IGNORE,
+            )
+        })?;
+        if outcount > 0 {
+            let mut done: Vec<usize> = self.indices[..outcount as usize]
+                .iter()
+                .map(|&i| i as usize)
+                .collect();
+            done.sort_unstable_by(|a, b| b.cmp(a));
+            for i in done {
+                self.reqs.swap_remove(i);
+                self.bufs.swap_remove(i);
+            }
+        }
+        Ok(self.reqs.len())
+    }
+
+    pub fn len(&self) -> usize {
+        self.reqs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.reqs.is_empty()
+    }
+}
+
+impl Drop for SharedSends {
+    /// Sends still out when their engine goes (its communicator freed at MPI_Finalize or
+    /// by the application): waited for, since their buffers go with this value.
+    fn drop(&mut self) {
+        for r in self.reqs.iter_mut() {
+            // SAFETY: live request handles owned by us.
+            unsafe { mpi_sys::PMPI_Wait(r, super::status_ignore()) };
+        }
+    }
+}
+
+/// The next message with `tag` from any rank on `comm`, received whole into a buffer of its
+/// own size (MPI_Improbe, then MPI_Mrecv): its source and bytes, or `None` when none is
+/// waiting.
+pub fn recv_any_probed(comm: MPI_Comm, tag: c_int) -> MpiResult<Option<(u32, Vec<u8>)>> {
+    // SAFETY: MPI_Message is a plain handle.
+    let mut msg: mpi_sys::MPI_Message = unsafe { std::mem::zeroed() };
+    let (mut source, mut bytes): (c_int, c_int) = (0, 0);
+    // SAFETY: writes one handle and two ints.
+    if unsafe { super::c::mpicast_c_improbe(comm, tag, &mut msg, &mut source, &mut bytes) } == 0 {
+        return Ok(None);
+    }
+    let mut buf = vec![0u8; bytes.max(0) as usize];
+    // SAFETY: `buf` holds exactly the probed message's bytes; the matched message is
+    // received once.
+    check(unsafe {
+        mpi_sys::PMPI_Mrecv(
+            buf.as_mut_ptr() as *mut c_void,
+            bytes,
+            super::byte(),
+            &mut msg,
+            super::status_ignore(),
+        )
+    })?;
+    Ok(Some((source as u32, buf)))
+}

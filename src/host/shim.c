@@ -115,3 +115,27 @@ const int MPICAST_C_ORDER_FORTRAN = MPI_ORDER_FORTRAN;
 
 const MPI_Errhandler MPICAST_C_ERRORS_RETURN = MPI_ERRORS_RETURN;
 const int MPICAST_C_MAX_PORT_NAME = MPI_MAX_PORT_NAME;
+
+MPI_Status *const MPICAST_C_STATUSES_IGNORE = MPI_STATUSES_IGNORE;
+const int MPICAST_C_PROC_NULL = MPI_PROC_NULL;
+
+/* The status of a completed mpicast receive: its source, tag and error fields (public in
+ * both MPIs, at different places), and its length in bytes, which MPI_Get_count and
+ * MPI_Get_elements turn into elements of the receive's datatype. */
+int mpicast_c_status_fill(MPI_Status *s, int source, int tag, int error, MPI_Count bytes) {
+  s->MPI_SOURCE = source;
+  s->MPI_TAG = tag;
+  s->MPI_ERROR = error;
+  return PMPI_Status_set_elements_x(s, MPI_BYTE, bytes);
+}
+
+/* PMPI_Improbe for any source with `tag` on `comm`: 1 and the message, its source and its
+ * length in bytes when one is waiting, 0 when none. */
+int mpicast_c_improbe(MPI_Comm comm, int tag, MPI_Message *msg, int *source, int *bytes) {
+  int flag = 0;
+  MPI_Status st;
+  if (PMPI_Improbe(MPI_ANY_SOURCE, tag, comm, &flag, msg, &st) != MPI_SUCCESS || !flag) return 0;
+  *source = st.MPI_SOURCE;
+  if (PMPI_Get_count(&st, MPI_BYTE, bytes) != MPI_SUCCESS) return 0;
+  return 1;
+}

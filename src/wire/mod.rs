@@ -9,6 +9,8 @@
 use std::fmt;
 
 pub mod control;
+pub mod forward;
+pub mod matching;
 pub mod packet;
 pub mod receiver;
 pub mod release;

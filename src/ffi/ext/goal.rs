@@ -2,7 +2,7 @@
 
 use super::super::guard;
 use super::super::progress::{self, Exec, RunCell, Spare};
-use super::{MPICAST_Status, ERR_MPI, INTERNAL, NULL_ARG, OK};
+use super::{MPICAST_Request, MPICAST_Status, ERR_MPI, INTERNAL, NULL_ARG, OK};
 use crate::host::p2p::{Region, Rounds};
 use crate::host::{self, MPI_Comm};
 use crate::sched::{
@@ -75,13 +75,6 @@ impl Building {
             len: r.len(),
         })
     }
-}
-
-/// A run of a GOAL program, returned by MPICAST_Goal_start. Owned by its MPICAST_Goal: valid
-/// until that goal is freed, never freed by the caller.
-#[allow(non_camel_case_types)]
-pub struct MPICAST_Request {
-    goal: *mut MPICAST_Goal,
 }
 
 const INVALID: c_int = MPICAST_Status::MPICAST_ERR_GOAL_INVALID as c_int;
@@ -252,7 +245,7 @@ impl MPICAST_Goal {
     }
 
     /// Drives the active run (`block`: until done). Returns done.
-    fn drive(&mut self, block: bool) -> Result<bool, c_int> {
+    pub(super) fn drive(&mut self, block: bool) -> Result<bool, c_int> {
         if let Some(r) = self.rounds.as_mut().filter(|r| r.is_active()) {
             let moved = if block {
                 r.wait().map(|()| true)
@@ -346,9 +339,7 @@ pub unsafe extern "C" fn MPICAST_Goal_create(
             };
             let mut g = Box::new(MPICAST_Goal {
                 run: None,
-                request: Box::new(MPICAST_Request {
-                    goal: std::ptr::null_mut(),
-                }),
+                request: Box::new(MPICAST_Request::goal(std::ptr::null_mut())),
                 loaded: None,
                 comm: dup,
                 rank,

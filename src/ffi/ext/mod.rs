@@ -1,14 +1,18 @@
 //! mpicast's own C API (`include/mpicast.h`), one file per topic: `stats` (counters),
-//! `goal` (GOAL schedules). Conventions: functions return an `MPICAST_Status` (0 is success)
+//! `goal` (GOAL schedules), `imcast` (the non-blocking multicast to any set of ranks),
+//! `request` (waiting for and testing the requests of all of them). Conventions: functions return an `MPICAST_Status` (0 is success)
 //! and write results through trailing `*_out` pointers only on success; NULL where a pointer
 //! is required gives `MPICAST_ERR_NULL_ARG`.
 
 use std::os::raw::{c_char, c_int};
 
 mod goal;
+mod imcast;
+mod request;
 mod stats;
 
-pub use goal::{MPICAST_Goal, MPICAST_Goal_function, MPICAST_Request};
+pub use goal::{MPICAST_Goal, MPICAST_Goal_function};
+pub use request::MPICAST_Request;
 pub use stats::MPICAST_Stats;
 
 /// Status codes of the extension API. Values are stable and never reused.
@@ -28,7 +32,21 @@ pub enum MPICAST_Status {
     /// The call does not fit the handle's state (no program loaded, a buffer unbound or too
     /// small, a run already active); MPICAST_Goal_error says why.
     MPICAST_ERR_GOAL_STATE = 5,
+    /// An argument is out of range or inconsistent (a destination outside the communicator,
+    /// repeated, or the root itself; a negative count; a tag out of range; an
+    /// intercommunicator; a freed request); nothing was done.
+    MPICAST_ERR_ARG = 6,
+    /// The communicator is not enabled for the multicast calls: call MPICAST_Mcast_enable on
+    /// it first (collective).
+    MPICAST_ERR_NOT_ENABLED = 7,
+    /// A multicast was longer than the receive's buffer: the buffer holds its start, and the
+    /// status's MPI_ERROR is MPI_ERR_TRUNCATE (as MPI reports a truncated message).
+    MPICAST_ERR_TRUNCATE = 8,
+    /// The call needs the progress thread (MPICAST_PROGRESS=thread, with a host MPI that
+    /// grants MPI_THREAD_MULTIPLE), and it is not running.
+    MPICAST_ERR_NO_THREAD = 9,
 }
+
 /// The library version as a static NUL-terminated string, e.g. "0.1.0". Never NULL; the
 /// caller must not free it.
 #[no_mangle]
@@ -47,6 +65,10 @@ pub extern "C" fn MPICAST_Status_string(status: c_int) -> *const c_char {
         3 => "a call to the host MPI failed\0",
         4 => "the GOAL program is invalid (see MPICAST_Goal_error)\0",
         5 => "the GOAL handle is not ready for this call (see MPICAST_Goal_error)\0",
+        6 => "an argument is out of range or inconsistent\0",
+        7 => "the communicator is not enabled: call MPICAST_Mcast_enable first\0",
+        8 => "message truncated: longer than the receive buffer\0",
+        9 => "needs the progress thread (MPICAST_PROGRESS=thread and MPI_THREAD_MULTIPLE)\0",
         _ => "unknown status\0",
     };
     s.as_ptr() as *const c_char
@@ -56,3 +78,7 @@ pub(super) const OK: c_int = MPICAST_Status::MPICAST_OK as c_int;
 pub(super) const NULL_ARG: c_int = MPICAST_Status::MPICAST_ERR_NULL_ARG as c_int;
 pub(super) const INTERNAL: c_int = MPICAST_Status::MPICAST_ERR_INTERNAL as c_int;
 pub(super) const ERR_MPI: c_int = MPICAST_Status::MPICAST_ERR_MPI as c_int;
+pub(super) const ARG: c_int = MPICAST_Status::MPICAST_ERR_ARG as c_int;
+pub(super) const NOT_ENABLED: c_int = MPICAST_Status::MPICAST_ERR_NOT_ENABLED as c_int;
+pub(super) const TRUNCATE: c_int = MPICAST_Status::MPICAST_ERR_TRUNCATE as c_int;
+pub(super) const NO_THREAD: c_int = MPICAST_Status::MPICAST_ERR_NO_THREAD as c_int;

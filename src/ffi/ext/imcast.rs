@@ -1,0 +1,339 @@
+//! The non-blocking multicast to any set of ranks ("A Scalable Non-blocking Multicast Scheme
+//! for Distributed DAG Scheduling", ICCS 2009): MPICAST_Mcast_enable (collective, once per
+//! communicator), MPICAST_Imcast from any rank to any set of the others, MPICAST_Mcast_irecv
+//! and MPICAST_Mcast_iprobe on the receiving side, which knows only the source and the tag,
+//! as for a point-to-point message. The requests are completed by the calls of `request`.
+//! Arguments are checked before anything is done: a bad one changes nothing.
+
+use super::super::guard;
+use super::request::{progress, MPICAST_Request};
+use super::{ARG, ERR_MPI, INTERNAL, NOT_ENABLED, NULL_ARG, OK};
+use crate::host::{self, buffer::UserBuf, MPI_Comm, MPI_Datatype};
+use crate::session;
+use crate::transport::forward::{Engine, EngineError, Outcome, ReqState};
+use crate::wire::matching::Want;
+use std::os::raw::{c_int, c_void};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// The verbose line about the progress thread is printed once per process.
+static SAID_THREAD: AtomicBool = AtomicBool::new(false);
+
+/// The largest tag: MPI promises every implementation allows at least this much.
+const TAG_MAX: c_int = 32767;
+
+/// The communicator's size, if it is a usable intracommunicator.
+fn intra_size(comm: MPI_Comm) -> Option<u32> {
+    if comm == host::comm_null() {
+        return None;
+    }
+    match (host::comm::is_inter(comm), host::comm::size(comm)) {
+        (Ok(false), Ok(n)) => Some(n),
+        _ => None,
+    }
+}
+
+/// The engine of an enabled communicator.
+fn engine(comm: MPI_Comm) -> Result<Arc<Mutex<Engine>>, c_int> {
+    let s = session::get().map_err(|m| {
+        session::say(&m);
+        INTERNAL
+    })?;
+    s.mcast_engine(comm).ok_or(NOT_ENABLED)
+}
+
+fn engine_error(e: EngineError) -> c_int {
+    match e {
+        EngineError::Mpi(_) => ERR_MPI,
+        EngineError::Full(m) | EngineError::Protocol(m) => {
+            session::say(&format!("mpicast: {m}; aborting"));
+            host::abort(host::comm_world(), 1)
+        }
+    }
+}
+
+/// Enables the multicast calls on `comm`: collective over `comm` (every rank calls it, like
+/// MPI_Comm_dup). Each rank learns every rank's topology ID (the host it runs on, hosts
+/// ordered by interface address, then its place on that host) and builds its routing table
+/// (m rows of c entries, with holes where no rank has a prefix); the multicasts travel on a
+/// duplicate of `comm` that only mpicast uses. A second call on the same communicator does
+/// nothing. MPICAST_ERR_ARG for MPI_COMM_NULL or an intercommunicator.
+///
+/// # Safety
+/// `comm` is a valid communicator handle.
+#[no_mangle]
+pub unsafe extern "C" fn MPICAST_Mcast_enable(comm: MPI_Comm) -> c_int {
+    guard(
+        "MPICAST_Mcast_enable",
+        || INTERNAL,
+        || {
+            if intra_size(comm).is_none() {
+                return ARG;
+            }
+            let s = match session::get() {
+                Ok(s) => s,
+                Err(m) => {
+                    session::say(&m);
+                    return INTERNAL;
+                }
+            };
+            match s.mcast_enable(comm) {
+                Ok(_) => {
+                    // With MPICAST_PROGRESS=thread the multicasts move while the rank computes.
+                    if super::super::progress::serve_forwarding()
+                        && s.cfg.verbose >= 1
+                        && host::comm::rank(comm).is_ok_and(|r| r == 0)
+                        && !SAID_THREAD.swap(true, Ordering::Relaxed)
+                    {
+                        session::say(
+                            "mpicast: the progress thread forwards multicasts while ranks compute",
+                        );
+                    }
+                    OK
+                }
+                Err(_) => ERR_MPI,
+            }
+        },
+    )
+}
+
+/// Starts a multicast of `count` elements of `datatype` at `buf` with `tag` (0..32767) to the
+/// `ndests` ranks of `comm` listed in `dests` (distinct, none of them this rank; at least one).
+/// Not collective: only the destinations receive it, each with MPICAST_Mcast_irecv naming
+/// this rank (or MPI_ANY_SOURCE) and the tag (or MPI_ANY_TAG); ranks that are neither root
+/// nor destination may pass it on (MPICAST_IMCAST_ROUTE) from inside their own mpicast calls.
+/// The data is taken when the call returns: `buf` may be reused at once, and
+/// `*request_out` (the caller's, completed by MPICAST_Wait and the like) completes at the
+/// first test. Multicasts of one root to one rank with one tag are received in their order.
+/// MPICAST_ERR_NOT_ENABLED before MPICAST_Mcast_enable on `comm`; MPICAST_ERR_ARG for a bad
+/// count, tag, destination list or communicator (nothing is sent).
+///
+/// # Safety
+/// `buf` holds `count` elements of `datatype` (NULL only with count 0); `dests` holds
+/// `ndests` ints; `request_out` writable.
+#[no_mangle]
+pub unsafe extern "C" fn MPICAST_Imcast(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dests: *const c_int,
+    ndests: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request_out: *mut *mut MPICAST_Request,
+) -> c_int {
+    guard(
+        "MPICAST_Imcast",
+        || INTERNAL,
+        || {
+            if request_out.is_null() || (buf.is_null() && count > 0) || dests.is_null() {
+                return NULL_ARG;
+            }
+            let Some(size) = intra_size(comm) else {
+                return ARG;
+            };
+            if count < 0 || ndests <= 0 || !(0..=TAG_MAX).contains(&tag) {
+                return ARG;
+            }
+            let Ok(me) = host::comm::rank(comm) else {
+                return ERR_MPI;
+            };
+            // SAFETY: `ndests` ints, as the caller promises.
+            let list = unsafe { std::slice::from_raw_parts(dests, ndests as usize) };
+            let mut seen = vec![false; size as usize];
+            let mut ranks = Vec::with_capacity(list.len());
+            for &d in list {
+                let Ok(d) = u32::try_from(d) else {
+                    return ARG;
+                };
+                if d >= size || d == me || seen[d as usize] {
+                    return ARG;
+                }
+                seen[d as usize] = true;
+                ranks.push(d);
+            }
+            let e = match engine(comm) {
+                Ok(e) => e,
+                Err(s) => return s,
+            };
+            let Ok(ub) = UserBuf::describe(buf as *mut c_void, i64::from(count), datatype, comm)
+            else {
+                return ARG;
+            };
+            let sent = ub.with_send_bytes(|d| {
+                e.lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .imcast(&ranks, tag, d)
+            });
+            match sent {
+                Ok(Ok(state)) => {
+                    // SAFETY: checked non-NULL.
+                    unsafe { request_out.write(MPICAST_Request::op(state)) };
+                    OK
+                }
+                Ok(Err(e)) => engine_error(e),
+                Err(_) => ERR_MPI,
+            }
+        },
+    )
+}
+
+/// The receive's source and tag: (any source, any tag, MPI_PROC_NULL) checked against the
+/// communicator.
+fn want(source: c_int, tag: c_int, size: u32) -> Result<Option<Want>, c_int> {
+    if source == host::proc_null() {
+        return Ok(None);
+    }
+    let source = if source == host::any_source() {
+        None
+    } else {
+        match u32::try_from(source) {
+            Ok(s) if s < size => Some(s),
+            _ => return Err(ARG),
+        }
+    };
+    let tag = if tag == host::p2p::any_tag() {
+        None
+    } else if (0..=TAG_MAX).contains(&tag) {
+        Some(tag)
+    } else {
+        return Err(ARG);
+    };
+    Ok(Some(Want { source, tag }))
+}
+
+/// Posts a receive of a multicast from `source` (or MPI_ANY_SOURCE; MPI_PROC_NULL completes at
+/// once, empty) with `tag` (or MPI_ANY_TAG) into `count` elements of `datatype` at `buf`.
+/// Receives match multicasts as MPI matches messages: in the order they were posted, and one
+/// root's multicasts in the order it sent them. A multicast longer than the buffer fills it and
+/// completes with MPICAST_ERR_TRUNCATE (the status's MPI_ERROR is MPI_ERR_TRUNCATE); a shorter
+/// one fills its length (MPI_Get_count on the status tells it). A multicast that comes before
+/// its receive waits in mpicast's memory (MPICAST_IMCAST_BUFFER bounds it).
+///
+/// # Safety
+/// `buf` holds `count` elements of `datatype`, valid until the request completes;
+/// `request_out` writable.
+#[no_mangle]
+pub unsafe extern "C" fn MPICAST_Mcast_irecv(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request_out: *mut *mut MPICAST_Request,
+) -> c_int {
+    guard(
+        "MPICAST_Mcast_irecv",
+        || INTERNAL,
+        || {
+            if request_out.is_null() || (buf.is_null() && count > 0) {
+                return NULL_ARG;
+            }
+            let Some(size) = intra_size(comm) else {
+                return ARG;
+            };
+            if count < 0 {
+                return ARG;
+            }
+            let w = match want(source, tag, size) {
+                Ok(w) => w,
+                Err(s) => return s,
+            };
+            let Some(w) = w else {
+                let done = ReqState::done_with(Outcome {
+                    source: host::proc_null(),
+                    tag: host::p2p::any_tag(),
+                    bytes: 0,
+                    error: host::SUCCESS,
+                });
+                // SAFETY: checked non-NULL.
+                unsafe { request_out.write(MPICAST_Request::op(done)) };
+                return OK;
+            };
+            let e = match engine(comm) {
+                Ok(e) => e,
+                Err(s) => return s,
+            };
+            let Ok(ub) = UserBuf::describe(buf, i64::from(count), datatype, comm) else {
+                return ARG;
+            };
+            let r = e.lock().unwrap_or_else(|p| p.into_inner()).irecv(ub, w);
+            match r {
+                Ok(state) => {
+                    // SAFETY: checked non-NULL.
+                    unsafe { request_out.write(MPICAST_Request::op(state)) };
+                    OK
+                }
+                Err(e) => engine_error(e),
+            }
+        },
+    )
+}
+
+/// Whether a multicast that a receive of (`source`, `tag`) would take has come (its first
+/// part, at least): `*flag_out` 1 and `*status` its source, tag and length (MPI_Get_count), or
+/// 0. Forwards what is waiting meanwhile. The next matching MPICAST_Mcast_irecv on this
+/// communicator takes that multicast, unless another receive posted before it does.
+///
+/// # Safety
+/// `flag_out` writable; `status` MPI_STATUS_IGNORE or writable.
+#[no_mangle]
+pub unsafe extern "C" fn MPICAST_Mcast_iprobe(
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    flag_out: *mut c_int,
+    status: *mut mpi_sys::MPI_Status,
+) -> c_int {
+    guard(
+        "MPICAST_Mcast_iprobe",
+        || INTERNAL,
+        || {
+            if flag_out.is_null() {
+                return NULL_ARG;
+            }
+            let Some(size) = intra_size(comm) else {
+                return ARG;
+            };
+            let w = match want(source, tag, size) {
+                Ok(Some(w)) => w,
+                Ok(None) => {
+                    // SAFETY: the caller's status argument, NULL, MPI_STATUS_IGNORE or writable.
+                    unsafe {
+                        host::status_fill(status, host::proc_null(), host::p2p::any_tag(), 0, 0)
+                    };
+                    // SAFETY: checked non-NULL.
+                    unsafe { flag_out.write(1) };
+                    return OK;
+                }
+                Err(s) => return s,
+            };
+            let e = match engine(comm) {
+                Ok(e) => e,
+                Err(s) => return s,
+            };
+            if let Err(s) = progress() {
+                return s;
+            }
+            let found = e.lock().unwrap_or_else(|p| p.into_inner()).iprobe(w);
+            match found {
+                Ok(Some(a)) => {
+                    // SAFETY: the caller's status argument, NULL, MPI_STATUS_IGNORE or writable.
+                    unsafe {
+                        host::status_fill(status, a.key.root as c_int, a.tag, host::SUCCESS, a.len)
+                    };
+                    // SAFETY: checked non-NULL.
+                    unsafe { flag_out.write(1) };
+                    OK
+                }
+                Ok(None) => {
+                    // SAFETY: checked non-NULL.
+                    unsafe { flag_out.write(0) };
+                    OK
+                }
+                Err(e) => engine_error(e),
+            }
+        },
+    )
+}

@@ -1,0 +1,426 @@
+//! The forwarding engine of one communicator over the host MPI: `wire::forward` (routing and
+//! segments) and `wire::matching` (receives against arrived multicasts), carried by
+//! point-to-point messages on a duplicate of the communicator that only this engine uses, so
+//! nothing of it ever meets the application's messages.
+//!
+//! Segments are received whole, whatever their size, by probing (MPI_Improbe, then MPI_Mrecv
+//! into a buffer of the probed size), and passed on with MPI_Isend from a shared buffer that
+//! lives until every send of it completed. A multicast for this rank is assembled in memory
+//! of the engine's and copied into the receive's buffer once it is complete and matched (one
+//! copy, and an unpack for a non-contiguous datatype). Multicasts no receive has taken yet
+//! are held up to a bound (`unexpected_limit`); past it the job ends with a message, since
+//! dropping one would break the delivery promise.
+//!
+//! Progress happens only when someone calls `progress`: the extension calls of `ffi::ext`
+//! do, at every entry, and so does the progress thread when `MPICAST_PROGRESS=thread`. A rank
+//! that computes for a long time without calling mpicast holds up the multicasts routed
+//! through it: MPI moves nothing of ours meanwhile (docs/imcast.md measures it).
+
+use crate::algo::prefix::{Route, RoutingTable, Topology};
+use crate::host::buffer::UserBuf;
+use crate::host::{self, p2p, MPI_Comm, MpiResult, SendComm};
+use crate::wire::forward::{Arrived, Forwarder, MsgKey};
+use crate::wire::matching::{Matcher, RecvId, Want};
+use std::collections::HashMap;
+use std::os::raw::c_int;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// The MPI tag of every segment on the engine's communicator.
+const TAG_SEGMENT: c_int = 1;
+/// Segments taken in one progress call at most, so that the caller gets back to its work.
+const RECV_PER_CALL: usize = 256;
+
+/// How a request ended (what its MPI_Status says).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Outcome {
+    pub source: c_int,
+    pub tag: c_int,
+    /// Bytes received (0 for a send).
+    pub bytes: u64,
+    /// An MPI error class for the status (MPI_SUCCESS, or MPI_ERR_TRUNCATE).
+    pub error: c_int,
+}
+
+/// A request of the engine: done once, then its outcome stays.
+#[derive(Default)]
+pub struct ReqState {
+    done: AtomicBool,
+    outcome: Mutex<Outcome>,
+}
+
+impl ReqState {
+    pub fn is_done(&self) -> bool {
+        self.done.load(Ordering::Acquire)
+    }
+
+    pub fn outcome(&self) -> Outcome {
+        *self.outcome.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn finish(&self, o: Outcome) {
+        *self.outcome.lock().unwrap_or_else(|p| p.into_inner()) = o;
+        self.done.store(true, Ordering::Release);
+    }
+
+    /// A request done at once (a receive from MPI_PROC_NULL, a send with nothing to wait for).
+    pub fn done_with(o: Outcome) -> Arc<ReqState> {
+        let r = Arc::new(ReqState::default());
+        r.finish(o);
+        r
+    }
+}
+
+impl host::grequest::Completion for ReqState {
+    fn is_done(&self) -> bool {
+        ReqState::is_done(self)
+    }
+    fn status(&self) -> (c_int, c_int, c_int, u64) {
+        let o = self.outcome();
+        (o.source, o.tag, o.error, o.bytes)
+    }
+}
+
+/// A multicast for this rank, arriving.
+struct Assembly {
+    arrived: Arrived,
+    data: Vec<u8>,
+    complete: bool,
+    /// The receive that took it.
+    taken: Option<RecvId>,
+}
+
+struct Recv {
+    buf: UserBuf,
+    state: Arc<ReqState>,
+    /// The multicast it took, once matched.
+    msg: Option<MsgKey>,
+}
+
+pub struct Engine {
+    comm: SendComm,
+    rank: u32,
+    fwd: Forwarder,
+    matcher: Matcher,
+    assemblies: HashMap<MsgKey, Assembly>,
+    recvs: HashMap<RecvId, Recv>,
+    next_recv: RecvId,
+    sends: p2p::SharedSends,
+    /// Bytes of multicasts that came and no receive has taken.
+    unexpected: usize,
+    unexpected_limit: usize,
+    /// Segments taken so far (the progress thread backs off while it stays the same).
+    activity: u64,
+}
+
+/// Why a call on the engine failed.
+#[derive(Debug)]
+pub enum EngineError {
+    Mpi(host::MpiError),
+    /// A segment that is not ours, or inconsistent (a bug, or another program on the
+    /// engine's private communicator: impossible by construction).
+    Protocol(String),
+    /// More unexpected data than the bound.
+    Full(String),
+}
+
+impl From<host::MpiError> for EngineError {
+    fn from(e: host::MpiError) -> Self {
+        EngineError::Mpi(e)
+    }
+}
+
+impl Engine {
+    /// An engine over `comm`, the engine's own duplicate (it takes ownership and frees it).
+    pub fn new(
+        comm: MPI_Comm,
+        rank: u32,
+        topo: Arc<Topology>,
+        table: RoutingTable,
+        route: Route,
+        seg_bytes: usize,
+        unexpected_limit: usize,
+    ) -> Engine {
+        Engine {
+            comm: SendComm(comm),
+            rank,
+            fwd: Forwarder::new(rank, topo, table, route, seg_bytes),
+            matcher: Matcher::default(),
+            assemblies: HashMap::new(),
+            recvs: HashMap::new(),
+            next_recv: 0,
+            sends: p2p::SharedSends::default(),
+            unexpected: 0,
+            unexpected_limit,
+            activity: 0,
+        }
+    }
+
+    /// Starts a multicast of `data` (already packed) to `dests` with `tag`: every segment to
+    /// every first hop is posted at once. The data is copied, so the request is done at once
+    /// (the application's buffer may be reused when it completes).
+    pub fn imcast(
+        &mut self,
+        dests: &[u32],
+        tag: c_int,
+        data: &[u8],
+    ) -> Result<Arc<ReqState>, EngineError> {
+        let s = self.fwd.start(dests, tag, data);
+        for o in s.send {
+            self.sends.isend(self.comm.0, o.to, TAG_SEGMENT, o.bytes)?;
+        }
+        self.progress()?;
+        Ok(ReqState::done_with(Outcome {
+            source: self.rank as c_int,
+            tag,
+            bytes: 0,
+            error: host::SUCCESS,
+        }))
+    }
+
+    /// Posts a receive into `buf` of a multicast from `want`.
+    pub fn irecv(&mut self, buf: UserBuf, want: Want) -> Result<Arc<ReqState>, EngineError> {
+        let id = self.next_recv;
+        self.next_recv += 1;
+        let state = Arc::new(ReqState::default());
+        self.recvs.insert(
+            id,
+            Recv {
+                buf,
+                state: state.clone(),
+                msg: None,
+            },
+        );
+        if let Some(m) = self.matcher.post(id, want) {
+            self.take(id, m.key);
+        }
+        self.progress()?;
+        Ok(state)
+    }
+
+    /// The first multicast a receive of `want` would take, if one is here (its first
+    /// segment came): (source, tag, length).
+    pub fn iprobe(&mut self, want: Want) -> Result<Option<Arrived>, EngineError> {
+        self.progress()?;
+        Ok(self.matcher.probe(want))
+    }
+
+    /// Withdraws a receive that has not matched (MPICAST_Request_free on it); a matched one
+    /// completes into its buffer as usual, unseen.
+    pub fn forget(&mut self, state: &Arc<ReqState>) {
+        let id = self
+            .recvs
+            .iter()
+            .find(|(_, r)| Arc::ptr_eq(&r.state, state))
+            .map(|(id, _)| *id);
+        if let Some(id) = id {
+            if self.matcher.withdraw(id) {
+                self.recvs.remove(&id);
+            }
+        }
+    }
+
+    fn take(&mut self, id: RecvId, key: MsgKey) {
+        if let Some(r) = self.recvs.get_mut(&id) {
+            r.msg = Some(key);
+        }
+        if let Some(a) = self.assemblies.get_mut(&key) {
+            a.taken = Some(id);
+            self.unexpected = self.unexpected.saturating_sub(a.data.capacity());
+        }
+    }
+
+    /// Moves what can move: takes the segments that came (passing them on, assembling ours),
+    /// forgets completed sends, and completes receives whose multicast is whole.
+    pub fn progress(&mut self) -> Result<(), EngineError> {
+        for _ in 0..RECV_PER_CALL {
+            let Some((from, bytes)) = p2p::recv_any_probed(self.comm.0, TAG_SEGMENT)? else {
+                break;
+            };
+            self.activity += 1;
+            let bytes: Arc<[u8]> = Arc::from(bytes);
+            let h = self
+                .fwd
+                .handle(from, bytes.clone())
+                .map_err(|e| EngineError::Protocol(format!("segment from rank {from}: {e:?}")))?;
+            for o in h.send {
+                self.sends.isend(self.comm.0, o.to, TAG_SEGMENT, o.bytes)?;
+            }
+            if let Some(a) = h.arrived {
+                let len = usize::try_from(a.len).map_err(|_| {
+                    EngineError::Protocol(format!("a multicast of {} bytes", a.len))
+                })?;
+                self.assemblies.insert(
+                    a.key,
+                    Assembly {
+                        arrived: a,
+                        data: Vec::with_capacity(len),
+                        complete: false,
+                        taken: None,
+                    },
+                );
+                self.unexpected += len;
+                for (id, m) in self.matcher.arrive(a) {
+                    self.take(id, m.key);
+                }
+                if self.unexpected > self.unexpected_limit {
+                    return Err(EngineError::Full(format!(
+                        "rank {}: {} bytes of multicasts came that no MPICAST_Mcast_irecv has \
+                         taken, more than MPICAST_IMCAST_BUFFER ({} bytes): post receives \
+                         earlier, or raise it",
+                        self.rank, self.unexpected, self.unexpected_limit
+                    )));
+                }
+            }
+            if let Some((key, offset, range)) = h.data {
+                let a = self.assemblies.get_mut(&key).ok_or_else(|| {
+                    EngineError::Protocol(format!("data of {key:?} before its start"))
+                })?;
+                if offset != a.data.len() {
+                    return Err(EngineError::Protocol(format!(
+                        "{key:?}: segments out of order"
+                    )));
+                }
+                a.data.extend_from_slice(&bytes[range]);
+            }
+            if let Some(key) = h.complete {
+                if let Some(a) = self.assemblies.get_mut(&key) {
+                    a.complete = true;
+                }
+            }
+        }
+        self.sends.test()?;
+        self.deliver()?;
+        Ok(())
+    }
+
+    /// Completes the receives whose multicast is matched and whole.
+    fn deliver(&mut self) -> MpiResult<()> {
+        let ready: Vec<(RecvId, MsgKey)> = self
+            .recvs
+            .iter()
+            .filter_map(|(id, r)| {
+                let key = r.msg?;
+                self.assemblies
+                    .get(&key)
+                    .filter(|a| a.complete)
+                    .map(|_| (*id, key))
+            })
+            .collect();
+        for (id, key) in ready {
+            let a = self.assemblies.remove(&key).expect("ready");
+            let mut r = self.recvs.remove(&id).expect("ready");
+            let posted = r.buf.bytes();
+            let n = a.data.len().min(posted);
+            let error = if a.data.len() > posted {
+                mpi_sys::MPI_ERR_TRUNCATE as c_int
+            } else {
+                host::SUCCESS
+            };
+            let whole = n == posted;
+            r.buf
+                .with_recv_bytes(|dst| -> Result<Option<usize>, ()> {
+                    dst[..n].copy_from_slice(&a.data[..n]);
+                    Ok(if whole { None } else { Some(n) })
+                })?
+                .ok();
+            r.state.finish(Outcome {
+                source: a.arrived.key.root as c_int,
+                tag: a.arrived.tag,
+                bytes: n as u64,
+                error,
+            });
+        }
+        Ok(())
+    }
+
+    /// Nothing in flight: no send out, no receive posted, nothing passing through.
+    pub fn is_idle(&self) -> bool {
+        self.sends.is_empty() && self.recvs.is_empty() && self.fwd.relays_in_flight() == 0
+    }
+
+    /// Called when the communicator goes: waits for the sends still out (their buffers go
+    /// with the engine), then frees the engine's communicator.
+    pub fn close(mut self) {
+        let _ = self.progress();
+        self.sends = p2p::SharedSends::default();
+        let _ = host::comm::free(self.comm.0);
+    }
+}
+
+/// The engines of every communicator, for the progress of calls that hold none of them
+/// (MPICAST_Wait on a request of another communicator's engine progresses all).
+static ENGINES: Mutex<Vec<std::sync::Weak<Mutex<Engine>>>> = Mutex::new(Vec::new());
+
+/// Registers an engine for `progress_all`.
+pub fn register(e: &Arc<Mutex<Engine>>) {
+    let mut all = ENGINES.lock().unwrap_or_else(|p| p.into_inner());
+    all.retain(|w| w.strong_count() > 0);
+    all.push(Arc::downgrade(e));
+}
+
+/// Progress on every live engine; the first error, with its engine.
+pub fn progress_all() -> Result<(), EngineError> {
+    let engines: Vec<Arc<Mutex<Engine>>> = ENGINES
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .filter_map(|w| w.upgrade())
+        .collect();
+    for e in engines {
+        e.lock().unwrap_or_else(|p| p.into_inner()).progress()?;
+    }
+    Ok(())
+}
+
+/// What `try_progress_all` found.
+pub struct Tried {
+    /// Some engine exists.
+    pub engines: bool,
+    /// Some engine moved something (a segment, a completion).
+    pub moved: bool,
+}
+
+/// The progress thread's step: every engine that no other thread holds right now, once.
+/// An engine that cannot go on (unexpected data past its bound) ends the job, as in an
+/// application's call.
+pub fn try_progress_all() -> Tried {
+    let engines: Vec<Arc<Mutex<Engine>>> = ENGINES
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .filter_map(|w| w.upgrade())
+        .collect();
+    let mut moved = false;
+    for e in &engines {
+        let Ok(mut g) = e.try_lock() else {
+            continue;
+        };
+        let before = g.activity;
+        match g.progress() {
+            Ok(()) => moved |= g.activity != before,
+            Err(EngineError::Mpi(_)) => {}
+            Err(EngineError::Full(m)) | Err(EngineError::Protocol(m)) => {
+                crate::session::say(&format!("mpicast: {m}; aborting"));
+                host::abort(host::comm_world(), 1)
+            }
+        }
+    }
+    Tried {
+        engines: !engines.is_empty(),
+        moved,
+    }
+}
+
+/// Withdraws a receive that has not matched, whichever engine holds it.
+pub fn forget_everywhere(state: &Arc<ReqState>) {
+    let engines: Vec<Arc<Mutex<Engine>>> = ENGINES
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .filter_map(|w| w.upgrade())
+        .collect();
+    for e in engines {
+        e.lock().unwrap_or_else(|p| p.into_inner()).forget(state);
+    }
+}

@@ -57,6 +57,7 @@ module mpicast
   public :: MPICAST_Mcast_enable, MPICAST_Imcast, MPICAST_Mcast_irecv, MPICAST_Mcast_iprobe
   public :: MPICAST_Wait, MPICAST_Test, MPICAST_Waitall, MPICAST_Testany, MPICAST_Testsome
   public :: MPICAST_Request_free, MPICAST_Request_mpi
+  public :: MPICAST_Comm_f2c, MPICAST_Type_f2c
 
   ! The shape of a user function for GOAL exec actions (MPICAST_Goal_reg_func takes
   ! c_funloc of a bind(C) function like this): dst = f(src, dst), returns 0 on success.
@@ -94,9 +95,24 @@ module mpicast
       type(c_ptr) :: text
     end function MPICAST_Status_string
 
+    ! The C handle of a Fortran communicator or datatype, as the comm and datatype arguments
+    ! below take it (an integer of pointer width); in mpi_f08 pass comm%MPI_VAL. An unknown
+    ! handle gives the C MPI_COMM_NULL / MPI_DATATYPE_NULL.
+    function MPICAST_Comm_f2c(fcomm) bind(C, name="MPICAST_Comm_f2c") result(c)
+      import :: c_int, c_intptr_t
+      integer(c_int), value :: fcomm
+      integer(c_intptr_t) :: c
+    end function MPICAST_Comm_f2c
+
+    function MPICAST_Type_f2c(ftype) bind(C, name="MPICAST_Type_f2c") result(c)
+      import :: c_int, c_intptr_t
+      integer(c_int), value :: ftype
+      integer(c_intptr_t) :: c
+    end function MPICAST_Type_f2c
+
     ! GOAL handles (docs/goal.md). Handles are type(c_ptr); strings must end in c_null_char.
-    ! comm is the C handle of the communicator (MPI_Comm_f2c of the Fortran one), passed as
-    ! an integer of pointer width: Open MPI's handles are pointers, MPICH's are ints.
+    ! comm is the C handle of the communicator (MPICAST_Comm_f2c of the Fortran one), passed
+    ! as an integer of pointer width: Open MPI's handles are pointers, MPICH's are ints.
     function MPICAST_Goal_create(comm, goal_out) bind(C, name="MPICAST_Goal_create") &
         result(status)
       import :: c_int, c_intptr_t, c_ptr
@@ -266,7 +282,7 @@ module mpicast
     end subroutine MPICAST_Goal_free
 
     ! The non-blocking multicast to any set of ranks (docs/imcast.md). comm and datatype are
-    ! C handles (MPI_Comm_f2c, MPI_Type_f2c) of pointer width, as for MPICAST_Goal_create;
+    ! C handles (MPICAST_Comm_f2c, MPICAST_Type_f2c) of pointer width, as for MPICAST_Goal_create;
     ! buffers are c_loc of the data; requests are type(c_ptr), c_null_ptr once completed;
     ! statuses are c_loc of a C MPI_Status, or c_null_ptr to ignore them.
     function MPICAST_Mcast_enable(comm) bind(C, name="MPICAST_Mcast_enable") result(status)

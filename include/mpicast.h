@@ -375,6 +375,19 @@ const char *MPICAST_Goal_error(const struct MPICAST_Goal *goal);
 void MPICAST_Goal_free(struct MPICAST_Goal *goal);
 
 /*
+ The C communicator of a Fortran one (as `MPI_Comm_f2c`; in mpi_f08 pass `comm%MPI_VAL`),
+ widened to pointer width; MPI_COMM_NULL's when the host knows no such handle (the calls
+ then return MPICAST_ERR_ARG).
+ */
+intptr_t MPICAST_Comm_f2c(int fcomm);
+
+/*
+ The C datatype of a Fortran one (as `MPI_Type_f2c`; in mpi_f08 `type%MPI_VAL`), widened to
+ pointer width; MPI_DATATYPE_NULL's when the host knows no such handle.
+ */
+intptr_t MPICAST_Type_f2c(int ftype);
+
+/*
  Enables the multicast calls on `comm`: collective over `comm` (every rank calls it, like
  MPI_Comm_dup). Each rank learns every rank's topology ID (the host it runs on, hosts
  ordered by interface address, then its place on that host) and builds its routing table

@@ -11,9 +11,11 @@
 #ifdef TC_F08
 #define COMM_T type(MPI_Comm)
 #define DTYPE_T type(MPI_Datatype)
+#define HVAL(h) h%MPI_VAL
 #else
 #define COMM_T integer
 #define DTYPE_T integer
+#define HVAL(h) h
 #endif
 program f_bcast
 #if defined(TC_F08)
@@ -391,6 +393,46 @@ contains
     if (txt(1) == c_null_char) call tc_fail('MPICAST_Version is empty')
     call c_f_pointer(MPICAST_Status_string(MPICAST_ERR_NULL_ARG), txt, [2])
     if (txt(1) == c_null_char) call tc_fail('MPICAST_Status_string is empty')
+    call check_imcast()
+  end subroutine
+
+  ! The multicast calls through the module: every rank multicasts 100 integers to the next
+  ! two ranks (one when there are two) and receives from the two before it, by source.
+  subroutine check_imcast()
+    use, intrinsic :: iso_c_binding
+    integer(c_intptr_t) :: ccomm, cint
+    integer(c_int), target :: out(100), got(100, 2)
+    integer(c_int) :: dests(2), nd
+    type(c_ptr) :: reqs(3)
+    integer :: i, k, from
+    if (nprocs < 2) return
+    ccomm = MPICAST_Comm_f2c(HVAL(MPI_COMM_WORLD))
+    cint = MPICAST_Type_f2c(HVAL(MPI_INTEGER))
+    if (MPICAST_Mcast_enable(MPICAST_Comm_f2c(HVAL(MPI_COMM_NULL))) /= MPICAST_ERR_ARG) &
+      call tc_fail('MPICAST_Mcast_enable(MPI_COMM_NULL) is not MPICAST_ERR_ARG')
+    if (MPICAST_Mcast_enable(ccomm) /= MPICAST_OK) call tc_fail('MPICAST_Mcast_enable failed')
+    nd = min(2, nprocs - 1)
+    do k = 1, nd
+      dests(k) = mod(rank + k, nprocs)
+    end do
+    out = [(rank * 1000 + i, i = 1, 100)]
+    got = -1
+    if (MPICAST_Imcast(c_loc(out), 100, cint, dests, nd, 7, ccomm, reqs(1)) /= MPICAST_OK) &
+      call tc_fail('MPICAST_Imcast failed')
+    do k = 1, nd
+      from = mod(rank - k + nprocs, nprocs)
+      if (MPICAST_Mcast_irecv(c_loc(got(1, k)), 100, cint, from, 7, ccomm, reqs(1 + k)) &
+          /= MPICAST_OK) call tc_fail('MPICAST_Mcast_irecv failed')
+    end do
+    if (MPICAST_Waitall(nd + 1, reqs, c_null_ptr) /= MPICAST_OK) &
+      call tc_fail('MPICAST_Waitall failed')
+    do k = 1, nd
+      if (c_associated(reqs(1 + k))) call tc_fail('MPICAST_Waitall left a request')
+      from = mod(rank - k + nprocs, nprocs)
+      do i = 1, 100
+        if (got(i, k) /= from * 1000 + i) call tc_fail('MPICAST_Imcast: wrong data')
+      end do
+    end do
   end subroutine
 #endif
 

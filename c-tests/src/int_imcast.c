@@ -3,7 +3,8 @@
  *
  *   int_imcast [--rounds N] [--seed S] [--max-bytes B] [--many M] [--enable-only 1]
  *
- * (--enable-only 1: enable, then MPI_Finalize at once; scripts/finalize_thread.sh.)
+ * (--enable-only 1: enable, then MPI_Finalize at once; scripts/finalize_thread.sh.
+ *  --busy-ms B: only the measurement of a relay busy for B ms, 4 ranks; see busy_measure.)
  *
  * 1. Bad arguments get their status and change nothing.
  * 2. Rounds of multicasts: in each, every rank multicasts to a random set of the others
@@ -15,7 +16,7 @@
  * 5. The application's own point-to-point messages on the same communicator, with the same
  *    tags and MPI_ANY_SOURCE receives, while multicasts are in flight: nothing mixes.
  * 6. A rank that computes (sleeps) without calling mpicast while multicasts pass through it.
- * 7. Many small multicasts (--many): memory stays flat.
+ * 7. Many small multicasts (--many), every rank to overlapping sets at once: memory stays flat.
  * 8. MPICAST_Request_free of a receive that never matches; Testany and Testsome. */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -331,27 +332,44 @@ static void busy_relay(void) {
   if (rank == 0) printf("int_imcast: through a rank busy for 300 ms ok\n");
 }
 
+/* Many multicasts, all ranks at once, to overlapping sets: in iteration i every rank sends to
+ * the d ranks after it (d = 1 + i mod (n - 1)), so each rank receives from the d ranks before
+ * it, each by source. Memory must stay flat. */
 static void many(int count) {
-  int to = (rank + 1) % nranks, from = (rank + nranks - 1) % nranks;
   long before = 0;
+  int *got = malloc(sizeof(int) * (size_t)nranks);
+  int *dests = malloc(sizeof(int) * (size_t)nranks);
+  MPICAST_Request **reqs = malloc(sizeof(MPICAST_Request *) * (size_t)nranks);
   for (int i = 0; i < count; i++) {
     if (i == count / 10) before = rss_kib();
-    int v = i, got = -1;
-    MPICAST_Request *s, *r;
-    REQUIRE(MPICAST_Imcast(&v, 1, MPI_INT, &to, 1, 4, MPI_COMM_WORLD, &s) == MPICAST_OK, "imcast");
-    REQUIRE(MPICAST_Mcast_irecv(&got, 1, MPI_INT, from, 4, MPI_COMM_WORLD, &r) == MPICAST_OK,
-            "irecv");
-    REQUIRE(MPICAST_Wait(&r, MPI_STATUS_IGNORE) == MPICAST_OK && got == i, "many: %d got %d", i,
-            got);
+    int d = 1 + i % (nranks - 1), v = i + (rank << 20), nr = 0;
+    for (int k = 0; k < d; k++) dests[k] = (rank + 1 + k) % nranks;
+    MPICAST_Request *s;
+    REQUIRE(MPICAST_Imcast(&v, 1, MPI_INT, dests, d, 4, MPI_COMM_WORLD, &s) == MPICAST_OK, "imcast");
+    for (int k = 0; k < d; k++) {
+      int from = (rank + nranks - 1 - k) % nranks;
+      got[k] = -1;
+      REQUIRE(MPICAST_Mcast_irecv(&got[k], 1, MPI_INT, from, 4, MPI_COMM_WORLD, &reqs[nr++]) ==
+                  MPICAST_OK,
+              "irecv");
+    }
+    REQUIRE(MPICAST_Waitall(nr, reqs, MPI_STATUSES_IGNORE) == MPICAST_OK, "many: waitall");
+    for (int k = 0; k < d; k++) {
+      int from = (rank + nranks - 1 - k) % nranks;
+      REQUIRE(got[k] == i + (from << 20), "many: %d from %d got %d", i, from, got[k]);
+    }
     REQUIRE(MPICAST_Wait(&s, MPI_STATUS_IGNORE) == MPICAST_OK, "wait");
   }
   long after = rss_kib();
   settle();
+  free(got);
+  free(dests);
+  free(reqs);
   REQUIRE(after - before < 4096, "memory grew by %ld KiB over %d multicasts", after - before,
           count - count / 10);
   if (rank == 0)
-    printf("int_imcast: %d multicasts per rank, resident memory %ld -> %ld KiB\n", count, before,
-           after);
+    printf("int_imcast: %d multicasts per rank to 1..%d ranks each, resident memory %ld -> %ld KiB\n",
+           count, nranks - 1, before, after);
 }
 
 static void free_and_test_family(void) {
@@ -380,6 +398,60 @@ static void free_and_test_family(void) {
   if (rank == 0) printf("int_imcast: Request_free, Testany, Testsome ok\n");
 }
 
+/* How long a multicast waits for a relay that computes without calling mpicast. 4 ranks with
+ * topology IDs 00, 10, 11, 01 (the mpicast_topo_id hint on a duplicate of MPI_COMM_WORLD):
+ * rank 0's multicast to ranks 1, 2, 3 reaches rank 2 through rank 1 (the entry of rank 0's
+ * table for the subtree 1x, nearest by XOR) and rank 3 directly. Rank 1 computes (sleeps)
+ * for B ms before it posts its receive. Prints each rank's arrival time after the multicast
+ * began. Without the progress thread rank 2 cannot have it before rank 1 calls in again:
+ * asserted. With MPICAST_PROGRESS=thread the thread forwards meanwhile (printed, not
+ * asserted: a timing). */
+static void busy_measure(int busy_ms) {
+  static const char *ids[4] = {"00", "10", "11", "01"};
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "mpicast_topo_id", ids[rank]);
+  MPI_Comm c;
+  MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &c);
+  MPI_Info_free(&info);
+  REQUIRE(MPICAST_Mcast_enable(c) == MPICAST_OK, "enable with topology IDs");
+  const char *progress = getenv("MPICAST_PROGRESS");
+  int threaded = progress && strcmp(progress, "thread") == 0;
+  double best[4] = {1e9, 1e9, 1e9, 1e9};
+  for (int rep = 0; rep < 3; rep++) {
+    MPI_Barrier(c);
+    double t0 = tc_now(), arrived = 0;
+    MPI_Bcast(&t0, 1, MPI_DOUBLE, 0, c); /* one host: one clock (CLOCK_MONOTONIC) */
+    int v = 77 + rep, got = -1;
+    MPICAST_Request *r;
+    if (rank == 0) {
+      int d[3] = {1, 2, 3};
+      REQUIRE(MPICAST_Imcast(&v, 1, MPI_INT, d, 3, 5, c, &r) == MPICAST_OK, "imcast");
+      REQUIRE(MPICAST_Wait(&r, MPI_STATUS_IGNORE) == MPICAST_OK, "wait");
+    } else {
+      if (rank == 1) tc_sleep_ms(busy_ms);
+      REQUIRE(MPICAST_Mcast_irecv(&got, 1, MPI_INT, 0, 5, c, &r) == MPICAST_OK, "irecv");
+      REQUIRE(MPICAST_Wait(&r, MPI_STATUS_IGNORE) == MPICAST_OK && got == v, "busy: got %d", got);
+      arrived = (tc_now() - t0) * 1e3;
+    }
+    double all[4];
+    MPI_Gather(&arrived, 1, MPI_DOUBLE, all, 1, MPI_DOUBLE, 0, c);
+    if (rank == 0) {
+      for (int i = 1; i < 4; i++) best[i] = all[i] < best[i] ? all[i] : best[i];
+      if (!threaded)
+        REQUIRE(all[2] >= busy_ms * 0.95,
+                "rank 2 had the multicast after %.1f ms, before its relay (rank 1, busy %d ms) "
+                "called mpicast again: who forwarded it?",
+                all[2], busy_ms);
+    }
+  }
+  if (rank == 0)
+    printf("int_imcast: relay busy %d ms, %s: arrival after (best of 3) rank 1 (the relay) "
+           "%.1f ms, rank 2 (through it) %.1f ms, rank 3 (direct) %.1f ms\n",
+           busy_ms, threaded ? "progress thread" : "no progress thread", best[1], best[2], best[3]);
+  MPI_Comm_free(&c);
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   rank = tc_world_rank();
@@ -391,6 +463,13 @@ int main(int argc, char **argv) {
   if (rank == 0) printf("int_imcast: seed %llu, %d ranks\n", (unsigned long long)seed, nranks);
   REQUIRE(MPICAST_Mcast_enable(MPI_COMM_WORLD) == MPICAST_OK, "enable");
   REQUIRE(MPICAST_Mcast_enable(MPI_COMM_WORLD) == MPICAST_OK, "enable twice");
+  int busy_ms = (int)tc_arg_ll(argc, argv, "--busy-ms", 0);
+  if (busy_ms > 0) {
+    REQUIRE(nranks == 4, "--busy-ms needs 4 ranks, not %d", nranks);
+    busy_measure(busy_ms);
+    MPI_Finalize();
+    return 0;
+  }
   if (tc_arg_ll(argc, argv, "--enable-only", 0)) {
     if (rank == 0) printf("int_imcast: enabled, finalizing at once\n");
     MPI_Finalize();

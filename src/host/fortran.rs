@@ -16,6 +16,21 @@ pub type Fint = c_int;
 extern "C" {
     fn mpicast_c_comm_f2c(f: Fint, out: *mut MPI_Comm) -> c_int;
     fn mpicast_c_type_f2c(f: Fint, out: *mut MPI_Datatype) -> c_int;
+    fn mpicast_c_comm_bits(c: MPI_Comm) -> isize;
+    fn mpicast_c_type_bits(t: MPI_Datatype) -> isize;
+}
+
+/// A C communicator as an integer of pointer width (how the Fortran module `mpicast` passes
+/// C handles).
+pub fn comm_bits(c: MPI_Comm) -> isize {
+    // SAFETY: a cast of the handle's value in C; nothing is dereferenced.
+    unsafe { mpicast_c_comm_bits(c) }
+}
+
+/// A C datatype as an integer of pointer width.
+pub fn type_bits(t: MPI_Datatype) -> isize {
+    // SAFETY: as above.
+    unsafe { mpicast_c_type_bits(t) }
 }
 
 /// The C communicator of a Fortran handle; None when the host knows no such handle.

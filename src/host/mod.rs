@@ -31,6 +31,7 @@ mod c {
         pub static MPICAST_C_COMM_WORLD: MPI_Comm;
         pub static MPICAST_C_COMM_SELF: MPI_Comm;
         pub static MPICAST_C_COMM_NULL: MPI_Comm;
+        pub static MPICAST_C_DATATYPE_NULL: MPI_Datatype;
         pub static MPICAST_C_INFO_NULL: MPI_Info;
         pub static MPICAST_C_SUM: mpi_sys::MPI_Op;
         pub static MPICAST_C_UINT64: MPI_Datatype;
@@ -95,6 +96,10 @@ pub fn comm_self() -> MPI_Comm {
 pub fn comm_null() -> MPI_Comm {
     // SAFETY: as above.
     unsafe { c::MPICAST_C_COMM_NULL }
+}
+pub fn datatype_null() -> MPI_Datatype {
+    // SAFETY: as above.
+    unsafe { c::MPICAST_C_DATATYPE_NULL }
 }
 pub fn byte() -> MPI_Datatype {
     // SAFETY: as above.

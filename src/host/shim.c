@@ -1,9 +1,11 @@
 /* Link-time values of MPI constants that mpi.h defines as macros the Rust
  * bindings cannot see (they differ between Open MPI and MPICH). */
 #include <limits.h>
+#include <stdint.h>
 #include <mpi.h>
 
 const MPI_Datatype MPICAST_C_BYTE = MPI_BYTE;
+const MPI_Datatype MPICAST_C_DATATYPE_NULL = MPI_DATATYPE_NULL;
 void *const MPICAST_C_IN_PLACE = MPI_IN_PLACE;
 const MPI_Comm MPICAST_C_COMM_WORLD = MPI_COMM_WORLD;
 const MPI_Comm MPICAST_C_COMM_SELF = MPI_COMM_SELF;
@@ -44,6 +46,10 @@ int mpicast_c_comm_f2c(MPI_Fint f, MPI_Comm *out) {
   *out = c;
   return 1;
 }
+
+/* A C handle as an integer of pointer width (Open MPI's are pointers, MPICH's ints). */
+intptr_t mpicast_c_comm_bits(MPI_Comm c) { return (intptr_t)c; }
+intptr_t mpicast_c_type_bits(MPI_Datatype t) { return (intptr_t)t; }
 
 int mpicast_c_type_f2c(MPI_Fint f, MPI_Datatype *out) {
 #ifdef MPI_Type_f2c

@@ -1,12 +1,14 @@
 //! mpicast's own C API (`include/mpicast.h`), one file per topic: `stats` (counters),
 //! `goal` (GOAL schedules), `imcast` (the non-blocking multicast to any set of ranks),
-//! `request` (waiting for and testing the requests of all of them). Conventions: functions return an `MPICAST_Status` (0 is success)
+//! `request` (waiting for and testing the requests of all of them), `handles` (C handles of
+//! Fortran ones, for the Fortran module). Conventions: functions return an `MPICAST_Status` (0 is success)
 //! and write results through trailing `*_out` pointers only on success; NULL where a pointer
 //! is required gives `MPICAST_ERR_NULL_ARG`.
 
 use std::os::raw::{c_char, c_int};
 
 mod goal;
+mod handles;
 mod imcast;
 mod request;
 mod stats;

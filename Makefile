@@ -184,7 +184,8 @@ demo: deps-system lib-openmpi
 # rate-limited veth links; needs root).
 bench-progs: lib
 	@for f in $(FLAVOURS); do \
-	  $(MAKE) --no-print-directory build/$$f/bench/mcast_bench build/$$f/bench/shim_cost; \
+	  $(MAKE) --no-print-directory build/$$f/bench/mcast_bench build/$$f/bench/shim_cost \
+	    build/$$f/bench/imcast_bench; \
 	done
 
 build/%/bench/mcast_bench: bench/mcast_bench.c include/mpicast.h
@@ -198,6 +199,14 @@ build/%/bench/shim_cost: bench/shim_cost.c
 build/%/bench/bcast_bench: bench/bcast_bench.c
 	@mkdir -p $(@D)
 	$(mpicc_$*) -O2 -Wall -Wextra -Werror -o $@ $<
+
+# MPICAST_Imcast against the flat tree and the host MPI's broadcast (bench/imcast.sh runs it):
+# linked with the flavour's libmpicast ahead of the MPI library, as examples/ are.
+build/%/bench/imcast_bench: bench/imcast_bench.c include/mpicast.h
+	@[ -e build/$*/lib/libmpicast.so ] || { echo "$@: build/$*/lib/libmpicast.so missing: run make lib-$*" >&2; exit 1; }
+	@mkdir -p $(@D)
+	$(mpicc_$*) -O2 -Wall -Wextra -Werror -Iinclude -o $@ $< -L$(CURDIR)/build/$*/lib -lmpicast \
+	  -Wl,-rpath,$(CURDIR)/build/$*/lib -lm
 
 # The task runtime and tiled Cholesky of examples/, per flavour, with that flavour's mpicc
 # ($* is the flavour). Kernels from Debian's reference LAPACKE, LAPACK and BLAS (CBLAS is in

@@ -9,6 +9,9 @@
 #     program) or abort with a message naming the missing ranks, within a bound.
 #  3. The same, but the loss starts in the middle of a running job, after the
 #     multicast path was set up: same two acceptable outcomes, no hang.
+#  4. 5% loss again, for MPICAST_Imcast with its data by IP multicast
+#     (MPICAST_IMCAST_TRANSPORT=ip): every multicast of int_imcast arrives whole
+#     and in order, and the counters show repairs.
 # Drops are on the input hook: a looped-back multicast datagram passes the
 # output and the input hooks once each, and dropping on output would make
 # sendto() fail with EPERM instead of simulating a lost datagram.
@@ -70,6 +73,22 @@ repairs=$(stat_field "$line" repairs)
 fallbacks=$(stat_field "$line" fallbacks)
 note "repairs=$repairs fallbacks=$fallbacks"
 [ $((repairs + fallbacks)) -gt 0 ] || fail "$dropped datagrams were dropped yet neither repairs nor fallbacks were counted"
+
+# ---- 4: 5% loss, non-blocking multicasts by IP multicast
+out=$TC_WORK/loss5-imcast.out
+note "5% loss: MPICAST_Imcast by IP multicast, random sets and sizes"
+before=$(packets dropped)
+rc=0
+TC_EXPECT=mcast MPICAST_IMCAST_TRANSPORT=ip MPICAST_SEGMENT_BYTES=4096 timeout -k 10 120 \
+  "${LAUNCH[@]}" "$TC_BINDIR/int_imcast" --rounds 20 --many 300 >"$out" 2>&1 || rc=$?
+cat "$out"
+dropped=$(($(packets dropped) - before))
+[ "$rc" = 0 ] || fail "int_imcast by IP multicast under 5% loss failed (exit $rc)"
+[ "$dropped" -gt 0 ] || fail "no datagram of the IP multicasts was dropped: loss not exercised"
+line=$(stats_line "$out")
+repairs=$(stat_field "$line" repairs)
+note "imcast by IP: $dropped datagrams dropped, repairs=$repairs"
+[ "$repairs" -gt 0 ] || fail "$dropped datagrams were dropped yet no repair was counted"
 
 # judge NAME OUT RC NEED_FALLBACK: a total-loss run passed if it completed
 # with the data checked (and, when NEED_FALLBACK is 1, the stats showing a

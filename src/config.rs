@@ -125,6 +125,34 @@ pub struct Config {
     pub segment_bytes: usize,
     /// `MPICAST_IMCAST_BUFFER`: bytes of multicasts a rank holds before their receives come.
     pub imcast_buffer: usize,
+    /// `MPICAST_IMCAST_TRANSPORT`: how the data of `MPICAST_Imcast` travels.
+    pub imcast_transport: ImcastTransport,
+    /// `MPICAST_IMCAST_IP_SHARE`: with `auto`, IP multicast from this share of the other
+    /// ranks as destinations (percent)...
+    pub imcast_ip_share: u32,
+    /// `MPICAST_IMCAST_IP_BYTES`: ...and this many bytes.
+    pub imcast_ip_bytes: usize,
+}
+
+/// How the data of `MPICAST_Imcast` travels (`MPICAST_IMCAST_TRANSPORT`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ImcastTransport {
+    /// Point-to-point messages along the routes (the paper's way).
+    P2p,
+    /// Once by the communicator's IP multicast group (an envelope takes the routes).
+    Ip,
+    /// IP for big messages to a large share of the communicator, p2p otherwise.
+    Auto,
+}
+
+impl fmt::Display for ImcastTransport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ImcastTransport::P2p => "p2p",
+            ImcastTransport::Ip => "ip",
+            ImcastTransport::Auto => "auto",
+        })
+    }
 }
 
 /// How a routing-table entry of `MPICAST_Imcast` is picked among several candidates
@@ -186,6 +214,8 @@ const DEFAULT_SEGMENT_BYTES: usize = 8 << 10;
 const DEFAULT_IMCAST_BUFFER: usize = 256 << 20;
 const MIN_IMCAST_BUFFER: usize = 1 << 20;
 const SEGMENT_RANGE: (usize, usize) = (64, 16 << 20);
+const DEFAULT_IMCAST_IP_SHARE: u32 = 50;
+const DEFAULT_IMCAST_IP_BYTES: usize = 64 << 10;
 
 impl Default for Config {
     fn default() -> Config {
@@ -215,6 +245,9 @@ impl Default for Config {
             imcast_route: Route::Dests,
             segment_bytes: DEFAULT_SEGMENT_BYTES,
             imcast_buffer: DEFAULT_IMCAST_BUFFER,
+            imcast_transport: ImcastTransport::Auto,
+            imcast_ip_share: DEFAULT_IMCAST_IP_SHARE,
+            imcast_ip_bytes: DEFAULT_IMCAST_IP_BYTES,
         }
     }
 }
@@ -382,6 +415,26 @@ pub const VARIABLES: &[(&str, &str, &str)] = &[
         "256MiB",
         "multicasts that reach a rank before its MPICAST_Mcast_irecv wait in memory, up to this \
          many bytes per rank (>= 1MiB); past it the job ends with a message saying so",
+    ),
+    (
+        "MPICAST_IMCAST_TRANSPORT",
+        "auto",
+        "how the data of MPICAST_Imcast travels: p2p (point-to-point along the routes), ip \
+         (once by the communicator's IP multicast group, repaired and acknowledged as \
+         broadcasts are; p2p where the group does not work) or auto (ip from \
+         MPICAST_IMCAST_IP_SHARE and MPICAST_IMCAST_IP_BYTES on, when the ranks are on more \
+         than one host)",
+    ),
+    (
+        "MPICAST_IMCAST_IP_SHARE",
+        "50",
+        "with MPICAST_IMCAST_TRANSPORT=auto, IP multicast for destination sets of at least this \
+         percentage of the other ranks (1 to 100)",
+    ),
+    (
+        "MPICAST_IMCAST_IP_BYTES",
+        "64KiB",
+        "with MPICAST_IMCAST_TRANSPORT=auto, IP multicast for messages of at least this size",
     ),
 ];
 
@@ -637,6 +690,25 @@ impl Config {
                 .filter(|&n| n >= MIN_IMCAST_BUFFER)
                 .ok_or_else(|| err("MPICAST_IMCAST_BUFFER", &raw, "a size of at least 1MiB"))?;
         }
+        if let Some((raw, v)) = val("MPICAST_IMCAST_TRANSPORT") {
+            c.imcast_transport = match v.to_ascii_lowercase().as_str() {
+                "p2p" => ImcastTransport::P2p,
+                "ip" => ImcastTransport::Ip,
+                "auto" => ImcastTransport::Auto,
+                _ => return Err(err("MPICAST_IMCAST_TRANSPORT", &raw, "p2p, ip or auto")),
+            };
+        }
+        if let Some((raw, v)) = val("MPICAST_IMCAST_IP_SHARE") {
+            c.imcast_ip_share = v
+                .parse::<u32>()
+                .ok()
+                .filter(|p| (1..=100).contains(p))
+                .ok_or_else(|| err("MPICAST_IMCAST_IP_SHARE", &raw, "a percentage, 1 to 100"))?;
+        }
+        if let Some((raw, v)) = val("MPICAST_IMCAST_IP_BYTES") {
+            c.imcast_ip_bytes =
+                parse_size(&v).ok_or_else(|| err("MPICAST_IMCAST_IP_BYTES", &raw, "a size"))?;
+        }
         Ok(c)
     }
 
@@ -784,6 +856,16 @@ impl Config {
                 .to_string(),
             ),
             ("MPICAST_SEGMENT_BYTES", self.segment_bytes.to_string()),
+            // Whether the communicator's engine sets up a multicast group is collective; the
+            // choice per multicast is the root's, and receivers take either.
+            (
+                "MPICAST_IMCAST_TRANSPORT",
+                match self.imcast_transport {
+                    ImcastTransport::P2p => "p2p",
+                    ImcastTransport::Ip | ImcastTransport::Auto => "ip/auto",
+                }
+                .to_string(),
+            ),
             // Last: the only value of unbounded length (see `agreed_path`).
             (
                 "MPICAST_TOPO_FILE",
@@ -1258,7 +1340,7 @@ mod tests {
             assert!(n.starts_with(PREFIX));
             assert_eq!(names.iter().filter(|m| *m == n).count(), 1, "{n} twice");
         }
-        assert_eq!(names.len(), 25);
+        assert_eq!(names.len(), 28);
     }
 
     #[test]
@@ -1526,6 +1608,9 @@ mod tests {
             ("MPICAST_IMCAST_ROUTE", "table"),
             ("MPICAST_SEGMENT_BYTES", "64k"),
             ("MPICAST_IMCAST_BUFFER", "2MiB"),
+            ("MPICAST_IMCAST_TRANSPORT", "p2p"),
+            ("MPICAST_IMCAST_IP_SHARE", "75"),
+            ("MPICAST_IMCAST_IP_BYTES", "1k"),
         ])
         .unwrap();
         assert_eq!(
@@ -1556,6 +1641,9 @@ mod tests {
                 imcast_route: Route::Table,
                 segment_bytes: 64 << 10,
                 imcast_buffer: 2 << 20,
+                imcast_transport: ImcastTransport::P2p,
+                imcast_ip_share: 75,
+                imcast_ip_bytes: 1024,
             }
         );
     }
@@ -1581,6 +1669,31 @@ mod tests {
             (None, None, 16, TopoPick::Nearest)
         );
         assert_eq!((c.imcast_route, c.segment_bytes), (Route::Dests, 8192));
+        assert_eq!(
+            (c.imcast_transport, c.imcast_ip_share, c.imcast_ip_bytes),
+            (ImcastTransport::Auto, 50, 65536)
+        );
+        let t = cfg(&[
+            ("MPICAST_IMCAST_TRANSPORT", "IP"),
+            ("MPICAST_IMCAST_IP_SHARE", "100"),
+            ("MPICAST_IMCAST_IP_BYTES", "1MiB"),
+        ])
+        .unwrap();
+        assert_eq!(
+            (t.imcast_transport, t.imcast_ip_share, t.imcast_ip_bytes),
+            (ImcastTransport::Ip, 100, 1 << 20)
+        );
+        for (k, v) in [
+            ("MPICAST_IMCAST_TRANSPORT", "udp"),
+            ("MPICAST_IMCAST_IP_SHARE", "0"),
+            ("MPICAST_IMCAST_IP_SHARE", "101"),
+            ("MPICAST_IMCAST_IP_BYTES", "lots"),
+        ] {
+            assert!(
+                cfg(&[(k, v)]).unwrap_err().to_string().contains(k),
+                "{k}={v}"
+            );
+        }
 
         let base = |v| cfg(&[("MPICAST_TOPO_BASE", v)]).unwrap().topo_base;
         for (v, b) in [

@@ -386,6 +386,7 @@ impl Session {
         let topo = Arc::new(resolved.topology);
         let table = crate::algo::prefix::RoutingTable::build(&topo, rank, cfg.topo_pick.pick(seed));
         let own = host::comm::dup(private)?;
+        let size = topo.ranks();
         let engine = Arc::new(Mutex::new(transport::forward::Engine::new(
             own,
             rank,
@@ -395,6 +396,65 @@ impl Session {
             cfg.segment_bytes,
             cfg.imcast_buffer,
         )));
+        // The IP multicast side: a group of the engine's own communicator (collective).
+        if cfg.imcast_transport != crate::config::ImcastTransport::P2p {
+            let mine = transport::local_addr(cfg).map_or(0, u32::from);
+            let all = host::comm::allgather_bytes(own, &mine.to_le_bytes())?;
+            let addrs: Vec<u32> = all
+                .chunks(4)
+                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect();
+            let between_hosts =
+                cfg.topo == Topo::Flat || (!addrs.contains(&0) && Hosts::group(&addrs).hosts() > 1);
+            let never =
+                cfg.imcast_transport == crate::config::ImcastTransport::Auto && !between_hosts;
+            let setup = if never {
+                Ok(Err(
+                    "all ranks share one host (auto uses IP multicast between hosts, \
+                        or with MPICAST_TOPO=flat)"
+                        .to_string(),
+                ))
+            } else {
+                transport::setup(self, own, size, rank, cfg)
+            };
+            match setup? {
+                Ok(chan) => {
+                    if cfg.verbose >= 1 && rank == 0 {
+                        say(&format!(
+                            "mpicast: MPICAST_Imcast may send by IP multicast \
+                             (MPICAST_IMCAST_TRANSPORT={}{})",
+                            cfg.imcast_transport,
+                            if cfg.imcast_transport == crate::config::ImcastTransport::Auto {
+                                format!(
+                                    ": from {}% of the ranks and {} bytes on",
+                                    cfg.imcast_ip_share, cfg.imcast_ip_bytes
+                                )
+                            } else {
+                                String::new()
+                            }
+                        ));
+                    }
+                    engine.lock().unwrap_or_else(|p| p.into_inner()).set_ip(
+                        Some(transport::imcast_ip::IpSide::new(chan, rank)),
+                        transport::forward::IpPolicy {
+                            transport: cfg.imcast_transport,
+                            share: cfg.imcast_ip_share,
+                            min_bytes: cfg.imcast_ip_bytes,
+                            between_hosts,
+                            ranks: size,
+                        },
+                        Duration::from_millis(cfg.timeout_ms),
+                    );
+                }
+                Err(why) => {
+                    if cfg.verbose >= 1 && rank == 0 {
+                        say(&format!(
+                            "mpicast: MPICAST_Imcast goes point-to-point only: {why}"
+                        ));
+                    }
+                }
+            }
+        }
         transport::forward::register(&engine);
         st.fwd = Some(engine.clone());
         Ok(engine)
@@ -650,7 +710,10 @@ impl Session {
                 &crate::stats::snapshot(),
             ));
         }
-        let tokens: Vec<usize> = self.registry.lock().unwrap().keys().copied().collect();
+        // In creation order, the same on every rank for communicators made in the same order:
+        // closing may wait for other ranks (IP multicasts still being acknowledged).
+        let mut tokens: Vec<usize> = self.registry.lock().unwrap().keys().copied().collect();
+        tokens.sort_unstable();
         for t in tokens {
             self.drop_state(t);
         }
@@ -667,7 +730,9 @@ impl CommState {
             // Unless a progress call of another thread holds it right now (then its
             // communicator stays until MPI_Finalize).
             if let Ok(m) = Arc::try_unwrap(e) {
-                m.into_inner().unwrap_or_else(|p| p.into_inner()).close();
+                m.into_inner()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .close(session);
             }
         }
         match std::mem::replace(&mut self.path, Path::Host("freed".into())) {

@@ -1,7 +1,8 @@
 /* The non-blocking multicast to any set of ranks: MPICAST_Mcast_enable, MPICAST_Imcast,
  * MPICAST_Mcast_irecv, MPICAST_Mcast_iprobe and the request calls.
  *
- *   int_imcast [--rounds N] [--seed S] [--max-bytes B] [--many M] [--enable-only 1]
+ *   int_imcast [--rounds N] [--seed S] [--max-bytes B] [--many M] [--rush-bytes R]
+ *              [--enable-only 1]
  *
  * (--enable-only 1: enable, then MPI_Finalize at once; scripts/finalize_thread.sh.
  *  --busy-ms B: only the measurement of a relay busy for B ms, 4 ranks; see busy_measure.)
@@ -17,7 +18,10 @@
  *    tags and MPI_ANY_SOURCE receives, while multicasts are in flight: nothing mixes.
  * 6. A rank that computes (sleeps) without calling mpicast while multicasts pass through it.
  * 7. Many small multicasts (--many), every rank to overlapping sets at once: memory stays flat.
- * 8. MPICAST_Request_free of a receive that never matches; Testany and Testsome. */
+ * 8. MPICAST_Request_free of a receive that never matches; Testany and Testsome.
+ * 9. The root leaves at once: rank 0 multicasts --rush-bytes to every other rank, its request
+ *    completes, and it calls MPI_Finalize while the others are still asleep; they then receive
+ *    it whole (with MPICAST_IMCAST_TRANSPORT=ip the data is still rank 0's to send). */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -372,6 +376,34 @@ static void many(int count) {
            count, nranks - 1, before, after);
 }
 
+static void rush(size_t bytes) {
+  unsigned char *buf = malloc(bytes);
+  REQUIRE(buf, "malloc");
+  MPICAST_Request *r;
+  if (rank == 0) {
+    int *dests = malloc(sizeof(int) * (size_t)nranks);
+    for (int k = 1; k < nranks; k++) dests[k - 1] = k;
+    for (size_t i = 0; i < bytes; i++) buf[i] = (unsigned char)(i * 7 + 3);
+    REQUIRE(MPICAST_Imcast(buf, (int)bytes, MPI_BYTE, dests, nranks - 1, 9, MPI_COMM_WORLD, &r) ==
+                MPICAST_OK,
+            "rush: imcast");
+    REQUIRE(MPICAST_Wait(&r, MPI_STATUS_IGNORE) == MPICAST_OK, "rush: wait");
+    free(dests);
+    printf("int_imcast: rank 0 sent %zu bytes and finalizes\n", bytes);
+    fflush(stdout);
+  } else {
+    usleep(200 * 1000);
+    memset(buf, 0, bytes);
+    MPI_Status st;
+    REQUIRE(MPICAST_Mcast_irecv(buf, (int)bytes, MPI_BYTE, 0, 9, MPI_COMM_WORLD, &r) == MPICAST_OK,
+            "rush: irecv");
+    REQUIRE(MPICAST_Wait(&r, &st) == MPICAST_OK, "rush: wait");
+    for (size_t i = 0; i < bytes; i++)
+      REQUIRE(buf[i] == (unsigned char)(i * 7 + 3), "rush: byte %zu wrong", i);
+  }
+  free(buf);
+}
+
 static void free_and_test_family(void) {
   int never;
   MPICAST_Request *r;
@@ -460,6 +492,7 @@ int main(int argc, char **argv) {
   uint64_t seed = (uint64_t)tc_arg_ll(argc, argv, "--seed", 20261126);
   size_t max_bytes = (size_t)tc_arg_ll(argc, argv, "--max-bytes", 40000);
   int many_n = (int)tc_arg_ll(argc, argv, "--many", 20000);
+  size_t rush_bytes = (size_t)tc_arg_ll(argc, argv, "--rush-bytes", 300000);
   if (rank == 0) printf("int_imcast: seed %llu, %d ranks\n", (unsigned long long)seed, nranks);
   REQUIRE(MPICAST_Mcast_enable(MPI_COMM_WORLD) == MPICAST_OK, "enable");
   REQUIRE(MPICAST_Mcast_enable(MPI_COMM_WORLD) == MPICAST_OK, "enable twice");
@@ -483,6 +516,7 @@ int main(int argc, char **argv) {
     busy_relay();
     free_and_test_family();
     many(many_n);
+    rush(rush_bytes);
   }
   MPI_Finalize();
   return 0;

@@ -16,7 +16,9 @@
 //! that computes for a long time without calling mpicast holds up the multicasts routed
 //! through it: MPI moves nothing of ours meanwhile (docs/imcast.md measures it).
 
+use super::imcast_ip::IpSide;
 use crate::algo::prefix::{Route, RoutingTable, Topology};
+use crate::config::ImcastTransport;
 use crate::host::buffer::UserBuf;
 use crate::host::{self, p2p, MPI_Comm, MpiResult, SendComm};
 use crate::wire::forward::{Arrived, Forwarder, MsgKey};
@@ -111,6 +113,52 @@ pub struct Engine {
     unexpected_limit: usize,
     /// Segments taken so far (the progress thread backs off while it stays the same).
     activity: u64,
+    /// The IP multicast side, when the engine's communicator has a working group.
+    ip: Option<IpSide>,
+    ip_policy: IpPolicy,
+    /// At close, how long the IP side may take to finish what it sends and receives.
+    ip_drain: std::time::Duration,
+}
+
+/// When a multicast goes by IP multicast rather than point-to-point.
+#[derive(Clone, Copy, Debug)]
+pub struct IpPolicy {
+    pub transport: ImcastTransport,
+    /// `auto`: from this share (percent) of the other ranks as destinations...
+    pub share: u32,
+    /// ...and this many bytes...
+    pub min_bytes: usize,
+    /// ...when multicast goes between hosts (more than one host, or MPICAST_TOPO=flat).
+    pub between_hosts: bool,
+    /// Ranks of the communicator.
+    pub ranks: u32,
+}
+
+impl IpPolicy {
+    /// Point-to-point only.
+    pub fn p2p(ranks: u32) -> IpPolicy {
+        IpPolicy {
+            transport: ImcastTransport::P2p,
+            share: 100,
+            min_bytes: usize::MAX,
+            between_hosts: false,
+            ranks,
+        }
+    }
+
+    /// Whether a multicast of `len` bytes to `ndests` ranks goes by IP (given a group).
+    pub fn wants_ip(&self, ndests: usize, len: usize) -> bool {
+        match self.transport {
+            ImcastTransport::P2p => false,
+            ImcastTransport::Ip => true,
+            ImcastTransport::Auto => {
+                let others = u64::from(self.ranks.saturating_sub(1)).max(1);
+                self.between_hosts
+                    && len >= self.min_bytes
+                    && (ndests as u64) * 100 >= u64::from(self.share) * others
+            }
+        }
+    }
 }
 
 /// Why a call on the engine failed.
@@ -127,6 +175,15 @@ pub enum EngineError {
 impl From<host::MpiError> for EngineError {
     fn from(e: host::MpiError) -> Self {
         EngineError::Mpi(e)
+    }
+}
+
+impl From<super::op::OpError> for EngineError {
+    fn from(e: super::op::OpError) -> Self {
+        match e {
+            super::op::OpError::Mpi(m) => EngineError::Mpi(m),
+            other => EngineError::Protocol(format!("IP multicast: {other}")),
+        }
     }
 }
 
@@ -153,7 +210,23 @@ impl Engine {
             unexpected: 0,
             unexpected_limit,
             activity: 0,
+            ip: None,
+            ip_policy: IpPolicy::p2p(0),
+            ip_drain: std::time::Duration::ZERO,
         }
+    }
+
+    /// Gives the engine its IP multicast side (a channel set up on its communicator).
+    /// `drain`: how long closing waits for the IP multicasts still going (`close`).
+    pub fn set_ip(&mut self, side: Option<IpSide>, policy: IpPolicy, drain: std::time::Duration) {
+        self.ip = side;
+        self.ip_policy = policy;
+        self.ip_drain = drain;
+    }
+
+    /// Whether a multicast of `len` bytes to `ndests` ranks would go by IP multicast.
+    pub fn goes_by_ip(&self, ndests: usize, len: usize) -> bool {
+        self.ip.is_some() && self.ip_policy.wants_ip(ndests, len)
     }
 
     /// Starts a multicast of `data` (already packed) to `dests` with `tag`: every segment to
@@ -165,7 +238,37 @@ impl Engine {
         tag: c_int,
         data: &[u8],
     ) -> Result<Arc<ReqState>, EngineError> {
+        if self.goes_by_ip(dests.len(), data.len()) {
+            return self.imcast_ip(dests, tag, data);
+        }
         let s = self.fwd.start(dests, tag, data);
+        for o in s.send {
+            self.sends.isend(self.comm.0, o.to, TAG_SEGMENT, o.bytes)?;
+        }
+        self.progress()?;
+        Ok(ReqState::done_with(Outcome {
+            source: self.rank as c_int,
+            tag,
+            bytes: 0,
+            error: host::SUCCESS,
+        }))
+    }
+
+    /// `imcast` by IP multicast: the envelopes go along the routes, the data by datagrams
+    /// of the engine's group. The data is copied, so the request is done at once, as for
+    /// point-to-point; the engine sends and repairs it in its progress until every
+    /// destination has acknowledged it all.
+    fn imcast_ip(
+        &mut self,
+        dests: &[u32],
+        tag: c_int,
+        data: &[u8],
+    ) -> Result<Arc<ReqState>, EngineError> {
+        let s = self.fwd.start_envelope(dests, tag, data.len() as u64);
+        self.ip
+            .as_mut()
+            .expect("goes_by_ip")
+            .send(s.key, dests, data.to_vec())?;
         for o in s.send {
             self.sends.isend(self.comm.0, o.to, TAG_SEGMENT, o.bytes)?;
         }
@@ -226,7 +329,9 @@ impl Engine {
         }
         if let Some(a) = self.assemblies.get_mut(&key) {
             a.taken = Some(id);
-            self.unexpected = self.unexpected.saturating_sub(a.data.capacity());
+            self.unexpected = self
+                .unexpected
+                .saturating_sub(usize::try_from(a.arrived.len).unwrap_or(usize::MAX));
         }
     }
 
@@ -250,11 +355,25 @@ impl Engine {
                 let len = usize::try_from(a.len).map_err(|_| {
                     EngineError::Protocol(format!("a multicast of {} bytes", a.len))
                 })?;
+                if h.envelope {
+                    let ip = self.ip.as_mut().ok_or_else(|| {
+                        EngineError::Protocol(format!(
+                            "an IP multicast from rank {} on a communicator without a group",
+                            a.key.root
+                        ))
+                    })?;
+                    ip.expect(a.key, len);
+                }
                 self.assemblies.insert(
                     a.key,
                     Assembly {
                         arrived: a,
-                        data: Vec::with_capacity(len),
+                        // IP multicasts are received into the IP side's buffer.
+                        data: if h.envelope {
+                            Vec::new()
+                        } else {
+                            Vec::with_capacity(len)
+                        },
                         complete: false,
                         taken: None,
                     },
@@ -288,6 +407,16 @@ impl Engine {
                     a.complete = true;
                 }
             }
+        }
+        if let Some(ip) = self.ip.as_mut() {
+            let before = ip.activity;
+            for (key, data) in ip.progress(self.comm.0)? {
+                if let Some(a) = self.assemblies.get_mut(&key) {
+                    a.data = data;
+                    a.complete = true;
+                }
+            }
+            self.activity += ip.activity - before;
         }
         self.sends.test()?;
         self.deliver()?;
@@ -336,13 +465,43 @@ impl Engine {
 
     /// Nothing in flight: no send out, no receive posted, nothing passing through.
     pub fn is_idle(&self) -> bool {
-        self.sends.is_empty() && self.recvs.is_empty() && self.fwd.relays_in_flight() == 0
+        self.sends.is_empty()
+            && self.recvs.is_empty()
+            && self.fwd.relays_in_flight() == 0
+            && self.ip.as_ref().map_or(true, |ip| ip.is_idle())
     }
 
     /// Called when the communicator goes: waits for the sends still out (their buffers go
     /// with the engine), then frees the engine's communicator.
-    pub fn close(mut self) {
+    pub fn close(mut self, session: &crate::session::Session) {
         let _ = self.progress();
+        // IP multicasts still going: this rank's, whose destinations have not acknowledged
+        // everything (their requests completed at once), and those coming to it. Every rank
+        // that closes does the same, so they finish together; a rank that never comes costs
+        // the bound, and is named.
+        let start = std::time::Instant::now();
+        while self.ip.as_ref().is_some_and(|ip| !ip.is_idle()) {
+            if start.elapsed() >= self.ip_drain {
+                let ip = self.ip.as_ref().expect("checked");
+                crate::session::say(&format!(
+                    "mpicast: rank {}: IP multicasts unfinished when the communicator went \
+                     ({}); ranks that never answered: {:?}",
+                    self.rank,
+                    ip.describe_pending(),
+                    ip.pending_ranks()
+                ));
+                break;
+            }
+            if self.progress().is_err() {
+                break;
+            }
+            // The other communicators' engines too: their ranks may be waiting on this one.
+            let _ = progress_all();
+            std::thread::sleep(std::time::Duration::from_micros(50));
+        }
+        if let Some(ip) = self.ip.take() {
+            ip.into_channel().close(session, self.comm.0);
+        }
         self.sends = p2p::SharedSends::default();
         let _ = host::comm::free(self.comm.0);
     }

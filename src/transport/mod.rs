@@ -10,6 +10,7 @@
 pub mod forward;
 pub mod goal;
 pub mod goal_mcast;
+pub mod imcast_ip;
 pub mod op;
 pub mod responder;
 

@@ -13,11 +13,16 @@
 //! carry no list: a rank on the way remembers, per message, where the first one went
 //! (`Relay`), and the transport's links keep every sender's segments in order.
 //!
-//! Layout, little-endian. Every segment: magic (u16) version (u8) flags (u8), root (u32), tag
-//! (i32), message number at the root (u64), total length (u64), segment number (u32), number
-//! of segments (u32): 36 bytes. The first segment then: the count of destinations (u32) and
-//! per destination its rank (u32) and its sequence number from this root (u64). Then the
-//! payload.
+//! A multicast whose data goes once by the communicator's IP multicast group
+//! (`MPICAST_IMCAST_TRANSPORT`, see `transport::forward`) travels here as an *envelope*: one
+//! first segment without payload, flagged, that names the root's message number, tag, length
+//! and destinations, and follows the same routes; the data comes by datagrams.
+//!
+//! Layout, little-endian. Every segment: magic (u16) version (u8) flags (u8: 1 destinations
+//! follow, 2 envelope), root (u32), tag (i32), message number at the root (u64), total length
+//! (u64), segment number (u32), number of segments (u32): 36 bytes. The first segment then:
+//! the count of destinations (u32) and per destination its rank (u32) and its sequence number
+//! from this root (u64). Then the payload (none in an envelope).
 
 use super::packet::Reject;
 use crate::algo::prefix::{self, Route, RoutingTable, Topology};
@@ -29,6 +34,8 @@ const VERSION: u8 = 1;
 /// Bytes of every segment's header.
 pub const HEADER_LEN: usize = 36;
 const DEST_LEN: usize = 12;
+const FLAG_DESTS: u8 = 1;
+const FLAG_ENVELOPE: u8 = 2;
 
 /// One destination of a multicast: its rank and the number of this multicast among the ones
 /// its root sent to it (0, 1, 2, ...).
@@ -48,6 +55,8 @@ pub struct SegHeader {
     pub total_len: u64,
     pub seg: u32,
     pub nsegs: u32,
+    /// An envelope: the data goes by IP multicast (one segment, no payload).
+    pub envelope: bool,
 }
 
 /// Number of segments of a `len`-byte message (an empty message is one empty segment).
@@ -61,7 +70,9 @@ pub fn encode(h: &SegHeader, dests: Option<&[Dest]>, payload: &[u8], out: &mut V
     out.clear();
     out.extend_from_slice(&MAGIC.to_le_bytes());
     out.push(VERSION);
-    out.push(u8::from(dests.is_some()));
+    out.push(
+        if dests.is_some() { FLAG_DESTS } else { 0 } | if h.envelope { FLAG_ENVELOPE } else { 0 },
+    );
     out.extend_from_slice(&h.root.to_le_bytes());
     out.extend_from_slice(&h.tag.to_le_bytes());
     out.extend_from_slice(&h.msg.to_le_bytes());
@@ -97,6 +108,10 @@ pub fn decode(b: &[u8], seg_bytes: usize) -> Result<Segment, Reject> {
     if u16::from_le_bytes([b[0], b[1]]) != MAGIC || b[2] != VERSION {
         return Err(Reject::BadKind);
     }
+    let flags = b[3];
+    if flags & !(FLAG_DESTS | FLAG_ENVELOPE) != 0 {
+        return Err(Reject::Malformed);
+    }
     let h = SegHeader {
         root: u32_at(4),
         tag: u32_at(8) as i32,
@@ -104,13 +119,19 @@ pub fn decode(b: &[u8], seg_bytes: usize) -> Result<Segment, Reject> {
         total_len: u64_at(20),
         seg: u32_at(28),
         nsegs: u32_at(32),
+        envelope: flags & FLAG_ENVELOPE != 0,
     };
-    if h.nsegs != nsegs(h.total_len, seg_bytes) || h.seg >= h.nsegs {
+    let want_nsegs = if h.envelope {
+        1
+    } else {
+        nsegs(h.total_len, seg_bytes)
+    };
+    if h.nsegs != want_nsegs || h.seg >= h.nsegs {
         return Err(Reject::Malformed);
     }
-    let (dests, at) = match b[3] {
+    let (dests, at) = match flags & FLAG_DESTS {
         0 => (None, HEADER_LEN),
-        1 => {
+        _ => {
             if b.len() < HEADER_LEN + 4 {
                 return Err(Reject::Short);
             }
@@ -133,12 +154,15 @@ pub fn decode(b: &[u8], seg_bytes: usize) -> Result<Segment, Reject> {
                 .collect();
             (Some(ds), end)
         }
-        _ => return Err(Reject::Malformed),
     };
     if (h.seg == 0) != dests.is_some() {
         return Err(Reject::Malformed);
     }
-    let want = seg_len(h.total_len, h.seg, seg_bytes);
+    let want = if h.envelope {
+        0
+    } else {
+        seg_len(h.total_len, h.seg, seg_bytes)
+    };
     if b.len() - at != want {
         return Err(Reject::Malformed);
     }
@@ -175,6 +199,9 @@ pub struct Handled {
     pub data: Option<(MsgKey, usize, std::ops::Range<usize>)>,
     /// The last segment of a message for this rank came.
     pub complete: Option<MsgKey>,
+    /// The multicast for this rank (`arrived`) is an envelope: its data comes by IP
+    /// multicast, and neither `data` nor `complete` are set.
+    pub envelope: bool,
 }
 
 /// A multicast that reached this rank.
@@ -249,15 +276,15 @@ impl Forwarder {
         self.seg_bytes
     }
 
-    /// Starts a multicast of `data` with `tag` to `dests` (distinct ranks, not this one:
-    /// the caller checks). Every segment of every first hop is returned at once.
-    pub fn start(&mut self, dests: &[u32], tag: i32, data: &[u8]) -> Started {
+    /// Numbers a multicast of this rank to `dests`: its key, and its sequence number to each
+    /// destination.
+    fn number(&mut self, dests: &[u32]) -> (MsgKey, HashMap<u32, u64>) {
         let key = MsgKey {
             root: self.me,
             msg: self.next_msg,
         };
         self.next_msg += 1;
-        let seqs: HashMap<u32, u64> = dests
+        let seqs = dests
             .iter()
             .map(|&d| {
                 let s = self.seq_to.entry(d).or_insert(0);
@@ -266,6 +293,50 @@ impl Forwarder {
                 (d, seq)
             })
             .collect();
+        (key, seqs)
+    }
+
+    /// Starts a multicast whose data goes by IP multicast: numbered as `start` numbers, it
+    /// returns one envelope per first hop. The datagrams carry the key's message number.
+    pub fn start_envelope(&mut self, dests: &[u32], tag: i32, len: u64) -> Started {
+        let (key, seqs) = self.number(dests);
+        let fwd = prefix::forward(&self.topo, &self.table, self.route, None, dests);
+        let h = SegHeader {
+            root: self.me,
+            tag,
+            msg: key.msg,
+            total_len: len,
+            seg: 0,
+            nsegs: 1,
+            envelope: true,
+        };
+        let mut buf = Vec::new();
+        let send = fwd
+            .hops
+            .iter()
+            .map(|hop| {
+                let ds: Vec<Dest> = hop
+                    .dests
+                    .iter()
+                    .map(|d| Dest {
+                        rank: *d,
+                        seq: seqs[d],
+                    })
+                    .collect();
+                encode(&h, Some(&ds), &[], &mut buf);
+                Outgoing {
+                    to: hop.to,
+                    bytes: Arc::from(&buf[..]),
+                }
+            })
+            .collect();
+        Started { key, send }
+    }
+
+    /// Starts a multicast of `data` with `tag` to `dests` (distinct ranks, not this one:
+    /// the caller checks). Every segment of every first hop is returned at once.
+    pub fn start(&mut self, dests: &[u32], tag: i32, data: &[u8]) -> Started {
+        let (key, seqs) = self.number(dests);
         let fwd = prefix::forward(&self.topo, &self.table, self.route, None, dests);
         let total = data.len() as u64;
         let h = SegHeader {
@@ -275,6 +346,7 @@ impl Forwarder {
             total_len: total,
             seg: 0,
             nsegs: nsegs(total, self.seg_bytes),
+            envelope: false,
         };
         let mut send = Vec::new();
         let mut buf = Vec::new();
@@ -391,7 +463,9 @@ impl Forwarder {
                 }
             }
         }
-        if deliver {
+        if deliver && h.envelope {
+            out.envelope = true;
+        } else if deliver {
             let offset = h.seg as usize * self.seg_bytes;
             out.data = Some((key, offset, payload));
             if h.seg + 1 == h.nsegs {

@@ -168,6 +168,13 @@ pub fn peek_seq(dgram: &[u8]) -> Option<u64> {
     Some(u64_at(dgram, O_SEQ))
 }
 
+/// The root of a datagram's operation, unauthenticated: only for choosing which of several
+/// concurrent operations (of several roots) verifies it.
+pub fn peek_root(dgram: &[u8]) -> Option<u32> {
+    check_prefix(dgram).ok()?;
+    Some(u32_at(dgram, O_ROOT))
+}
+
 /// Verifies and parses a datagram; the payload borrows from `dgram`.
 pub fn decode<'a>(ctx: &Ctx, dgram: &'a [u8]) -> Result<(Header, &'a [u8]), Reject> {
     check_prefix(dgram)?;

@@ -238,37 +238,18 @@ impl Engine {
         tag: c_int,
         data: &[u8],
     ) -> Result<Arc<ReqState>, EngineError> {
-        if self.goes_by_ip(dests.len(), data.len()) {
-            return self.imcast_ip(dests, tag, data);
-        }
-        let s = self.fwd.start(dests, tag, data);
-        for o in s.send {
-            self.sends.isend(self.comm.0, o.to, TAG_SEGMENT, o.bytes)?;
-        }
-        self.progress()?;
-        Ok(ReqState::done_with(Outcome {
-            source: self.rank as c_int,
-            tag,
-            bytes: 0,
-            error: host::SUCCESS,
-        }))
-    }
-
-    /// `imcast` by IP multicast: the envelopes go along the routes, the data by datagrams
-    /// of the engine's group. The data is copied, so the request is done at once, as for
-    /// point-to-point; the engine sends and repairs it in its progress until every
-    /// destination has acknowledged it all.
-    fn imcast_ip(
-        &mut self,
-        dests: &[u32],
-        tag: c_int,
-        data: &[u8],
-    ) -> Result<Arc<ReqState>, EngineError> {
-        let s = self.fwd.start_envelope(dests, tag, data.len() as u64);
-        self.ip
-            .as_mut()
-            .expect("goes_by_ip")
-            .send(s.key, dests, data.to_vec())?;
+        let s = if self.goes_by_ip(dests.len(), data.len()) {
+            // The data by datagrams of the engine's group, sent and repaired in `progress`
+            // until every destination has acknowledged it; the envelopes take the routes.
+            let s = self.fwd.start_envelope(dests, tag, data.len() as u64);
+            self.ip
+                .as_mut()
+                .expect("goes_by_ip")
+                .send(s.key, dests, data.to_vec())?;
+            s
+        } else {
+            self.fwd.start(dests, tag, data)
+        };
         for o in s.send {
             self.sends.isend(self.comm.0, o.to, TAG_SEGMENT, o.bytes)?;
         }

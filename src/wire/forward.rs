@@ -59,6 +59,17 @@ pub struct SegHeader {
     pub envelope: bool,
 }
 
+/// The destinations `ranks` with their sequence numbers from `seqs`.
+fn with_seqs(ranks: &[u32], seqs: &HashMap<u32, u64>) -> Vec<Dest> {
+    ranks
+        .iter()
+        .map(|d| Dest {
+            rank: *d,
+            seq: seqs[d],
+        })
+        .collect()
+}
+
 /// Number of segments of a `len`-byte message (an empty message is one empty segment).
 pub fn nsegs(len: u64, seg_bytes: usize) -> u32 {
     let n = len.div_ceil(seg_bytes.max(1) as u64).max(1);
@@ -315,14 +326,7 @@ impl Forwarder {
             .hops
             .iter()
             .map(|hop| {
-                let ds: Vec<Dest> = hop
-                    .dests
-                    .iter()
-                    .map(|d| Dest {
-                        rank: *d,
-                        seq: seqs[d],
-                    })
-                    .collect();
+                let ds = with_seqs(&hop.dests, &seqs);
                 encode(&h, Some(&ds), &[], &mut buf);
                 Outgoing {
                     to: hop.to,
@@ -353,14 +357,7 @@ impl Forwarder {
         // First segments: one per hop, each with its subtree's destinations.
         let first = &data[..seg_len(total, 0, self.seg_bytes)];
         for hop in &fwd.hops {
-            let ds: Vec<Dest> = hop
-                .dests
-                .iter()
-                .map(|d| Dest {
-                    rank: *d,
-                    seq: seqs[d],
-                })
-                .collect();
+            let ds = with_seqs(&hop.dests, &seqs);
             encode(&h, Some(&ds), first, &mut buf);
             send.push(Outgoing {
                 to: hop.to,
@@ -412,14 +409,7 @@ impl Forwarder {
                 let seqs: HashMap<u32, u64> = ds.iter().map(|d| (d.rank, d.seq)).collect();
                 let mut buf = Vec::new();
                 for hop in &fwd.hops {
-                    let sub: Vec<Dest> = hop
-                        .dests
-                        .iter()
-                        .map(|d| Dest {
-                            rank: *d,
-                            seq: seqs[d],
-                        })
-                        .collect();
+                    let sub = with_seqs(&hop.dests, &seqs);
                     encode(&h, Some(&sub), &bytes[payload.clone()], &mut buf);
                     out.send.push(Outgoing {
                         to: hop.to,

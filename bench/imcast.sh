@@ -13,8 +13,11 @@
 #                   [--chol "4x1 6x1 9x1 4x2"] [--chol-sizes "1024:128 2048:256"]
 #                   [--chol-modes LIST] [--chol-reps R] [--chol-rounds N]
 #                   [--chol-first-round K] [--target-hosts "9"] [--target-reps N]
-#                   [--target-variants LIST]
+#                   [--target-variants LIST] [--transport p2p|ip|auto]
+#                   [--ip-hosts "4 9"] [--ip-sizes LIST] [--ip-budget S]
 #
+# Every part but ip runs with MPICAST_IMCAST_TRANSPORT=--transport (p2p by default: the
+# paper's experiments, point-to-point forwarding).
 # fig4: for each host count and segment size (MPICAST_SEGMENT_BYTES, one launch each: the
 #   setting is per process), imcast_bench --mode fig4: rank 0 multicasts 512 KiB and 1 MiB to
 #   every other rank, MPICAST_TOPO_BASE=2, fixed repetitions (--fig4-reps). -> fig4.csv
@@ -27,6 +30,10 @@
 #   1 MiB to all other ranks, every variant (or --target-variants; with mbcast, mpicast's own
 #   MPI_Bcast, the launches are named ...-mbcast), --target-reps repetitions,
 #   MPICAST_TOPO_BASE=2, once per routing (dests, table). -> target.csv
+# ip: the two transports, one launch each (MPICAST_IMCAST_TRANSPORT=p2p, then =ip; base 2,
+#   dests) at each of --ip-hosts: --ip-sizes to 25, 50 and 100 % of the other ranks, with the
+#   flat tree and, at 100 %, mpicast's own MPI_Bcast side by side; where ip starts to pay is
+#   what auto's thresholds are set from. -> ip.csv
 # chol: build/<mpi>/examples/cholesky --check on HOSTSxRANKS-per-host, each matrix size
 #   (N:NB), each mode (p2p; imcast with the settings named in --chol-modes), --chol-rounds
 #   launches of each (numbered from --chol-first-round, 1 by default, so that a later call
@@ -50,6 +57,7 @@ chol_confs="4x1 6x1 9x1 4x2" chol_sizes="1024:128 2048:256" chol_reps=3 chol_rou
 chol_modes="p2p imcast:16:dests imcast:2:dests imcast:2:table"
 target_hosts="9" target_reps=15 target_variants=imcast,flat,bcast,bcast_cg,split
 chol_first=1
+transport=p2p ip_hosts="4 9" ip_sizes=1k,16k,64k,256k,1m,4m ip_budget=2
 while [ $# -gt 0 ]; do
   case $1 in
     --out) out=$2; shift 2 ;;
@@ -71,8 +79,12 @@ while [ $# -gt 0 ]; do
     --target-hosts) target_hosts=$2; shift 2 ;;
     --target-reps) target_reps=$2; shift 2 ;;
     --target-variants) target_variants=$2; shift 2 ;;
+    --transport) transport=$2; shift 2 ;;
+    --ip-hosts) ip_hosts=$2; shift 2 ;;
+    --ip-sizes) ip_sizes=$2; shift 2 ;;
+    --ip-budget) ip_budget=$2; shift 2 ;;
     --chol-first-round) chol_first=$2; shift 2 ;;
-    -h | --help) sed -n '2,38p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,45p' "$0"; exit 0 ;;
     *) echo "imcast.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -120,6 +132,8 @@ job() {
   shift 5
   while [ "$1" != -- ]; do envs+=("$1"); shift; done
   shift
+  [[ " ${envs[*]} " == *" MPICAST_IMCAST_TRANSPORT="* ]] ||
+    envs=(MPICAST_IMCAST_TRANSPORT="$transport" "${envs[@]}")
   local meta=$out/raw/$name.meta rc=0 before after t0
   local cmd="${envs[*]}${envs[*]:+ }bench/cluster.sh run --mpi $mpi --hosts $hosts --ppn $ppn --timeout $tmo -- $*"
   {
@@ -215,6 +229,21 @@ target() { # MPI
   done
 }
 
+ip_part() { # MPI
+  local m=$1 h t
+  for h in $ip_hosts; do
+    for t in p2p ip; do
+      local name=ip-$m-${h}h-$t
+      job "$name" "$m" "$h" 1 1500 MPICAST_TOPO_BASE=2 MPICAST_IMCAST_ROUTE=dests \
+        MPICAST_IMCAST_TRANSPORT="$t" -- \
+        "build/$m/bench/imcast_bench" --mode fig5 --label "$name" --sizes "$ip_sizes" \
+        --fracs 25,50,100 --variants imcast,flat,mbcast --budget "$ip_budget" --reps-min 3 \
+        --reps-max 15
+      collect "$name" "$m" "$h" 1 ip.csv
+    done
+  done
+}
+
 # cholesky's line -> one CSV row.
 chol_row() { # NAME MPI HOSTS PPN MODE ROUND
   local f=$out/raw/$1.out
@@ -268,6 +297,7 @@ for m in $mpis; do
       fig5) fig5 "$m" ;;
       chol) chol "$m" ;;
       target) target "$m" ;;
+      ip) ip_part "$m" ;;
       *) log "unknown part $p"; exit 2 ;;
     esac
   done

@@ -475,9 +475,9 @@ int main(int argc, char **argv) {
     printf("# imcast_bench: %s, %d ranks, root 0, mode %s, %s, mpicast %s\n", label, nranks, mode,
            date, MPICAST_Version());
     printf("# mpi: %s\n", version);
-    printf("# mpicast: MPICAST_IMCAST_ROUTE=%s MPICAST_TOPO_BASE=%s MPICAST_SEGMENT_BYTES=%s; "
-           "MPICAST_Mcast_enable took %.3f ms (slowest rank)\n",
-           route, base, seg, enable_max * 1e3);
+    printf("# mpicast: MPICAST_IMCAST_ROUTE=%s MPICAST_TOPO_BASE=%s MPICAST_SEGMENT_BYTES=%s "
+           "MPICAST_IMCAST_TRANSPORT=%s; MPICAST_Mcast_enable took %.3f ms (slowest rank)\n",
+           route, base, seg, env_or("MPICAST_IMCAST_TRANSPORT", "(default)"), enable_max * 1e3);
     printf("# timer slack: %ld ns; imcast receives %s\n", (long)prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0),
            recv_spin ? "by MPICAST_Test in a loop (--recv-spin)" : "by MPICAST_Wait");
     printf("# figures: seconds, the slowest participant's time per operation; median, min, "

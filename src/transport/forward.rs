@@ -151,9 +151,13 @@ impl IpPolicy {
         match self.transport {
             ImcastTransport::P2p => false,
             ImcastTransport::Ip => true,
+            // One destination gains nothing from a group (one copy either way), and every
+            // rank of the group receives the datagrams: at least two destinations, and the
+            // share of the communicator.
             ImcastTransport::Auto => {
                 let others = u64::from(self.ranks.saturating_sub(1)).max(1);
                 self.between_hosts
+                    && ndests >= 2
                     && len >= self.min_bytes
                     && (ndests as u64) * 100 >= u64::from(self.share) * others
             }
@@ -562,5 +566,46 @@ pub fn forget_everywhere(state: &Arc<ReqState>) {
         .collect();
     for e in engines {
         e.lock().unwrap_or_else(|p| p.into_inner()).forget(state);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_takes_ip_from_two_destinations_the_share_and_the_size() {
+        let p = IpPolicy {
+            transport: ImcastTransport::Auto,
+            share: 25,
+            min_bytes: 16 << 10,
+            between_hosts: true,
+            ranks: 9,
+        };
+        // 8 others: 25 % is 2.
+        assert!(p.wants_ip(2, 16 << 10));
+        assert!(p.wants_ip(8, 1 << 20));
+        assert!(!p.wants_ip(1, 1 << 20), "one destination");
+        assert!(!p.wants_ip(8, (16 << 10) - 1), "too small");
+        let big = IpPolicy { ranks: 100, ..p };
+        assert!(
+            !big.wants_ip(24, 1 << 20) && big.wants_ip(25, 1 << 20),
+            "share of 99"
+        );
+        let one_host = IpPolicy {
+            between_hosts: false,
+            ..p
+        };
+        assert!(!one_host.wants_ip(8, 1 << 20));
+        let two = IpPolicy { ranks: 2, ..p };
+        assert!(!two.wants_ip(1, 1 << 20));
+        // The explicit settings: always, never.
+        for (t, want) in [(ImcastTransport::Ip, true), (ImcastTransport::P2p, false)] {
+            let q = IpPolicy {
+                transport: t,
+                ..one_host
+            };
+            assert_eq!(q.wants_ip(1, 1), want);
+        }
     }
 }

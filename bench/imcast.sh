@@ -26,7 +26,7 @@
 #   broadcast and its communicator creation side by side in the same launch; and at the
 #   --fig5-base16-hosts, once more with mpicast's defaults (base 16) against the flat tree and
 #   the broadcast. -> fig5.csv
-# target: the targets with more repetitions than fig5 gives them: at --target-hosts,
+# target: the targets at 9 hosts, 1 MiB (BENCHMARKS.md) with more repetitions than fig5 gives them: at --target-hosts,
 #   1 MiB to all other ranks, every variant (or --target-variants; with mbcast, mpicast's own
 #   MPI_Bcast, the launches are named ...-mbcast), --target-reps repetitions,
 #   MPICAST_TOPO_BASE=2, once per routing (dests, table). -> target.csv

@@ -1,6 +1,8 @@
-/* notify: mode names and the choice of backend. The backends live one per file. */
+/* notify: mode names, the choice of backend, and the backends' array helpers. The backends
+ * live one per file. */
 #include "notify.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static const char *const names[] = {"p2p", "imcast", "bcast"};
@@ -30,4 +32,27 @@ notify_t *notify_create(notify_mode_t mode, MPI_Comm comm, char *err, size_t err
   }
   if (errlen) err[0] = '\0';
   return NULL;
+}
+
+void *notify_grow(void *p, int cap, int need, size_t elem, int *newcap) {
+  *newcap = cap;
+  if (need <= cap) return p;
+  int c = cap ? cap : 64;
+  while (c < need) c *= 2;
+  void *q = realloc(p, (size_t)c * elem);
+  if (q) *newcap = c;
+  return q;
+}
+
+int notify_scratch(int **idx, MPI_Status **st, int *cap, int need) {
+  if (need <= *cap) return 0;
+  int c = need < 64 ? 64 : need;
+  int *i = realloc(*idx, (size_t)c * sizeof *i);
+  if (!i) return -1;
+  *idx = i;
+  MPI_Status *t = realloc(*st, (size_t)c * sizeof *t);
+  if (!t) return -1;
+  *st = t;
+  *cap = c;
+  return 0;
 }

@@ -61,6 +61,13 @@ notify_t *notify_p2p_create(MPI_Comm comm, char *err, size_t errlen);
 notify_t *notify_imcast_create(MPI_Comm comm, char *err, size_t errlen);
 notify_t *notify_bcast_create(MPI_Comm comm, char *err, size_t errlen);
 
+/* Helpers of the backends. p (capacity cap elements of elem bytes) grown to hold need, the
+ * new capacity in *newcap; NULL when out of memory (p is then still valid). */
+void *notify_grow(void *p, int cap, int need, size_t elem, int *newcap);
+/* Index and status arrays (*idx, *st, capacity *cap) for at least need requests; -1 when out
+ * of memory. */
+int notify_scratch(int **idx, MPI_Status **st, int *cap, int need);
+
 static inline int notify_send(notify_t *nt, const void *buf, int bytes, int tag,
                               const int *dests, int ndests) {
   return nt->ops->send(nt, buf, bytes, tag, dests, ndests);

@@ -120,29 +120,8 @@ typedef struct {
   int capscratch;
 } imcast_t;
 
-/* p (capacity cap elements of elem bytes) grown to hold need, the new capacity in *newcap;
- * NULL when out of memory (p is then still valid). */
-static void *grow(void *p, int cap, int need, size_t elem, int *newcap) {
-  *newcap = cap;
-  if (need <= cap) return p;
-  int c = cap ? cap : 64;
-  while (c < need) c *= 2;
-  void *q = realloc(p, (size_t)c * elem);
-  if (q) *newcap = c;
-  return q;
-}
-
 static int scratch(imcast_t *s, int need) {
-  if (need <= s->capscratch) return 0;
-  int c = need < 64 ? 64 : need;
-  int *idx = realloc(s->idx, (size_t)c * sizeof *idx);
-  if (!idx) return -1;
-  s->idx = idx;
-  MPI_Status *st = realloc(s->st, (size_t)c * sizeof *st);
-  if (!st) return -1;
-  s->st = st;
-  s->capscratch = c;
-  return 0;
+  return notify_scratch(&s->idx, &s->st, &s->capscratch, need);
 }
 
 static int failed(const imcast_t *s, const char *call, int rc) {
@@ -154,7 +133,7 @@ static int imcast_send(notify_t *nt, const void *buf, int bytes, int tag, const 
                        int ndests) {
   imcast_t *s = (imcast_t *)nt;
   int cap;
-  MPICAST_Request **sreq = grow(s->sreq, s->capsend, s->nsend + 1, sizeof *sreq, &cap);
+  MPICAST_Request **sreq = notify_grow(s->sreq, s->capsend, s->nsend + 1, sizeof *sreq, &cap);
   if (!sreq) return -1;
   s->sreq = sreq;
   s->capsend = cap;
@@ -169,13 +148,13 @@ static int imcast_post_recv(notify_t *nt, void *buf, int bytes, int root, int ta
   imcast_t *s = (imcast_t *)nt;
   if (s->nrecv == s->caprecv) {
     int cap = s->caprecv, c1, c2, c3;
-    MPICAST_Request **rreq = grow(s->rreq, cap, cap + 1, sizeof *rreq, &c1);
+    MPICAST_Request **rreq = notify_grow(s->rreq, cap, cap + 1, sizeof *rreq, &c1);
     if (!rreq) return -1;
     s->rreq = rreq;
-    int *rslot = grow(s->rslot, cap, cap + 1, sizeof *rslot, &c2);
+    int *rslot = notify_grow(s->rslot, cap, cap + 1, sizeof *rslot, &c2);
     if (!rslot) return -1;
     s->rslot = rslot;
-    int *rbytes = grow(s->rbytes, cap, cap + 1, sizeof *rbytes, &c3);
+    int *rbytes = notify_grow(s->rbytes, cap, cap + 1, sizeof *rbytes, &c3);
     if (!rbytes) return -1;
     s->rbytes = rbytes;
     s->caprecv = c1; /* all three grew alike */

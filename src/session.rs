@@ -398,12 +398,7 @@ impl Session {
         )));
         // The IP multicast side: a group of the engine's own communicator (collective).
         if cfg.imcast_transport != crate::config::ImcastTransport::P2p {
-            let mine = transport::local_addr(cfg).map_or(0, u32::from);
-            let all = host::comm::allgather_bytes(own, &mine.to_le_bytes())?;
-            let addrs: Vec<u32> = all
-                .chunks(4)
-                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                .collect();
+            let addrs = iface_addrs(own, cfg)?;
             let between_hosts =
                 cfg.topo == Topo::Flat || (!addrs.contains(&0) && Hosts::group(&addrs).hosts() > 1);
             let never =
@@ -587,12 +582,7 @@ impl Session {
         } else {
             // Each rank's interface address names its host. A rank without one makes the
             // layout flat, and the setup below then falls back with the reason.
-            let mine = transport::local_addr(cfg).map_or(0, u32::from);
-            let all = host::comm::allgather_bytes(private, &mine.to_le_bytes())?;
-            let addrs: Vec<u32> = all
-                .chunks(4)
-                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                .collect();
+            let addrs = iface_addrs(private, cfg)?;
             if addrs.contains(&0) {
                 (Layout::Flat, None)
             } else {
@@ -722,6 +712,17 @@ impl Session {
         }
         crate::presence::unregister();
     }
+}
+
+/// Every rank's interface address on `comm` (collective), as u32; 0 for a rank without one.
+/// The address names the host: ranks with one address share a host.
+fn iface_addrs(comm: MPI_Comm, cfg: &Config) -> Result<Vec<u32>, host::MpiError> {
+    let mine = transport::local_addr(cfg).map_or(0, u32::from);
+    let all = host::comm::allgather_bytes(comm, &mine.to_le_bytes())?;
+    Ok(all
+        .chunks(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect())
 }
 
 impl CommState {

@@ -18,26 +18,7 @@
 
 #include "common.h"
 
-#ifdef MPICAST_LINKED
-#define API(name) name
-#else
-static void *api_sym(const char *name) {
-  void *p = dlsym(RTLD_DEFAULT, name);
-  if (!p)
-    tc_fail("%s not found: is libmpicast preloaded?", name);
-  return p;
-}
-/* memcpy keeps -Wpedantic quiet about object-to-function pointer casts. */
-#define API(name)                                                                  \
-  (*({                                                                             \
-    static __typeof__(&name) f_;                                                   \
-    if (!f_) {                                                                     \
-      void *p_ = api_sym(#name);                                                   \
-      memcpy(&f_, &p_, sizeof p_);                                                 \
-    }                                                                              \
-    &f_;                                                                           \
-  }))
-#endif
+#include "api.h"
 
 /* A growing text buffer. */
 static char *text;

@@ -32,25 +32,10 @@
 
 #include "common.h"
 
+#include "api.h"
+
 #ifndef MPICAST_LINKED
-/* Preloaded: the extension calls are looked up at run time, so the same binary runs under
- * LD_PRELOAD and stops with a clear message without it. */
-static void *api_sym(const char *name) {
-  void *p = dlsym(RTLD_DEFAULT, name);
-  if (!p)
-    tc_fail("%s not found: is libmpicast preloaded?", name);
-  return p;
-}
-/* memcpy keeps -Wpedantic quiet about object-to-function pointer casts. */
-#define API(name)                                                                  \
-  (*({                                                                             \
-    static __typeof__(&name) f_;                                                   \
-    if (!f_) {                                                                     \
-      void *p_ = api_sym(#name);                                                   \
-      memcpy(&f_, &p_, sizeof p_);                                                 \
-    }                                                                              \
-    &f_;                                                                           \
-  }))
+/* Preloaded: every extension call below goes through api.h's lookup. */
 #define MPICAST_Imcast API(MPICAST_Imcast)
 #define MPICAST_Mcast_enable API(MPICAST_Mcast_enable)
 #define MPICAST_Mcast_iprobe API(MPICAST_Mcast_iprobe)

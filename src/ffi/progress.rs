@@ -395,18 +395,7 @@ pub fn register(run: &RunCell) -> bool {
     if !threads_wanted() {
         return false;
     }
-    let mut eng = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
-    if eng.is_none() {
-        match start() {
-            Ok(e) => *eng = Some(e),
-            Err(why) => {
-                if !WARNED.swap(true, Ordering::Relaxed) {
-                    crate::session::say(&format!("mpicast: warning: no progress thread ({why}): GOAL runs progress in MPICAST_Goal_test/MPICAST_Goal_wait only"));
-                }
-                return false;
-            }
-        }
-    }
+    let eng = started("GOAL runs progress in MPICAST_Goal_test/MPICAST_Goal_wait only");
     let Some(e) = eng.as_ref() else {
         return false;
     };
@@ -425,22 +414,31 @@ pub fn serve_forwarding() -> bool {
     if !threads_wanted() {
         return false;
     }
+    let eng = started("multicasts are forwarded only inside mpicast calls");
+    let Some(e) = eng.as_ref() else {
+        return false;
+    };
+    e.thread.thread().unpark();
+    true
+}
+
+/// The progress thread, started if it is not running; `None` (with a warning, once, ending
+/// in `otherwise`) if it cannot start.
+fn started(otherwise: &str) -> std::sync::MutexGuard<'static, Option<Engine>> {
     let mut eng = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
     if eng.is_none() {
         match start() {
             Ok(e) => *eng = Some(e),
             Err(why) => {
                 if !WARNED.swap(true, Ordering::Relaxed) {
-                    crate::session::say(&format!("mpicast: warning: no progress thread ({why}): multicasts are forwarded only inside mpicast calls"));
+                    crate::session::say(&format!(
+                        "mpicast: warning: no progress thread ({why}): {otherwise}"
+                    ));
                 }
-                return false;
             }
         }
     }
-    if let Some(e) = eng.as_ref() {
-        e.thread.thread().unpark();
-    }
-    true
+    eng
 }
 
 fn start() -> Result<Engine, String> {

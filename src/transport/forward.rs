@@ -503,14 +503,19 @@ pub fn register(e: &Arc<Mutex<Engine>>) {
     all.push(Arc::downgrade(e));
 }
 
-/// Progress on every live engine; the first error, with its engine.
-pub fn progress_all() -> Result<(), EngineError> {
-    let engines: Vec<Arc<Mutex<Engine>>> = ENGINES
+/// The engines whose communicator is still there.
+fn live_engines() -> Vec<Arc<Mutex<Engine>>> {
+    ENGINES
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .iter()
         .filter_map(|w| w.upgrade())
-        .collect();
+        .collect()
+}
+
+/// Progress on every live engine; the first error, with its engine.
+pub fn progress_all() -> Result<(), EngineError> {
+    let engines = live_engines();
     for e in engines {
         e.lock().unwrap_or_else(|p| p.into_inner()).progress()?;
     }
@@ -529,12 +534,7 @@ pub struct Tried {
 /// An engine that cannot go on (unexpected data past its bound) ends the job, as in an
 /// application's call.
 pub fn try_progress_all() -> Tried {
-    let engines: Vec<Arc<Mutex<Engine>>> = ENGINES
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .iter()
-        .filter_map(|w| w.upgrade())
-        .collect();
+    let engines = live_engines();
     let mut moved = false;
     for e in &engines {
         let Ok(mut g) = e.try_lock() else {
@@ -558,12 +558,7 @@ pub fn try_progress_all() -> Tried {
 
 /// Withdraws a receive that has not matched, whichever engine holds it.
 pub fn forget_everywhere(state: &Arc<ReqState>) {
-    let engines: Vec<Arc<Mutex<Engine>>> = ENGINES
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .iter()
-        .filter_map(|w| w.upgrade())
-        .collect();
+    let engines = live_engines();
     for e in engines {
         e.lock().unwrap_or_else(|p| p.into_inner()).forget(state);
     }

@@ -122,16 +122,16 @@ impl IpSide {
         };
         // The root may have sent everything already: silence from now on means loss.
         r.rx.arm_nack(now);
-        let mut kept = VecDeque::with_capacity(self.unclaimed.len());
-        for (k, d) in self.unclaimed.drain(..) {
-            if k == key {
-                self.unclaimed_bytes -= d.len();
-                count_outcome(r.rx.handle_datagram(now, &d, &mut r.buf));
-            } else {
-                kept.push_back((k, d));
+        let mut taken = 0;
+        self.unclaimed.retain(|(k, d)| {
+            if *k != key {
+                return true;
             }
-        }
-        self.unclaimed = kept;
+            taken += d.len();
+            count_outcome(r.rx.handle_datagram(now, d, &mut r.buf));
+            false
+        });
+        self.unclaimed_bytes -= taken;
         self.recvs.insert(key, r);
     }
 

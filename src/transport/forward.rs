@@ -249,7 +249,7 @@ impl Engine {
             self.ip
                 .as_mut()
                 .expect("goes_by_ip")
-                .send(s.key, dests, data.to_vec())?;
+                .send(s.key, dests, data.to_vec());
             s
         } else {
             self.fwd.start(dests, tag, data)

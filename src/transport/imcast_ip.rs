@@ -85,7 +85,7 @@ impl IpSide {
     }
 
     /// Starts sending multicast `key` (this rank's) of `data` to `dests`.
-    pub fn send(&mut self, key: MsgKey, dests: &[u32], data: Vec<u8>) -> Result<(), OpError> {
+    pub fn send(&mut self, key: MsgKey, dests: &[u32], data: Vec<u8>) {
         let now = self.chan.now();
         let tx = McastSender::new(
             &self.chan.ctx,
@@ -101,7 +101,6 @@ impl IpSide {
             tx,
             data,
         });
-        Ok(())
     }
 
     /// The envelope of multicast `key` for this rank came: its receiver starts, with what
@@ -251,11 +250,6 @@ impl IpSide {
         r.sort_unstable();
         r.dedup();
         r
-    }
-
-    /// Bytes held for datagrams without their envelope.
-    pub fn unclaimed_bytes(&self) -> usize {
-        self.unclaimed_bytes
     }
 
     /// The channel, for closing.

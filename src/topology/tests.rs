@@ -1,5 +1,6 @@
 use super::*;
 use crate::algo::prefix::{forward, Pick, Route, RoutingTable};
+use crate::sched::testutil::Rng;
 
 /// A rank on `host` (address 10.0.0.`a`), nothing else known.
 fn rank(host: &str, a: u8) -> RankFacts {
@@ -515,38 +516,23 @@ fn derived_ids_follow_addresses_then_cpus() {
     assert!(resolve(&wide, None).is_ok(), "values are ranked, not used");
 }
 
-/// A small deterministic generator for the property test.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u32 {
-        (self.next() % n) as u32
-    }
-}
-
 #[test]
 fn derived_ids_are_unique_and_hosts_are_subtrees() {
-    let mut rng = Rng(7);
+    let mut rng = Rng::new(7);
     for case in 0..300 {
         let base = [2, 4, 8, 16, 256][case % 5];
-        let n = 1 + rng.below(60) as usize;
+        let n = 1 + rng.below(60);
         let hosts = 1 + rng.below(9);
         let facts: Vec<RankFacts> = (0..n)
             .map(|_| {
-                let h = rng.below(u64::from(hosts));
+                let h = rng.below(hosts);
                 let mut f = rank(&format!("h{h}"), h as u8 + 1);
                 f.base = base;
-                let maybe = |rng: &mut Rng, m: u64| {
+                let maybe = |rng: &mut Rng, m: usize| {
                     if rng.below(10) == 0 {
                         UNKNOWN
                     } else {
-                        rng.below(m)
+                        rng.below(m) as u32
                     }
                 };
                 f.cpu = CpuFacts {

@@ -49,7 +49,7 @@ typedef enum MPICAST_Status {
   MPICAST_ERR_ARG = 6,
   /*
    The communicator is not enabled for the multicast calls: call MPICAST_Mcast_enable on
-   it first (collective).
+   it first (collective); for dynamic broadcast and deferred sends, MPICAST_Dbcast_enable.
    */
   MPICAST_ERR_NOT_ENABLED = 7,
   /*
@@ -62,6 +62,11 @@ typedef enum MPICAST_Status {
    grants MPI_THREAD_MULTIPLE), and it is not running.
    */
   MPICAST_ERR_NO_THREAD = 9,
+  /*
+   MPICAST_Send_release named a key that no MPICAST_Send_defer registered (or that was
+   released already); nothing was sent.
+   */
+  MPICAST_ERR_UNKNOWN_KEY = 10,
 } MPICAST_Status;
 
 /*
@@ -153,6 +158,78 @@ const char *MPICAST_Version(void);
  "unknown status"); the caller must not free it.
  */
 const char *MPICAST_Status_string(int status);
+
+/*
+ Turns dynamic broadcast on for `comm`: collective over `comm` (every rank calls it, like
+ MPI_Comm_dup; it includes MPICAST_Mcast_enable). From then on, any rank's receives on
+ `comm` (MPI_Recv, MPI_Irecv with the wait and test calls, MPI_Probe, MPI_Iprobe) may be
+ completed by a dynamic broadcast, and this rank forwards the broadcasts routed through it
+ from inside those calls (or from the progress thread with MPICAST_PROGRESS=thread). A
+ second call does nothing. MPICAST_ERR_ARG for MPI_COMM_NULL or an intercommunicator.
+
+ # Safety
+ `comm` is a valid communicator handle.
+ */
+int MPICAST_Dbcast_enable(MPI_Comm comm);
+
+/*
+ Starts a dynamic broadcast of `count` elements of `datatype` at `buf` with `tag`
+ (0..32767) from this rank to the `n` ranks of `comm` in `recipients` (distinct, not this
+ rank, at least one), with `priorities` (n ints, or NULL: higher ones receive earlier).
+ Not collective: each recipient receives it with an ordinary receive naming this rank (or
+ MPI_ANY_SOURCE) and the tag (or MPI_ANY_TAG), and never needs to know that a broadcast
+ brought it. The data travels down a binomial tree over the recipients; each message
+ carries the root, the tag and the recipients of the subtree below with their priorities.
+ The data is copied when the call returns: `buf` may be reused at once and `*request_out`
+ completes at the first test. MPICAST_ERR_NOT_ENABLED before MPICAST_Dbcast_enable on
+ `comm`; MPICAST_ERR_ARG for a bad count, tag or recipient list (nothing is sent).
+
+ # Safety
+ `buf` holds `count` elements of `datatype` (NULL only with count 0); `recipients` holds `n`
+ ints, `priorities` NULL or `n` ints; `request_out` writable.
+ */
+int MPICAST_Dbcast(const void *buf,
+                   int count,
+                   MPI_Datatype datatype,
+                   const int *recipients,
+                   const int *priorities,
+                   int n,
+                   int tag,
+                   MPI_Comm comm,
+                   struct MPICAST_Request **request_out);
+
+/*
+ Registers a send of the datum `key` to `dest` with `tag` and `priority` on `comm`, before
+ the datum is ready (a task-based runtime does it when it submits a task on another rank
+ that needs the datum). Sends of one key to the same destination with the same tag are one
+ (the higher priority kept); all sends of a key must name the same communicator. Nothing
+ is sent until MPICAST_Send_release. After the release the key is free again: a send
+ registered later starts a new datum, sent at its own release (to one destination, as a
+ plain send). MPICAST_ERR_NOT_ENABLED on a communicator without MPICAST_Dbcast_enable;
+ MPICAST_ERR_ARG for a destination outside it or this rank, a tag out of range, or another
+ communicator than the key's.
+
+ # Safety
+ `comm` is a valid communicator handle.
+ */
+int MPICAST_Send_defer(int64_t key, int dest, int tag, int priority, MPI_Comm comm);
+
+/*
+ The datum `key` is ready in `count` elements of `datatype` at `buf`: every send registered
+ for it goes now, those of one tag to one destination as a plain send (MPI_Isend), those of
+ one tag to several as one dynamic broadcast ordered by their priorities. `*request_out`
+ completes when `buf` may be reused. MPICAST_ERR_UNKNOWN_KEY when no send is registered
+ for `key` (nothing is sent).
+
+ # Safety
+ `buf` holds `count` elements of `datatype` (NULL only with count 0), valid until the
+ request completes; `request_out` writable.
+ */
+int MPICAST_Send_release(int64_t key,
+                         const void *buf,
+                         int count,
+                         MPI_Datatype datatype,
+                         struct MPICAST_Request **request_out);
 
 /*
  Creates a GOAL handle on a private duplicate of `comm` (collective over `comm`, like

@@ -132,6 +132,17 @@ pub struct Config {
     pub imcast_ip_share: u32,
     /// `MPICAST_IMCAST_IP_BYTES`: ...and this many bytes.
     pub imcast_ip_bytes: usize,
+    /// `MPICAST_DBCAST_TREE`: how a dynamic broadcast orders its recipients in the tree.
+    pub dbcast_tree: DbcastTree,
+}
+
+/// How a dynamic broadcast orders its recipients (`MPICAST_DBCAST_TREE`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DbcastTree {
+    /// The paper's: the caller's order, priorities first.
+    Binomial,
+    /// Priorities first, then by topology ID, so that subtrees hold ranks that are close.
+    Topo,
 }
 
 /// How the data of `MPICAST_Imcast` travels (`MPICAST_IMCAST_TRANSPORT`).
@@ -246,6 +257,7 @@ impl Default for Config {
             segment_bytes: DEFAULT_SEGMENT_BYTES,
             imcast_buffer: DEFAULT_IMCAST_BUFFER,
             imcast_transport: ImcastTransport::Auto,
+            dbcast_tree: DbcastTree::Binomial,
             imcast_ip_share: DEFAULT_IMCAST_IP_SHARE,
             imcast_ip_bytes: DEFAULT_IMCAST_IP_BYTES,
         }
@@ -435,6 +447,13 @@ pub const VARIABLES: &[(&str, &str, &str)] = &[
         "MPICAST_IMCAST_IP_BYTES",
         "16KiB",
         "with MPICAST_IMCAST_TRANSPORT=auto, IP multicast for messages of at least this size",
+    ),
+    (
+        "MPICAST_DBCAST_TREE",
+        "binomial",
+        "how MPICAST_Dbcast orders its recipients in the binomial tree: binomial (the caller's \
+         order, higher priorities nearer the root) or topo (priorities first, then by topology \
+         ID, so that each subtree holds ranks that are close)",
     ),
 ];
 
@@ -689,6 +708,13 @@ impl Config {
             c.imcast_buffer = parse_size(&v)
                 .filter(|&n| n >= MIN_IMCAST_BUFFER)
                 .ok_or_else(|| err("MPICAST_IMCAST_BUFFER", &raw, "a size of at least 1MiB"))?;
+        }
+        if let Some((raw, v)) = val("MPICAST_DBCAST_TREE") {
+            c.dbcast_tree = match v.to_ascii_lowercase().as_str() {
+                "binomial" => DbcastTree::Binomial,
+                "topo" => DbcastTree::Topo,
+                _ => return Err(err("MPICAST_DBCAST_TREE", &raw, "binomial or topo")),
+            };
         }
         if let Some((raw, v)) = val("MPICAST_IMCAST_TRANSPORT") {
             c.imcast_transport = match v.to_ascii_lowercase().as_str() {
@@ -1611,6 +1637,7 @@ mod tests {
             ("MPICAST_IMCAST_TRANSPORT", "p2p"),
             ("MPICAST_IMCAST_IP_SHARE", "75"),
             ("MPICAST_IMCAST_IP_BYTES", "1k"),
+            ("MPICAST_DBCAST_TREE", "Topo"),
         ])
         .unwrap();
         assert_eq!(
@@ -1644,6 +1671,7 @@ mod tests {
                 imcast_transport: ImcastTransport::P2p,
                 imcast_ip_share: 75,
                 imcast_ip_bytes: 1024,
+                dbcast_tree: DbcastTree::Topo,
             }
         );
     }

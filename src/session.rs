@@ -455,6 +455,36 @@ impl Session {
         Ok(engine)
     }
 
+    /// Turns dynamic broadcast on for `comm` (collective, as `mcast_enable`, which it does
+    /// first if nobody did): the engine gets its dynamic broadcast side, and the application's
+    /// receives on `comm` may be completed by broadcasts from then on. A second call does
+    /// nothing.
+    pub fn dbcast_enable(
+        &self,
+        comm: MPI_Comm,
+    ) -> Result<Arc<Mutex<transport::forward::Engine>>, host::MpiError> {
+        let engine = self.mcast_enable(comm)?;
+        let (seg, limit) = {
+            let st = self.comm_state(comm, "MPICAST_Dbcast_enable")?;
+            let st = st.lock().unwrap_or_else(|p| p.into_inner());
+            (st.cfg.segment_bytes, st.cfg.imcast_buffer)
+        };
+        {
+            let mut e = engine.lock().unwrap_or_else(|p| p.into_inner());
+            if e.dbcast.is_none() {
+                let ranks = host::comm::size(comm)?;
+                e.dbcast = Some(transport::dbcast::DbcastSide::new(
+                    e.rank(),
+                    ranks,
+                    seg,
+                    limit,
+                ));
+            }
+        }
+        transport::dbcast::enable(comm, &engine);
+        Ok(engine)
+    }
+
     /// The forwarding engine of `comm` if MPICAST_Mcast_enable made one (no collective).
     pub fn mcast_engine(&self, comm: MPI_Comm) -> Option<Arc<Mutex<transport::forward::Engine>>> {
         let token = host::attr::get(comm, self.keyval).ok()??;

@@ -4,6 +4,7 @@
 //! Chen, Carrasco and Apon's paper (scouts gathered over point-to-point, then one multicast).
 
 pub mod binomial;
+pub mod dbcast;
 pub mod dissemination;
 pub mod hosts;
 pub mod prefix;

@@ -17,6 +17,7 @@ pub mod init;
 pub mod mapped;
 pub mod names;
 pub mod p2p;
+pub mod recv;
 
 pub use mpi_sys::{MPI_Comm, MPI_Datatype, MPI_Info, MPI_Request};
 

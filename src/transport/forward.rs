@@ -60,7 +60,7 @@ impl ReqState {
         *self.outcome.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn finish(&self, o: Outcome) {
+    pub(crate) fn finish(&self, o: Outcome) {
         *self.outcome.lock().unwrap_or_else(|p| p.into_inner()) = o;
         self.done.store(true, Ordering::Release);
     }
@@ -118,6 +118,8 @@ pub struct Engine {
     ip_policy: IpPolicy,
     /// At close, how long the IP side may take to finish what it sends and receives.
     ip_drain: std::time::Duration,
+    /// Dynamic broadcast, once MPICAST_Dbcast_enable turned it on (`transport::dbcast`).
+    pub dbcast: Option<super::dbcast::DbcastSide>,
 }
 
 /// When a multicast goes by IP multicast rather than point-to-point.
@@ -217,7 +219,23 @@ impl Engine {
             ip: None,
             ip_policy: IpPolicy::p2p(0),
             ip_drain: std::time::Duration::ZERO,
+            dbcast: None,
         }
+    }
+
+    /// This engine's communicator (mpicast's own duplicate).
+    pub fn comm(&self) -> MPI_Comm {
+        self.comm.0
+    }
+
+    /// The topology ID of `rank` as a number (close ranks have close numbers).
+    pub fn topo_key(&self, rank: u32) -> u64 {
+        self.fwd.topology().id(rank).value()
+    }
+
+    /// The rank of this process in the engine's communicator.
+    pub fn rank(&self) -> u32 {
+        self.rank
     }
 
     /// Gives the engine its IP multicast side (a channel set up on its communicator).
@@ -405,6 +423,11 @@ impl Engine {
         }
         self.sends.test()?;
         self.deliver()?;
+        if let Some(d) = self.dbcast.as_mut() {
+            let before = d.activity;
+            d.progress(self.comm.0)?;
+            self.activity += d.activity - before;
+        }
         Ok(())
     }
 
@@ -454,12 +477,19 @@ impl Engine {
             && self.recvs.is_empty()
             && self.fwd.relays_in_flight() == 0
             && self.ip.as_ref().map_or(true, |ip| ip.is_idle())
+            && self.dbcast.as_ref().map_or(true, |d| d.is_idle())
     }
 
     /// Called when the communicator goes: waits for the sends still out (their buffers go
     /// with the engine), then frees the engine's communicator.
     pub fn close(mut self, session: &crate::session::Session) {
         let _ = self.progress();
+        if let Some(d) = self.dbcast.as_mut() {
+            d.drain(
+                self.comm.0,
+                self.ip_drain.max(std::time::Duration::from_secs(1)),
+            );
+        }
         // IP multicasts still going: this rank's, whose destinations have not acknowledged
         // everything (their requests completed at once), and those coming to it. Every rank
         // that closes does the same, so they finish together; a rank that never comes costs

@@ -7,6 +7,7 @@
 //! rank opens and joins; rank 0 multicasts probe datagrams until everyone has reported
 //! through a non-blocking allgather; the result is the same on every rank.
 
+pub mod dbcast;
 pub mod forward;
 pub mod goal;
 pub mod goal_mcast;

@@ -287,6 +287,11 @@ impl Forwarder {
         self.seg_bytes
     }
 
+    /// The topology IDs the routes follow.
+    pub fn topology(&self) -> &Topology {
+        &self.topo
+    }
+
     /// Numbers a multicast of this rank to `dests`: its key, and its sequence number to each
     /// destination.
     fn number(&mut self, dests: &[u32]) -> (MsgKey, HashMap<u32, u64>) {

@@ -9,6 +9,7 @@
 use std::fmt;
 
 pub mod control;
+pub mod dbcast;
 pub mod forward;
 pub mod matching;
 pub mod packet;

@@ -7,6 +7,7 @@
 
 use std::os::raw::{c_char, c_int};
 
+mod dbcast;
 mod goal;
 mod handles;
 mod imcast;
@@ -14,6 +15,7 @@ mod request;
 mod stats;
 
 pub use goal::{MPICAST_Goal, MPICAST_Goal_function};
+pub(crate) use request::Idle;
 pub use request::MPICAST_Request;
 pub use stats::MPICAST_Stats;
 
@@ -39,7 +41,7 @@ pub enum MPICAST_Status {
     /// intercommunicator; a freed request); nothing was done.
     MPICAST_ERR_ARG = 6,
     /// The communicator is not enabled for the multicast calls: call MPICAST_Mcast_enable on
-    /// it first (collective).
+    /// it first (collective); for dynamic broadcast and deferred sends, MPICAST_Dbcast_enable.
     MPICAST_ERR_NOT_ENABLED = 7,
     /// A multicast was longer than the receive's buffer: the buffer holds its start, and the
     /// status's MPI_ERROR is MPI_ERR_TRUNCATE (as MPI reports a truncated message).
@@ -47,6 +49,9 @@ pub enum MPICAST_Status {
     /// The call needs the progress thread (MPICAST_PROGRESS=thread, with a host MPI that
     /// grants MPI_THREAD_MULTIPLE), and it is not running.
     MPICAST_ERR_NO_THREAD = 9,
+    /// MPICAST_Send_release named a key that no MPICAST_Send_defer registered (or that was
+    /// released already); nothing was sent.
+    MPICAST_ERR_UNKNOWN_KEY = 10,
 }
 
 /// The library version as a static NUL-terminated string, e.g. "0.1.0". Never NULL; the
@@ -68,9 +73,13 @@ pub extern "C" fn MPICAST_Status_string(status: c_int) -> *const c_char {
         4 => "the GOAL program is invalid (see MPICAST_Goal_error)\0",
         5 => "the GOAL handle is not ready for this call (see MPICAST_Goal_error)\0",
         6 => "an argument is out of range or inconsistent\0",
-        7 => "the communicator is not enabled: call MPICAST_Mcast_enable first\0",
+        7 => {
+            "the communicator is not enabled: call MPICAST_Mcast_enable (or, for dynamic \
+              broadcast, MPICAST_Dbcast_enable) first\0"
+        }
         8 => "message truncated: longer than the receive buffer\0",
         9 => "needs the progress thread (MPICAST_PROGRESS=thread and MPI_THREAD_MULTIPLE)\0",
+        10 => "no deferred send has this key (never registered, or released already)\0",
         _ => "unknown status\0",
     };
     s.as_ptr() as *const c_char
@@ -84,3 +93,4 @@ pub(super) const ARG: c_int = MPICAST_Status::MPICAST_ERR_ARG as c_int;
 pub(super) const NOT_ENABLED: c_int = MPICAST_Status::MPICAST_ERR_NOT_ENABLED as c_int;
 pub(super) const TRUNCATE: c_int = MPICAST_Status::MPICAST_ERR_TRUNCATE as c_int;
 pub(super) const NO_THREAD: c_int = MPICAST_Status::MPICAST_ERR_NO_THREAD as c_int;
+pub(super) const UNKNOWN_KEY: c_int = MPICAST_Status::MPICAST_ERR_UNKNOWN_KEY as c_int;

@@ -105,11 +105,12 @@ unsafe fn look(
 
 /// Between two looks of a wait: a yield at first (the answer is usually moments away), then
 /// short sleeps, so that ranks sharing cores with the ones they wait for let those run.
+/// Waiting politely: yields at first, then short sleeps.
 #[derive(Default)]
-struct Idle(u32);
+pub(crate) struct Idle(u32);
 
 impl Idle {
-    fn pause(&mut self) {
+    pub(crate) fn pause(&mut self) {
         self.0 = self.0.saturating_add(1);
         if self.0 < 64 {
             std::thread::yield_now();

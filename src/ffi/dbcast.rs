@@ -1,0 +1,1094 @@
+//! The point-to-point calls that dynamic broadcast intercepts ("Using Dynamic Broadcasts to
+//! improve Task-Based Runtime Performances", Euro-Par 2020; `transport::dbcast`): on a
+//! communicator where MPICAST_Dbcast_enable turned it on, an application's receive
+//! (`MPI_Recv`, `MPI_Irecv` and the wait and test calls, `MPI_Probe`/`MPI_Iprobe`) may be
+//! completed by a dynamic broadcast instead of a point-to-point message, and the root's sends
+//! (`MPI_Send` and its modes) are counted, or go by the engine once it broadcast to their
+//! destination, so that one root's messages keep their order.
+//!
+//! Cost elsewhere: until some communicator of the process turns dynamic broadcast on, every
+//! one of these calls is one load of `transport::dbcast::ON`, a branch, and a jump to the
+//! host's call. Afterwards, calls on other communicators look the communicator up (a short
+//! list), and the wait and test calls poll (forwarding the broadcasts routed through this
+//! rank) unless the progress thread forwards them.
+
+use super::ext::Idle;
+use super::guard;
+use crate::host::buffer::UserBuf;
+use crate::host::recv::{self, HostReq};
+use crate::host::{self, MPI_Comm, MPI_Datatype, MPI_Request};
+use crate::transport::dbcast::{self as db, RecvState, ON};
+use crate::transport::forward::{Engine, EngineError};
+use crate::wire::matching::{RecvId, Want};
+use mpi_sys::MPI_Status;
+use std::os::raw::{c_int, c_void};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+type EngineRef = Arc<Mutex<Engine>>;
+
+/// An engine that cannot go on ends the job (a broadcast cannot be lost); an MPI error is
+/// the call's result.
+fn engine_failed(e: EngineError) -> c_int {
+    match e {
+        EngineError::Mpi(m) => m.0,
+        EngineError::Full(m) | EngineError::Protocol(m) => {
+            crate::session::say(&format!("mpicast: {m}; aborting"));
+            host::abort(host::comm_world(), 1)
+        }
+    }
+}
+
+/// Every engine moves along once (segments forwarded, receives completed).
+fn progress() -> Result<(), c_int> {
+    crate::transport::forward::progress_all().map_err(engine_failed)
+}
+
+fn lock(e: &EngineRef) -> std::sync::MutexGuard<'_, Engine> {
+    e.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn request_null() -> MPI_Request {
+    // SAFETY: an initialised constant of mpi-sys' C shim.
+    unsafe { mpi_sys::RSMPI_REQUEST_NULL }
+}
+
+fn is_null(r: MPI_Request) -> bool {
+    recv::handle_key(r) == recv::handle_key(request_null())
+}
+
+/// The status at index `i` of an array, or MPI_STATUS_IGNORE.
+fn status_at(statuses: *mut MPI_Status, i: usize) -> *mut MPI_Status {
+    if statuses.is_null() || statuses == host::statuses_ignore() {
+        host::status_ignore()
+    } else {
+        // SAFETY: the application's array of `count` statuses (MPI's contract), i < count.
+        unsafe { statuses.add(i) }
+    }
+}
+
+/// What a receive of (`source`, `tag`) on a communicator of `size` ranks accepts; None for
+/// what mpicast leaves to the host (MPI_PROC_NULL, values the host will reject).
+fn want(source: c_int, tag: c_int, size: u32) -> Option<Want> {
+    let source = if source == host::any_source() {
+        None
+    } else {
+        Some(u32::try_from(source).ok().filter(|s| *s < size)?)
+    };
+    let tag = if tag == host::p2p::any_tag() {
+        None
+    } else if tag >= 0 {
+        Some(tag)
+    } else {
+        return None;
+    };
+    Some(Want { source, tag })
+}
+
+/// Posts the application's receive on an enabled communicator: on the host, and registered
+/// with the engine. None when the host's own call should take it as it is.
+///
+/// # Safety
+/// The arguments of MPI_Irecv.
+unsafe fn post(
+    e: &EngineRef,
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> Option<Result<MPI_Request, c_int>> {
+    let size = host::comm::size(comm).ok()?;
+    let w = want(source, tag, size)?;
+    if count < 0 {
+        return None;
+    }
+    let ub = UserBuf::describe(buf, i64::from(count), datatype, comm).ok()?;
+    // SAFETY: the application's arguments.
+    let h = match unsafe { recv::irecv(buf, count, datatype, source, tag, comm) } {
+        Ok(h) => h,
+        Err(rc) => return Some(Err(rc)),
+    };
+    let id = {
+        let mut g = lock(e);
+        let Some(d) = g.dbcast.as_mut() else {
+            return Some(Ok(h.0));
+        };
+        match d.post(h, ub, w) {
+            Ok(id) => id,
+            Err(err) => return Some(Err(engine_failed(err))),
+        }
+    };
+    db::track(h.0, e, id);
+    Some(Ok(h.0))
+}
+
+/// Completes the application's tracked request `*req` that is done (`state`): frees it on
+/// the host and gives the status the message that completed it says.
+///
+/// # Safety
+/// `req` points to the application's request; `status` is MPI_STATUS_IGNORE or writable.
+unsafe fn finish(
+    req: *mut MPI_Request,
+    status: *mut MPI_Status,
+    e: &EngineRef,
+    id: RecvId,
+    state: RecvState,
+) -> c_int {
+    // SAFETY: the caller's pointer.
+    let h = unsafe { *req };
+    db::untrack(h);
+    if let Some(d) = lock(e).dbcast.as_mut() {
+        d.forget(id);
+    }
+    // SAFETY: the application's request, complete on the host (cancelled, or received).
+    let (rc, st) = unsafe { recv::finish(req) };
+    match state {
+        RecvState::Dbcast(o) => {
+            // SAFETY: the caller's status argument.
+            unsafe { host::status_fill(status, o.source, o.tag, o.error, o.bytes) };
+            if o.error != host::SUCCESS {
+                return o.error;
+            }
+            host::SUCCESS
+        }
+        _ => {
+            if !status.is_null() && status != host::status_ignore() {
+                // SAFETY: writable, as the caller promises.
+                unsafe { status.write(st.0) };
+            }
+            rc
+        }
+    }
+}
+
+/// Whether tracked receive `id` of `e` is done (and how).
+fn done(e: &EngineRef, id: RecvId) -> Option<RecvState> {
+    let g = lock(e);
+    match g.dbcast.as_ref().and_then(|d| d.state(id)) {
+        Some(RecvState::Posted) | Some(RecvState::Paired(_)) => None,
+        Some(s) => Some(s),
+        None => Some(RecvState::Host),
+    }
+}
+
+/// Ends the job when a broadcast has waited past the timeout for plain messages that were
+/// sent before it and never came to a receive mpicast saw.
+fn check_stall(e: &EngineRef) {
+    let g = lock(e);
+    let Some((since, which)) = g.dbcast.as_ref().and_then(|d| d.blocked()) else {
+        return;
+    };
+    let limit = crate::session::get().map_or(30_000, |s| s.cfg.timeout_ms);
+    if since.elapsed() < std::time::Duration::from_millis(limit) {
+        return;
+    }
+    let list: Vec<String> = which
+        .iter()
+        .map(|m| {
+            format!(
+                "from rank {} with tag {} ({} plain messages of that root sent before it, {} \
+                 with its tag)",
+                m.key.root, m.tag, m.before_total, m.before_tag
+            )
+        })
+        .collect();
+    crate::session::say(&format!(
+        "mpicast: rank {}: dynamic broadcasts waited more than MPICAST_TIMEOUT_MS ({limit} ms) \
+         for point-to-point messages their root sent before them: {}. Those messages were not \
+         received through MPI_Recv/MPI_Irecv on this communicator (a persistent receive, \
+         MPI_Sendrecv or a PMPI call does not count), so the order MPI promises cannot be \
+         kept; aborting",
+        g.rank(),
+        list.join("; ")
+    ));
+    host::abort(host::comm_world(), 1)
+}
+
+/// Whether waiting calls may block in the host: nothing of ours to poll for (no tracked
+/// receive), and the progress thread forwards the broadcasts.
+fn host_may_block() -> bool {
+    !db::any_tracked() && super::progress::running()
+}
+
+/// MPI_Wait on any request once dynamic broadcast is on.
+///
+/// # Safety
+/// The arguments of MPI_Wait.
+unsafe fn wait_one(req: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
+    // SAFETY: the caller's pointer.
+    let h = unsafe { *req };
+    let tracked = db::tracked(h);
+    if tracked.is_none() && host_may_block() {
+        // SAFETY: the application's arguments.
+        return unsafe { mpi_sys::PMPI_Wait(req, status) };
+    }
+    let mut idle = Idle::default();
+    loop {
+        if let Err(rc) = progress() {
+            return rc;
+        }
+        match &tracked {
+            Some((e, id)) => {
+                if let Some(s) = done(e, *id) {
+                    // SAFETY: as the caller promises.
+                    return unsafe { finish(req, status, e, *id, s) };
+                }
+                check_stall(e);
+            }
+            None => {
+                let mut flag: c_int = 0;
+                // SAFETY: the application's arguments.
+                let rc = unsafe { mpi_sys::PMPI_Test(req, &mut flag, status) };
+                if rc != host::SUCCESS || flag != 0 {
+                    return rc;
+                }
+            }
+        }
+        idle.pause();
+    }
+}
+
+/// One look at request `i` of an array: Some(rc) when it completed (and is completed now).
+///
+/// # Safety
+/// `reqs` holds at least `i + 1` requests; `status` as for MPI_Test.
+unsafe fn test_at(reqs: *mut MPI_Request, i: usize, status: *mut MPI_Status) -> Option<c_int> {
+    // SAFETY: within the application's array.
+    let r = unsafe { reqs.add(i) };
+    // SAFETY: as above.
+    let h = unsafe { *r };
+    if let Some((e, id)) = db::tracked(h) {
+        let s = done(&e, id)?;
+        // SAFETY: as the caller promises.
+        return Some(unsafe { finish(r, status, &e, id, s) });
+    }
+    let mut flag: c_int = 0;
+    // SAFETY: the application's request and status.
+    let rc = unsafe { mpi_sys::PMPI_Test(r, &mut flag, status) };
+    (rc != host::SUCCESS || flag != 0).then_some(rc)
+}
+
+/// Whether request `i` of an array is complete, without completing it.
+///
+/// # Safety
+/// `reqs` holds at least `i + 1` requests.
+unsafe fn complete_at(reqs: *mut MPI_Request, i: usize) -> bool {
+    // SAFETY: within the application's array.
+    let h = unsafe { *reqs.add(i) };
+    if let Some((e, id)) = db::tracked(h) {
+        return done(&e, id).is_some();
+    }
+    is_null(h) || recv::peek(HostReq(h)).map_or(true, |s| s.is_some())
+}
+
+// ---------------------------------------------------------------------------------------
+// The intercepted calls. Each starts with the one test that sends it to the host while no
+// communicator has dynamic broadcast on.
+
+/// MPI_Irecv: on a communicator with dynamic broadcast, a dynamic broadcast from `source`
+/// with `tag` may complete it instead of a point-to-point message (the status then says the
+/// broadcast's root, tag and count).
+///
+/// # Safety
+/// The arguments of MPI_Irecv.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Irecv(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    if !ON.load(Ordering::Relaxed) {
+        // SAFETY: the application's arguments.
+        return unsafe { mpi_sys::PMPI_Irecv(buf, count, datatype, source, tag, comm, request) };
+    }
+    // SAFETY: as above.
+    unsafe { irecv_slow(buf, count, datatype, source, tag, comm, request) }
+}
+
+#[inline(never)]
+#[cold]
+unsafe fn irecv_slow(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    guard("MPI_Irecv", host::err_other, || {
+        if let Some(e) = db::engine_of(comm) {
+            // SAFETY: the application's arguments.
+            match unsafe { post(&e, buf, count, datatype, source, tag, comm) } {
+                Some(Ok(h)) => {
+                    // SAFETY: the application's request pointer.
+                    unsafe { request.write(h) };
+                    return host::SUCCESS;
+                }
+                Some(Err(rc)) => return rc,
+                None => {}
+            }
+        }
+        // SAFETY: the application's arguments.
+        unsafe { mpi_sys::PMPI_Irecv(buf, count, datatype, source, tag, comm, request) }
+    })
+}
+
+/// MPI_Recv: as MPI_Irecv followed by MPI_Wait; a rank blocked here forwards the dynamic
+/// broadcasts routed through it.
+///
+/// # Safety
+/// The arguments of MPI_Recv.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Recv(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> c_int {
+    if !ON.load(Ordering::Relaxed) {
+        // SAFETY: the application's arguments.
+        return unsafe { mpi_sys::PMPI_Recv(buf, count, datatype, source, tag, comm, status) };
+    }
+    // SAFETY: as above.
+    unsafe { recv_slow(buf, count, datatype, source, tag, comm, status) }
+}
+
+#[inline(never)]
+#[cold]
+unsafe fn recv_slow(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> c_int {
+    guard("MPI_Recv", host::err_other, || {
+        let Some(e) = db::engine_of(comm) else {
+            if host_may_block() || source == host::proc_null() {
+                // SAFETY: the application's arguments.
+                return unsafe {
+                    mpi_sys::PMPI_Recv(buf, count, datatype, source, tag, comm, status)
+                };
+            }
+            // Blocked here, this rank still forwards: a receive it polls.
+            let mut r = request_null();
+            // SAFETY: the application's arguments.
+            let rc =
+                unsafe { mpi_sys::PMPI_Irecv(buf, count, datatype, source, tag, comm, &mut r) };
+            if rc != host::SUCCESS {
+                return rc;
+            }
+            // SAFETY: our request, the application's status.
+            return unsafe { wait_one(&mut r, status) };
+        };
+        // SAFETY: the application's arguments.
+        match unsafe { post(&e, buf, count, datatype, source, tag, comm) } {
+            Some(Ok(mut h)) => {
+                // SAFETY: our request, the application's status.
+                unsafe { wait_one(&mut h, status) }
+            }
+            Some(Err(rc)) => rc,
+            // SAFETY: the application's arguments.
+            None => unsafe { mpi_sys::PMPI_Recv(buf, count, datatype, source, tag, comm, status) },
+        }
+    })
+}
+
+/// MPI_Wait: a receive that a dynamic broadcast completed gets the broadcast's status.
+///
+/// # Safety
+/// The arguments of MPI_Wait.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
+    if !ON.load(Ordering::Relaxed) {
+        // SAFETY: the application's arguments.
+        return unsafe { mpi_sys::PMPI_Wait(request, status) };
+    }
+    // SAFETY: as above.
+    guard("MPI_Wait", host::err_other, || unsafe {
+        wait_one(request, status)
+    })
+}
+
+/// MPI_Test: one progress step of the dynamic broadcasts, then the test.
+///
+/// # Safety
+/// The arguments of MPI_Test.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Test(
+    request: *mut MPI_Request,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    if !ON.load(Ordering::Relaxed) {
+        // SAFETY: the application's arguments.
+        return unsafe { mpi_sys::PMPI_Test(request, flag, status) };
+    }
+    guard("MPI_Test", host::err_other, || {
+        if let Err(rc) = progress() {
+            return rc;
+        }
+        // SAFETY: the application's array of one request and its status.
+        match unsafe { test_at(request, 0, status) } {
+            Some(rc) => {
+                // SAFETY: the application's flag.
+                unsafe { flag.write(1) };
+                rc
+            }
+            None => {
+                // SAFETY: as above.
+                unsafe { flag.write(0) };
+                host::SUCCESS
+            }
+        }
+    })
+}
+
+/// The result of an array call: MPI_ERR_IN_STATUS when a request failed and statuses are
+/// kept, its code when they are ignored.
+fn array_result(first_err: Option<c_int>, statuses: *mut MPI_Status) -> c_int {
+    match first_err {
+        None => host::SUCCESS,
+        Some(rc) if statuses.is_null() || statuses == host::statuses_ignore() => rc,
+        Some(_) => mpi_sys::MPI_ERR_IN_STATUS as c_int,
+    }
+}
+
+/// MPI_Waitall: the requests of the array complete as they come, receives completed by
+/// dynamic broadcasts among them.
+///
+/// # Safety
+/// The arguments of MPI_Waitall.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Waitall(
+    count: c_int,
+    requests: *mut MPI_Request,
+    statuses: *mut MPI_Status,
+) -> c_int {
+    if !ON.load(Ordering::Relaxed) || host_may_block() {
+        // SAFETY: the application's arguments.
+        return unsafe { mpi_sys::PMPI_Waitall(count, requests, statuses) };
+    }
+    guard("MPI_Waitall", host::err_other, || {
+        let n = count.max(0) as usize;
+        let mut left: Vec<usize> = (0..n).collect();
+        let mut err = None;
+        let mut idle = Idle::default();
+        loop {
+            if let Err(rc) = progress() {
+                return rc;
+            }
+            left.retain(|&i| {
+                let st = status_at(statuses, i);
+                // SAFETY: index within the application's arrays.
+                match unsafe { test_at(requests, i, st) } {
+                    Some(rc) => {
+                        if rc != host::SUCCESS {
+                            err.get_or_insert(rc);
+                            if st != host::status_ignore() {
+                                // SAFETY: the application's status.
+                                unsafe { (*st).MPI_ERROR = rc };
+                            }
+                        }
+                        false
+                    }
+                    None => true,
+                }
+            });
+            if left.is_empty() {
+                return array_result(err, statuses);
+            }
+            idle.pause();
+        }
+    })
+}
+
+/// MPI_Testall: all complete (and completed now), or none touched.
+///
+/// # Safety
+/// The arguments of MPI_Testall.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Testall(
+    count: c_int,
+    requests: *mut MPI_Request,
+    flag: *mut c_int,
+    statuses: *mut MPI_Status,
+) -> c_int {
+    if !ON.load(Ordering::Relaxed) {
+        // SAFETY: the application's arguments.
+        return unsafe { mpi_sys::PMPI_Testall(count, requests, flag, statuses) };
+    }
+    guard("MPI_Testall", host::err_other, || {
+        if let Err(rc) = progress() {
+            return rc;
+        }
+        let n = count.max(0) as usize;
+        // SAFETY: indices within the application's array.
+        if !(0..n).all(|i| unsafe { complete_at(requests, i) }) {
+            // SAFETY: the application's flag.
+            unsafe { flag.write(0) };
+            return host::SUCCESS;
+        }
+        let mut err = None;
+        for i in 0..n {
+            let st = status_at(statuses, i);
+            // SAFETY: as above; every request is complete.
+            let rc = unsafe { test_at(requests, i, st) }.unwrap_or(host::SUCCESS);
+            if rc != host::SUCCESS {
+                err.get_or_insert(rc);
+            }
+        }
+        // SAFETY: the application's flag.
+        unsafe { flag.write(1) };
+        array_result(err, statuses)
+    })
+}
+
+/// One pass of MPI_Waitany/MPI_Testany: Some((index, rc)) of the first complete request,
+/// Some((MPI_UNDEFINED, 0)) when no request is active.
+///
+/// # Safety
+/// The arguments of MPI_Testany.
+unsafe fn any_pass(
+    count: c_int,
+    requests: *mut MPI_Request,
+    status: *mut MPI_Status,
+) -> Option<(c_int, c_int)> {
+    let mut active = false;
+    for i in 0..count.max(0) as usize {
+        // SAFETY: within the application's array.
+        if is_null(unsafe { *requests.add(i) }) {
+            continue;
+        }
+        active = true;
+        // SAFETY: as above.
+        if let Some(rc) = unsafe { test_at(requests, i, status) } {
+            return Some((i as c_int, rc));
+        }
+    }
+    (!active).then_some((host::undefined(), host::SUCCESS))
+}
+
+/// MPI_Waitany.
+///
+/// # Safety
+/// The arguments of MPI_Waitany.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Waitany(
+    count: c_int,
+    requests: *mut MPI_Request,
+    index: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    if !ON.load(Ordering::Relaxed) || host_may_block() {
+        // SAFETY: the application's arguments.
+        return unsafe { mpi_sys::PMPI_Waitany(count, requests, index, status) };
+    }
+    guard("MPI_Waitany", host::err_other, || {
+        let mut idle = Idle::default();
+        loop {
+            if let Err(rc) = progress() {
+                return rc;
+            }
+            // SAFETY: the application's arguments.
+            if let Some((i, rc)) = unsafe { any_pass(count, requests, status) } {
+                if i == host::undefined() {
+                    // SAFETY: the application's status.
+                    unsafe { empty(status) };
+                }
+                // SAFETY: the application's index.
+                unsafe { index.write(i) };
+                return rc;
+            }
+            idle.pause();
+        }
+    })
+}
+
+/// An empty status (MPI's for a null request).
+///
+/// # Safety
+/// `status` is MPI_STATUS_IGNORE or writable.
+unsafe fn empty(status: *mut MPI_Status) {
+    // SAFETY: as the caller promises.
+    unsafe {
+        host::status_fill(
+            status,
+            host::any_source(),
+            host::p2p::any_tag(),
+            host::SUCCESS,
+            0,
+        )
+    };
+}
+
+/// MPI_Testany.
+///
+/// # Safety
+/// The arguments of MPI_Testany.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Testany(
+    count: c_int,
+    requests: *mut MPI_Request,
+    index: *mut c_int,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    if !ON.load(Ordering::Relaxed) {
+        // SAFETY: the application's arguments.
+        return unsafe { mpi_sys::PMPI_Testany(count, requests, index, flag, status) };
+    }
+    guard("MPI_Testany", host::err_other, || {
+        if let Err(rc) = progress() {
+            return rc;
+        }
+        // SAFETY: the application's arguments.
+        match unsafe { any_pass(count, requests, status) } {
+            Some((i, rc)) => {
+                if i == host::undefined() {
+                    // SAFETY: the application's status.
+                    unsafe { empty(status) };
+                }
+                // SAFETY: the application's index and flag.
+                unsafe {
+                    index.write(i);
+                    flag.write(1);
+                }
+                rc
+            }
+            None => {
+                // SAFETY: as above.
+                unsafe {
+                    index.write(host::undefined());
+                    flag.write(0);
+                }
+                host::SUCCESS
+            }
+        }
+    })
+}
+
+/// One pass of MPI_Waitsome/MPI_Testsome: how many completed (MPI_UNDEFINED when none is
+/// active), their indices and statuses written.
+///
+/// # Safety
+/// The arguments of MPI_Testsome.
+unsafe fn some_pass(
+    count: c_int,
+    requests: *mut MPI_Request,
+    indices: *mut c_int,
+    statuses: *mut MPI_Status,
+    err: &mut Option<c_int>,
+) -> c_int {
+    let mut active = false;
+    let mut out = 0usize;
+    for i in 0..count.max(0) as usize {
+        // SAFETY: within the application's array.
+        if is_null(unsafe { *requests.add(i) }) {
+            continue;
+        }
+        active = true;
+        let st = status_at(statuses, out);
+        // SAFETY: as above; statuses are written in completion order, as MPI does.
+        if let Some(rc) = unsafe { test_at(requests, i, st) } {
+            if rc != host::SUCCESS {
+                err.get_or_insert(rc);
+                if st != host::status_ignore() {
+                    // SAFETY: the application's status.
+                    unsafe { (*st).MPI_ERROR = rc };
+                }
+            }
+            // SAFETY: the application's array of `count` indices.
+            unsafe { indices.add(out).write(i as c_int) };
+            out += 1;
+        }
+    }
+    if active {
+        out as c_int
+    } else {
+        host::undefined()
+    }
+}
+
+/// MPI_Waitsome.
+///
+/// # Safety
+/// The arguments of MPI_Waitsome.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Waitsome(
+    incount: c_int,
+    requests: *mut MPI_Request,
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    statuses: *mut MPI_Status,
+) -> c_int {
+    if !ON.load(Ordering::Relaxed) || host_may_block() {
+        // SAFETY: the application's arguments.
+        return unsafe { mpi_sys::PMPI_Waitsome(incount, requests, outcount, indices, statuses) };
+    }
+    guard("MPI_Waitsome", host::err_other, || {
+        let mut idle = Idle::default();
+        loop {
+            if let Err(rc) = progress() {
+                return rc;
+            }
+            let mut err = None;
+            // SAFETY: the application's arguments.
+            let n = unsafe { some_pass(incount, requests, indices, statuses, &mut err) };
+            if n != 0 {
+                // SAFETY: the application's outcount.
+                unsafe { outcount.write(n) };
+                return array_result(err, statuses);
+            }
+            idle.pause();
+        }
+    })
+}
+
+/// MPI_Testsome.
+///
+/// # Safety
+/// The arguments of MPI_Testsome.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Testsome(
+    incount: c_int,
+    requests: *mut MPI_Request,
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    statuses: *mut MPI_Status,
+) -> c_int {
+    if !ON.load(Ordering::Relaxed) {
+        // SAFETY: the application's arguments.
+        return unsafe { mpi_sys::PMPI_Testsome(incount, requests, outcount, indices, statuses) };
+    }
+    guard("MPI_Testsome", host::err_other, || {
+        if let Err(rc) = progress() {
+            return rc;
+        }
+        let mut err = None;
+        // SAFETY: the application's arguments.
+        let n = unsafe { some_pass(incount, requests, indices, statuses, &mut err) };
+        // SAFETY: the application's outcount.
+        unsafe { outcount.write(n) };
+        array_result(err, statuses)
+    })
+}
+
+/// MPI_Iprobe: a dynamic broadcast that a receive of (`source`, `tag`) would take now counts
+/// as a message (its root, tag and count in the status).
+///
+/// # Safety
+/// The arguments of MPI_Iprobe.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Iprobe(
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    if !ON.load(Ordering::Relaxed) {
+        // SAFETY: the application's arguments.
+        return unsafe { mpi_sys::PMPI_Iprobe(source, tag, comm, flag, status) };
+    }
+    // SAFETY: as above.
+    guard("MPI_Iprobe", host::err_other, || unsafe {
+        iprobe(source, tag, comm, flag, status)
+    })
+}
+
+/// # Safety
+/// The arguments of MPI_Iprobe.
+unsafe fn iprobe(
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    if let Err(rc) = progress() {
+        return rc;
+    }
+    if let Some(e) = db::engine_of(comm) {
+        let w = host::comm::size(comm)
+            .ok()
+            .and_then(|n| want(source, tag, n));
+        if let Some(w) = w {
+            let found = lock(&e).dbcast.as_ref().and_then(|d| d.probe(w));
+            if let Some(m) = found {
+                // SAFETY: the application's status and flag.
+                unsafe {
+                    host::status_fill(status, m.key.root as c_int, m.tag, host::SUCCESS, m.len);
+                    flag.write(1);
+                }
+                return host::SUCCESS;
+            }
+        }
+    }
+    // SAFETY: the application's arguments.
+    unsafe { mpi_sys::PMPI_Iprobe(source, tag, comm, flag, status) }
+}
+
+/// MPI_Probe: MPI_Iprobe until it finds a message, forwarding meanwhile.
+///
+/// # Safety
+/// The arguments of MPI_Probe.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Probe(
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> c_int {
+    if !ON.load(Ordering::Relaxed) {
+        // SAFETY: the application's arguments.
+        return unsafe { mpi_sys::PMPI_Probe(source, tag, comm, status) };
+    }
+    guard("MPI_Probe", host::err_other, || {
+        if db::engine_of(comm).is_none() && host_may_block() {
+            // SAFETY: the application's arguments.
+            return unsafe { mpi_sys::PMPI_Probe(source, tag, comm, status) };
+        }
+        let mut idle = Idle::default();
+        loop {
+            let mut flag: c_int = 0;
+            // SAFETY: the application's arguments, our flag.
+            let rc = unsafe { iprobe(source, tag, comm, &mut flag, status) };
+            if rc != host::SUCCESS || flag != 0 {
+                return rc;
+            }
+            idle.pause();
+        }
+    })
+}
+
+/// MPI_Cancel: a receive no message has taken yet is withdrawn from the dynamic broadcasts
+/// too; one a broadcast took completes as usual (cancelling it then has no effect, as for
+/// any receive that matched).
+///
+/// # Safety
+/// The arguments of MPI_Cancel.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Cancel(request: *mut MPI_Request) -> c_int {
+    if !ON.load(Ordering::Relaxed) {
+        // SAFETY: the application's arguments.
+        return unsafe { mpi_sys::PMPI_Cancel(request) };
+    }
+    guard("MPI_Cancel", host::err_other, || {
+        // SAFETY: the application's pointer.
+        let h = unsafe { *request };
+        if let Some((e, id)) = db::tracked(h) {
+            let withdrawn = lock(&e).dbcast.as_mut().is_some_and(|d| d.cancel(id));
+            if !withdrawn {
+                return host::SUCCESS;
+            }
+        }
+        // SAFETY: the application's arguments.
+        unsafe { mpi_sys::PMPI_Cancel(request) }
+    })
+}
+
+/// MPI_Request_free: a receive a dynamic broadcast took still fills its buffer, unseen.
+///
+/// # Safety
+/// The arguments of MPI_Request_free.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Request_free(request: *mut MPI_Request) -> c_int {
+    if !ON.load(Ordering::Relaxed) {
+        // SAFETY: the application's arguments.
+        return unsafe { mpi_sys::PMPI_Request_free(request) };
+    }
+    guard("MPI_Request_free", host::err_other, || {
+        // SAFETY: the application's pointer.
+        let h = unsafe { *request };
+        if let Some((e, id)) = db::tracked(h) {
+            db::untrack(h);
+            if let Some(d) = lock(&e).dbcast.as_mut() {
+                d.orphan(id);
+            }
+        }
+        // SAFETY: the application's arguments.
+        unsafe { mpi_sys::PMPI_Request_free(request) }
+    })
+}
+
+/// MPI_Request_get_status: a receive a dynamic broadcast completed says so, with its status.
+///
+/// # Safety
+/// The arguments of MPI_Request_get_status.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Request_get_status(
+    request: MPI_Request,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    if !ON.load(Ordering::Relaxed) {
+        // SAFETY: the application's arguments.
+        return unsafe { mpi_sys::PMPI_Request_get_status(request, flag, status) };
+    }
+    guard("MPI_Request_get_status", host::err_other, || {
+        if let Err(rc) = progress() {
+            return rc;
+        }
+        if let Some((e, id)) = db::tracked(request) {
+            match done(&e, id) {
+                None => {
+                    // SAFETY: the application's flag.
+                    unsafe { flag.write(0) };
+                    return host::SUCCESS;
+                }
+                Some(RecvState::Dbcast(o)) => {
+                    // SAFETY: the application's flag and status.
+                    unsafe {
+                        host::status_fill(status, o.source, o.tag, o.error, o.bytes);
+                        flag.write(1);
+                    }
+                    return host::SUCCESS;
+                }
+                Some(_) => {}
+            }
+        }
+        // SAFETY: the application's arguments.
+        unsafe { mpi_sys::PMPI_Request_get_status(request, flag, status) }
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// Sends: counted on an enabled communicator (the broadcasts carry the counts), or carried
+// by the engine to a rank this root broadcast to before.
+
+/// Some(rc) when the engine carried the send; None when the host's call must make it (it
+/// was counted).
+fn send_by_engine(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> Option<c_int> {
+    let e = db::engine_of(comm)?;
+    let dest = u32::try_from(dest).ok()?;
+    if tag < 0 || count < 0 {
+        return None;
+    }
+    let mut g = lock(&e);
+    let ecomm = g.comm();
+    let d = g.dbcast.as_mut()?;
+    if !d.by_engine(dest) {
+        d.count_plain(dest, tag);
+        return None;
+    }
+    let ub = UserBuf::describe(buf as *mut c_void, i64::from(count), datatype, comm).ok()?;
+    let r = ub.with_send_bytes(|bytes| d.direct(ecomm, dest, tag, bytes));
+    drop(g);
+    Some(match r {
+        Ok(Ok(())) => host::SUCCESS,
+        Ok(Err(err)) => engine_failed(err),
+        Err(e) => e.0,
+    })
+}
+
+/// A completed request for a non-blocking send the engine carried.
+///
+/// # Safety
+/// `request` is the application's request pointer.
+unsafe fn completed(rc: c_int, request: *mut MPI_Request) -> c_int {
+    if rc != host::SUCCESS {
+        return rc;
+    }
+    match recv::completed_request() {
+        Ok(r) => {
+            // SAFETY: the application's request pointer.
+            unsafe { request.write(r) };
+            host::SUCCESS
+        }
+        Err(e) => e.0,
+    }
+}
+
+macro_rules! blocking_send {
+    ($name:ident, $pmpi:ident) => {
+        /// A send mode of MPI: counted on a communicator with dynamic broadcast, or carried
+        /// by its engine to a rank this rank broadcast to (so that it is received after the
+        /// broadcast, as it was sent).
+        ///
+        /// # Safety
+        /// The arguments of the MPI call of this name.
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            buf: *const c_void,
+            count: c_int,
+            datatype: MPI_Datatype,
+            dest: c_int,
+            tag: c_int,
+            comm: MPI_Comm,
+        ) -> c_int {
+            if !ON.load(Ordering::Relaxed) {
+                // SAFETY: the application's arguments.
+                return unsafe { mpi_sys::$pmpi(buf, count, datatype, dest, tag, comm) };
+            }
+            guard(stringify!($name), host::err_other, || {
+                if let Some(rc) = send_by_engine(buf, count, datatype, dest, tag, comm) {
+                    return rc;
+                }
+                // SAFETY: the application's arguments.
+                unsafe { mpi_sys::$pmpi(buf, count, datatype, dest, tag, comm) }
+            })
+        }
+    };
+}
+
+macro_rules! nonblocking_send {
+    ($name:ident, $pmpi:ident) => {
+        /// A non-blocking send mode of MPI: as its blocking form; carried by the engine, its
+        /// request is complete at once (the data was copied).
+        ///
+        /// # Safety
+        /// The arguments of the MPI call of this name.
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            buf: *const c_void,
+            count: c_int,
+            datatype: MPI_Datatype,
+            dest: c_int,
+            tag: c_int,
+            comm: MPI_Comm,
+            request: *mut MPI_Request,
+        ) -> c_int {
+            if !ON.load(Ordering::Relaxed) {
+                // SAFETY: the application's arguments.
+                return unsafe { mpi_sys::$pmpi(buf, count, datatype, dest, tag, comm, request) };
+            }
+            guard(stringify!($name), host::err_other, || {
+                if let Some(rc) = send_by_engine(buf, count, datatype, dest, tag, comm) {
+                    // SAFETY: the application's request pointer.
+                    return unsafe { completed(rc, request) };
+                }
+                // SAFETY: the application's arguments.
+                unsafe { mpi_sys::$pmpi(buf, count, datatype, dest, tag, comm, request) }
+            })
+        }
+    };
+}
+
+blocking_send!(MPI_Send, PMPI_Send);
+blocking_send!(MPI_Ssend, PMPI_Ssend);
+blocking_send!(MPI_Rsend, PMPI_Rsend);
+blocking_send!(MPI_Bsend, PMPI_Bsend);
+nonblocking_send!(MPI_Isend, PMPI_Isend);
+nonblocking_send!(MPI_Issend, PMPI_Issend);
+nonblocking_send!(MPI_Irsend, PMPI_Irsend);
+nonblocking_send!(MPI_Ibsend, PMPI_Ibsend);

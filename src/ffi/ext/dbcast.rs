@@ -1,0 +1,355 @@
+//! Dynamic broadcast ("Using Dynamic Broadcasts to improve Task-Based Runtime Performances",
+//! Euro-Par 2020): MPICAST_Dbcast_enable (collective, once per communicator), MPICAST_Dbcast
+//! from a root that alone knows the recipients, who receive with their ordinary MPI receives
+//! (`ffi::dbcast`), and the runtime's detection of broadcasts: MPICAST_Send_defer registers
+//! sends of one datum before it is ready, MPICAST_Send_release sends it to all of them at
+//! once (one recipient: a plain send; several: one dynamic broadcast). Arguments are checked
+//! before anything is done: a bad one changes nothing.
+
+use super::super::guard;
+use super::request::MPICAST_Request;
+use super::{ARG, ERR_MPI, INTERNAL, NOT_ENABLED, NULL_ARG, OK, UNKNOWN_KEY};
+use crate::algo::dbcast::{self as tree, Recipient};
+use crate::config::DbcastTree;
+use crate::host::recv::{self, HostReq};
+use crate::host::{self, buffer::UserBuf, MPI_Comm, MPI_Datatype, SendComm};
+use crate::session;
+use crate::transport::dbcast as db;
+use crate::transport::forward::{Engine, EngineError, Outcome, ReqState};
+use std::collections::HashMap;
+use std::os::raw::{c_int, c_void};
+use std::sync::{Arc, Mutex};
+
+/// The largest tag: MPI promises every implementation allows at least this much.
+const TAG_MAX: c_int = 32767;
+
+fn engine_error(e: EngineError) -> c_int {
+    match e {
+        EngineError::Mpi(_) => ERR_MPI,
+        EngineError::Full(m) | EngineError::Protocol(m) => {
+            session::say(&format!("mpicast: {m}; aborting"));
+            host::abort(host::comm_world(), 1)
+        }
+    }
+}
+
+/// The communicator's size and this rank, if it is a usable intracommunicator.
+fn intra(comm: MPI_Comm) -> Option<(u32, u32)> {
+    if comm == host::comm_null() || host::comm::is_inter(comm).unwrap_or(true) {
+        return None;
+    }
+    Some((host::comm::size(comm).ok()?, host::comm::rank(comm).ok()?))
+}
+
+/// Turns dynamic broadcast on for `comm`: collective over `comm` (every rank calls it, like
+/// MPI_Comm_dup; it includes MPICAST_Mcast_enable). From then on, any rank's receives on
+/// `comm` (MPI_Recv, MPI_Irecv with the wait and test calls, MPI_Probe, MPI_Iprobe) may be
+/// completed by a dynamic broadcast, and this rank forwards the broadcasts routed through it
+/// from inside those calls (or from the progress thread with MPICAST_PROGRESS=thread). A
+/// second call does nothing. MPICAST_ERR_ARG for MPI_COMM_NULL or an intercommunicator.
+///
+/// # Safety
+/// `comm` is a valid communicator handle.
+#[no_mangle]
+pub unsafe extern "C" fn MPICAST_Dbcast_enable(comm: MPI_Comm) -> c_int {
+    guard(
+        "MPICAST_Dbcast_enable",
+        || INTERNAL,
+        || {
+            if intra(comm).is_none() {
+                return ARG;
+            }
+            let s = match session::get() {
+                Ok(s) => s,
+                Err(m) => {
+                    session::say(&m);
+                    return INTERNAL;
+                }
+            };
+            match s.dbcast_enable(comm) {
+                Ok(_) => {
+                    super::super::progress::serve_forwarding();
+                    OK
+                }
+                Err(_) => ERR_MPI,
+            }
+        },
+    )
+}
+
+/// The recipients as a checked list: distinct ranks of the communicator, not `me`.
+fn check_recipients(list: &[c_int], size: u32, me: u32) -> Option<Vec<u32>> {
+    let mut seen = vec![false; size as usize];
+    let mut out = Vec::with_capacity(list.len());
+    for &r in list {
+        let r = u32::try_from(r).ok().filter(|r| *r < size && *r != me)?;
+        if std::mem::replace(&mut seen[r as usize], true) {
+            return None;
+        }
+        out.push(r);
+    }
+    Some(out)
+}
+
+/// The tree order of `ranks` with `prio` (or none), as MPICAST_DBCAST_TREE says.
+fn tree_order(e: &Engine, ranks: &[u32], prio: Option<&[i32]>) -> Vec<Recipient> {
+    let how = session::get().map_or(DbcastTree::Binomial, |s| s.cfg.dbcast_tree);
+    match how {
+        DbcastTree::Binomial => tree::order(ranks, prio),
+        DbcastTree::Topo => tree::order_by_key(ranks, prio, |r| e.topo_key(r)),
+    }
+}
+
+/// Starts a dynamic broadcast of `count` elements of `datatype` at `buf` with `tag`
+/// (0..32767) from this rank to the `n` ranks of `comm` in `recipients` (distinct, not this
+/// rank, at least one), with `priorities` (n ints, or NULL: higher ones receive earlier).
+/// Not collective: each recipient receives it with an ordinary receive naming this rank (or
+/// MPI_ANY_SOURCE) and the tag (or MPI_ANY_TAG), and never needs to know that a broadcast
+/// brought it. The data travels down a binomial tree over the recipients; each message
+/// carries the root, the tag and the recipients of the subtree below with their priorities.
+/// The data is copied when the call returns: `buf` may be reused at once and `*request_out`
+/// completes at the first test. MPICAST_ERR_NOT_ENABLED before MPICAST_Dbcast_enable on
+/// `comm`; MPICAST_ERR_ARG for a bad count, tag or recipient list (nothing is sent).
+///
+/// # Safety
+/// `buf` holds `count` elements of `datatype` (NULL only with count 0); `recipients` holds `n`
+/// ints, `priorities` NULL or `n` ints; `request_out` writable.
+#[no_mangle]
+pub unsafe extern "C" fn MPICAST_Dbcast(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    recipients: *const c_int,
+    priorities: *const c_int,
+    n: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request_out: *mut *mut MPICAST_Request,
+) -> c_int {
+    guard(
+        "MPICAST_Dbcast",
+        || INTERNAL,
+        || {
+            if request_out.is_null() || (buf.is_null() && count > 0) || recipients.is_null() {
+                return NULL_ARG;
+            }
+            let Some((size, me)) = intra(comm) else {
+                return ARG;
+            };
+            if count < 0 || n <= 0 || !(0..=TAG_MAX).contains(&tag) {
+                return ARG;
+            }
+            // SAFETY: `n` ints, as the caller promises.
+            let list = unsafe { std::slice::from_raw_parts(recipients, n as usize) };
+            let Some(ranks) = check_recipients(list, size, me) else {
+                return ARG;
+            };
+            let prio = (!priorities.is_null()).then(|| {
+                // SAFETY: `n` ints, as the caller promises.
+                unsafe { std::slice::from_raw_parts(priorities, n as usize) }
+            });
+            let Some(e) = db::engine_of(comm) else {
+                return NOT_ENABLED;
+            };
+            let Ok(ub) = UserBuf::describe(buf as *mut c_void, i64::from(count), datatype, comm)
+            else {
+                return ARG;
+            };
+            let sent = ub.with_send_bytes(|d| {
+                let mut g = e.lock().unwrap_or_else(|p| p.into_inner());
+                let order = tree_order(&g, &ranks, prio);
+                let ecomm = g.comm();
+                g.dbcast
+                    .as_mut()
+                    .expect("enabled")
+                    .start(ecomm, &order, tag, d)
+            });
+            match sent {
+                Ok(Ok(state)) => {
+                    // SAFETY: checked non-NULL.
+                    unsafe { request_out.write(MPICAST_Request::op(state)) };
+                    OK
+                }
+                Ok(Err(e)) => engine_error(e),
+                Err(_) => ERR_MPI,
+            }
+        },
+    )
+}
+
+/// Sends of one datum registered before it is ready.
+struct Deferred {
+    comm: SendComm,
+    /// (destination, tag, priority), one per (destination, tag).
+    sends: Vec<(u32, c_int, c_int)>,
+}
+
+static DEFERRED: Mutex<Option<HashMap<i64, Deferred>>> = Mutex::new(None);
+
+/// Registers a send of the datum `key` to `dest` with `tag` and `priority` on `comm`, before
+/// the datum is ready (a task-based runtime does it when it submits a task on another rank
+/// that needs the datum). Sends of one key to the same destination with the same tag are one
+/// (the higher priority kept); all sends of a key must name the same communicator. Nothing
+/// is sent until MPICAST_Send_release. After the release the key is free again: a send
+/// registered later starts a new datum, sent at its own release (to one destination, as a
+/// plain send). MPICAST_ERR_NOT_ENABLED on a communicator without MPICAST_Dbcast_enable;
+/// MPICAST_ERR_ARG for a destination outside it or this rank, a tag out of range, or another
+/// communicator than the key's.
+///
+/// # Safety
+/// `comm` is a valid communicator handle.
+#[no_mangle]
+pub unsafe extern "C" fn MPICAST_Send_defer(
+    key: i64,
+    dest: c_int,
+    tag: c_int,
+    priority: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    guard(
+        "MPICAST_Send_defer",
+        || INTERNAL,
+        || {
+            let Some((size, me)) = intra(comm) else {
+                return ARG;
+            };
+            let Some(dest) = u32::try_from(dest).ok().filter(|d| *d < size && *d != me) else {
+                return ARG;
+            };
+            if !(0..=TAG_MAX).contains(&tag) {
+                return ARG;
+            }
+            if db::engine_of(comm).is_none() {
+                return NOT_ENABLED;
+            }
+            let mut g = DEFERRED.lock().unwrap_or_else(|p| p.into_inner());
+            let d = g
+                .get_or_insert_with(HashMap::new)
+                .entry(key)
+                .or_insert(Deferred {
+                    comm: SendComm(comm),
+                    sends: Vec::new(),
+                });
+            if d.comm.0 != comm {
+                return ARG;
+            }
+            match d.sends.iter_mut().find(|s| s.0 == dest && s.1 == tag) {
+                Some(s) => s.2 = s.2.max(priority),
+                None => d.sends.push((dest, tag, priority)),
+            }
+            OK
+        },
+    )
+}
+
+/// The datum `key` is ready in `count` elements of `datatype` at `buf`: every send registered
+/// for it goes now, those of one tag to one destination as a plain send (MPI_Isend), those of
+/// one tag to several as one dynamic broadcast ordered by their priorities. `*request_out`
+/// completes when `buf` may be reused. MPICAST_ERR_UNKNOWN_KEY when no send is registered
+/// for `key` (nothing is sent).
+///
+/// # Safety
+/// `buf` holds `count` elements of `datatype` (NULL only with count 0), valid until the
+/// request completes; `request_out` writable.
+#[no_mangle]
+pub unsafe extern "C" fn MPICAST_Send_release(
+    key: i64,
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    request_out: *mut *mut MPICAST_Request,
+) -> c_int {
+    guard(
+        "MPICAST_Send_release",
+        || INTERNAL,
+        || {
+            if request_out.is_null() || (buf.is_null() && count > 0) {
+                return NULL_ARG;
+            }
+            if count < 0 {
+                return ARG;
+            }
+            let d = {
+                let mut g = DEFERRED.lock().unwrap_or_else(|p| p.into_inner());
+                match g.as_mut().and_then(|m| m.remove(&key)) {
+                    Some(d) => d,
+                    None => return UNKNOWN_KEY,
+                }
+            };
+            let comm = d.comm.0;
+            let Some(e) = db::engine_of(comm) else {
+                return NOT_ENABLED;
+            };
+            let Ok(ub) = UserBuf::describe(buf as *mut c_void, i64::from(count), datatype, comm)
+            else {
+                return ARG;
+            };
+            // By tag, in the order the tags were first registered.
+            let mut tags: Vec<c_int> = Vec::new();
+            for s in &d.sends {
+                if !tags.contains(&s.1) {
+                    tags.push(s.1);
+                }
+            }
+            let mut hosts: Vec<HostReq> = Vec::new();
+            let mut g = e.lock().unwrap_or_else(|p| p.into_inner());
+            let ecomm = g.comm();
+            for tag in tags {
+                let group: Vec<(u32, c_int)> = d
+                    .sends
+                    .iter()
+                    .filter(|s| s.1 == tag)
+                    .map(|s| (s.0, s.2))
+                    .collect();
+                if let [(dest, _)] = group[..] {
+                    let side = g.dbcast.as_mut().expect("enabled");
+                    if side.by_engine(dest) {
+                        let r = ub.with_send_bytes(|b| side.direct(ecomm, dest, tag, b));
+                        match r {
+                            Ok(Ok(())) => continue,
+                            Ok(Err(e)) => return engine_error(e),
+                            Err(_) => return ERR_MPI,
+                        }
+                    }
+                    side.count_plain(dest, tag);
+                    // SAFETY: the caller's buffer, valid until the request completes.
+                    match unsafe { recv::isend(buf, count, datatype, dest as c_int, tag, comm) } {
+                        Ok(h) => hosts.push(h),
+                        Err(_) => return ERR_MPI,
+                    }
+                } else {
+                    let ranks: Vec<u32> = group.iter().map(|s| s.0).collect();
+                    let prio: Vec<i32> = group.iter().map(|s| s.1).collect();
+                    let order = tree_order(&g, &ranks, Some(&prio));
+                    let side = g.dbcast.as_mut().expect("enabled");
+                    let r = ub.with_send_bytes(|b| side.start(ecomm, &order, tag, b));
+                    match r {
+                        Ok(Ok(_)) => {}
+                        Ok(Err(e)) => return engine_error(e),
+                        Err(_) => return ERR_MPI,
+                    }
+                }
+            }
+            let me = g.rank() as c_int;
+            let state = if hosts.is_empty() {
+                ReqState::done_with(Outcome {
+                    source: me,
+                    tag: 0,
+                    bytes: 0,
+                    error: host::SUCCESS,
+                })
+            } else {
+                let s = Arc::new(ReqState::default());
+                g.dbcast
+                    .as_mut()
+                    .expect("enabled")
+                    .plain_sends(hosts, s.clone());
+                s
+            };
+            drop(g);
+            // SAFETY: checked non-NULL.
+            unsafe { request_out.write(MPICAST_Request::op(state)) };
+            OK
+        },
+    )
+}

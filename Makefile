@@ -212,10 +212,11 @@ build/%/bench/imcast_bench: bench/imcast_bench.c include/mpicast.h
 # ($* is the flavour). Kernels from Debian's reference LAPACKE, LAPACK and BLAS (CBLAS is in
 # libblas3): single-threaded, so 4 ranks on 2 cores do not also fight over BLAS threads.
 # Linked with the flavour's libmpicast (build/<flavour>/lib, found at run time through the
-# rpath) ahead of the MPI library, for --notify=imcast (examples/notify_imcast.c): so
-# `examples` builds the library first, as bench-progs does.
+# rpath) ahead of the MPI library, for --notify=imcast and --notify=dbcast
+# (examples/notify_imcast.c, notify_dbcast.c): so `examples` builds the library first, as
+# bench-progs does.
 EXAMPLE_SRCS := examples/cholesky.c examples/rt.c examples/notify.c examples/notify_p2p.c \
-                examples/notify_imcast.c examples/notify_bcast.c
+                examples/notify_imcast.c examples/notify_bcast.c examples/notify_dbcast.c
 EXAMPLE_HDRS := examples/rt.h examples/notify.h include/mpicast.h
 EXAMPLE_LIBS := -llapacke -llapack -lblas -lm
 EXAMPLE_MPICAST = -DEXAMPLES_HAVE_IMCAST -DEXAMPLES_MPICAST_LINKED -Iinclude \

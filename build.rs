@@ -15,6 +15,14 @@
 //! - `mpicast_fortran_f08_init`: mpi_f08's `mpi_init_f08_` / `mpi_init_thread_f08_` go to
 //!   PMPI in both (the mpif.h ones do in Open MPI: `mpicast_fortran_mpif` covers them), so
 //!   the library exports them to ask for MPI_THREAD_MULTIPLE when MPICAST_PROGRESS=thread.
+//! - `mpicast_fortran_p2p_mpif`: the mpif.h / `use mpi` receive, completion and probe calls
+//!   that dynamic broadcast intercepts (`mpi_recv_`, `mpi_irecv_`, `mpi_wait_`, ...,
+//!   `ffi::fortran_p2p`) go to PMPI without the C names (Open MPI; MPICH's reach them).
+//! - `mpicast_fortran_p2p_f08_post`: the same for mpi_f08's `mpi_recv_f08_` and
+//!   `mpi_irecv_f08_` (Open MPI; MPICH's `mpi_recv_f08ts_` / `mpi_irecv_f08ts_` reach the
+//!   C names).
+//! - `mpicast_fortran_p2p_f08_complete`: mpi_f08's wait, test, probe, cancel and
+//!   request-free calls go to PMPI in both.
 //!
 //! The test `link_fortran_route` (scripts/fortran_route.sh) checks these facts against the
 //! installed MPI: it watches which C entry points each Fortran binding reaches and requires
@@ -32,6 +40,9 @@ fn main() {
         "mpicast_fortran_f08_bcast",
         "mpicast_fortran_f08_barrier",
         "mpicast_fortran_f08_init",
+        "mpicast_fortran_p2p_mpif",
+        "mpicast_fortran_p2p_f08_post",
+        "mpicast_fortran_p2p_f08_complete",
     ] {
         println!("cargo:rustc-check-cfg=cfg({cfg})");
     }
@@ -63,10 +74,14 @@ fn main() {
             println!("cargo:rustc-cfg=mpicast_fortran_f08_bcast");
             println!("cargo:rustc-cfg=mpicast_fortran_f08_barrier");
             println!("cargo:rustc-cfg=mpicast_fortran_f08_init");
+            println!("cargo:rustc-cfg=mpicast_fortran_p2p_mpif");
+            println!("cargo:rustc-cfg=mpicast_fortran_p2p_f08_post");
+            println!("cargo:rustc-cfg=mpicast_fortran_p2p_f08_complete");
         }
         Flavour::Mpich => {
             println!("cargo:rustc-cfg=mpicast_fortran_f08_barrier");
             println!("cargo:rustc-cfg=mpicast_fortran_f08_init");
+            println!("cargo:rustc-cfg=mpicast_fortran_p2p_f08_complete");
         }
         Flavour::Other => {
             println!("cargo:warning=mpicast: neither Open MPI nor MPICH: no Fortran entry points")

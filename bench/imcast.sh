@@ -35,7 +35,8 @@
 #   flat tree and, at 100 %, mpicast's own MPI_Bcast side by side; where ip starts to pay is
 #   what auto's thresholds are set from. -> ip.csv
 # chol: build/<mpi>/examples/cholesky --check on HOSTSxRANKS-per-host, each matrix size
-#   (N:NB), each mode (p2p; imcast with the settings named in --chol-modes), --chol-rounds
+#   (N:NB), each mode (p2p; imcast:BASE:ROUTE; dbcast, dbcast:topo for MPICAST_DBCAST_TREE=topo;
+#   as named in --chol-modes), --chol-rounds
 #   launches of each (numbered from --chol-first-round, 1 by default, so that a later call
 #   adds rounds to the same OUT), modes interleaved. -> cholesky.csv
 #
@@ -278,6 +279,13 @@ chol() { # MPI
             envs=(MPICAST_TOPO_BASE="$b" MPICAST_IMCAST_ROUTE="$r")
             args=(--notify imcast)
             tag=imcast-b$b-$r
+          elif [[ $mode == dbcast* ]]; then
+            args=(--notify dbcast)
+            tag=dbcast
+            if [[ $mode == dbcast:topo ]]; then
+              envs=(MPICAST_DBCAST_TREE=topo)
+              tag=dbcast-topo
+            fi
           fi
           local name=chol-$m-${c}-n$n-nb$nb-$tag-r$round
           # cholesky prints one line (rank 0), flushed, before MPI_Finalize.

@@ -5,6 +5,10 @@
  *   p2p     one MPI_Isend per destination rank, MPI_Irecv per expected item (notify_p2p.c)
  *   imcast  libmpicast's non-blocking multicast, MPICAST_Imcast (notify_imcast.c)
  *   bcast   libmpicast's dynamic broadcast: planned, not in this build (notify_bcast.c)
+ *   dbcast  p2p's receives; the sends registered before the item is computed
+ *           (MPICAST_Send_defer) and made when it is ready (MPICAST_Send_release): the
+ *           library turns an item's sends to several ranks into one dynamic broadcast
+ *           (notify_dbcast.c)
  *
  * An item is named by a tag, 0 <= tag < NOTIFY_TAG_LIMIT, unique within one run of the graph:
  * its owner sends it once to each rank that needs it, and each such rank posts one receive
@@ -19,11 +23,15 @@
 /* 32767 is the smallest MPI_TAG_UB the standard allows. */
 #define NOTIFY_TAG_LIMIT 32767
 
-typedef enum { NOTIFY_P2P, NOTIFY_IMCAST, NOTIFY_BCAST } notify_mode_t;
+typedef enum { NOTIFY_P2P, NOTIFY_IMCAST, NOTIFY_BCAST, NOTIFY_DBCAST } notify_mode_t;
 
 typedef struct notify notify_t;
 
 typedef struct notify_ops {
+  /* Optional (NULL: the backend learns the destinations at send). Before any task of a run,
+   * the runtime announces each item it will send in that run: tag, and the ranks dests[] that
+   * the send of the item will name (the same list, as for send). */
+  int (*defer)(notify_t *nt, int tag, const int *dests, int ndests);
   /* Start sending bytes at buf to the ndests ranks dests[] (the caller's rank not among them,
    * no duplicates). Non-blocking: buf is read until notify_flush returns, so the caller must
    * not change it before then (reading it is fine). */
@@ -48,7 +56,7 @@ struct notify {
   MPI_Comm comm; /* the backend's private duplicate */
 };
 
-/* "p2p", "imcast" or "bcast". 0 on success, -1 for an unknown name. */
+/* "p2p", "imcast", "bcast" or "dbcast". 0 on success, -1 for an unknown name. */
 int notify_mode_parse(const char *s, notify_mode_t *mode);
 const char *notify_mode_name(notify_mode_t mode);
 
@@ -60,6 +68,7 @@ notify_t *notify_create(notify_mode_t mode, MPI_Comm comm, char *err, size_t err
 notify_t *notify_p2p_create(MPI_Comm comm, char *err, size_t errlen);
 notify_t *notify_imcast_create(MPI_Comm comm, char *err, size_t errlen);
 notify_t *notify_bcast_create(MPI_Comm comm, char *err, size_t errlen);
+notify_t *notify_dbcast_create(MPI_Comm comm, char *err, size_t errlen);
 
 /* Helpers of the backends. p (capacity cap elements of elem bytes) grown to hold need, the
  * new capacity in *newcap; NULL when out of memory (p is then still valid). */
@@ -67,7 +76,19 @@ void *notify_grow(void *p, int cap, int need, size_t elem, int *newcap);
 /* Index and status arrays (*idx, *st, capacity *cap) for at least need requests; -1 when out
  * of memory. */
 int notify_scratch(int **idx, MPI_Status **st, int *cap, int need);
+/* The receives that one Testsome completed, as a backend's poll hands them over: outc of them,
+ * at indices idx[] of the backend's arrays of slots (rslot[]) and expected sizes (rbytes[]),
+ * with their statuses st[]. Checks each one's length against its size and that they fit in
+ * the caller's max, then puts their slots in slots[] and their number in *nslots. 0, or -1
+ * with the reason on stderr, prefixed "notify <who>: ". */
+int notify_recvs_done(const char *who, int outc, const int *idx, const MPI_Status *st,
+                      const int *rslot, const int *rbytes, int *slots, int max, int *nslots);
+/* Every rank of comm learns whether every rank had ok != 0 (collective). */
+int notify_all_ok(MPI_Comm comm, int ok);
 
+static inline int notify_defer(notify_t *nt, int tag, const int *dests, int ndests) {
+  return nt->ops->defer ? nt->ops->defer(nt, tag, dests, ndests) : 0;
+}
 static inline int notify_send(notify_t *nt, const void *buf, int bytes, int tag,
                               const int *dests, int ndests) {
   return nt->ops->send(nt, buf, bytes, tag, dests, ndests);

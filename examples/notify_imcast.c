@@ -213,23 +213,9 @@ static int imcast_poll(notify_t *nt, int block, int *slots, int max, int *nslots
     sched_yield();
   }
   if (outc == 0) return 0;
-  for (int c = 0; c < outc; c++) {
-    int r = s->idx[c], got = 0;
-    MPI_Get_count(&s->st[c], MPI_BYTE, &got);
-    if (got != s->rbytes[r]) {
-      fprintf(stderr, "notify imcast: item tag %d from rank %d: %d bytes, expected %d\n",
-              s->st[c].MPI_TAG, s->st[c].MPI_SOURCE, got, s->rbytes[r]);
-      return -1;
-    }
-  }
-  /* The runtime gives room for every receive it posted (completed requests are NULL now:
-   * there is no reporting them later). */
-  if (outc > max) {
-    fprintf(stderr, "notify imcast: %d receives completed, room for %d\n", outc, max);
+  if (notify_recvs_done("imcast", outc, s->idx, s->st, s->rslot, s->rbytes, slots, max,
+                        nslots))
     return -1;
-  }
-  for (int c = 0; c < outc; c++) slots[c] = s->rslot[s->idx[c]];
-  *nslots = outc;
   int w = 0;
   for (int r = 0; r < s->nrecv; r++) {
     if (!s->rreq[r]) continue;
@@ -292,18 +278,11 @@ static const notify_ops_t imcast_ops = {
     .destroy = imcast_destroy,
 };
 
-/* Every rank learns whether every rank succeeded. */
-static int all_ok(MPI_Comm comm, int ok) {
-  int all = 0;
-  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm);
-  return all;
-}
-
 notify_t *notify_imcast_create(MPI_Comm comm, char *err, size_t errlen) {
   imcast_t *s = calloc(1, sizeof *s);
   const char *missing = s ? api_load(&s->api) : NULL;
   /* One verdict for all: the others would wait in MPICAST_Mcast_enable. */
-  if (!all_ok(comm, s && !missing)) {
+  if (!notify_all_ok(comm, s && !missing)) {
     if (!s)
       snprintf(err, errlen, "out of memory");
     else if (missing)
@@ -322,7 +301,7 @@ notify_t *notify_imcast_create(MPI_Comm comm, char *err, size_t errlen) {
     return NULL;
   }
   int rc = s->api.enable(s->base.comm);
-  if (!all_ok(comm, rc == MPICAST_OK)) {
+  if (!notify_all_ok(comm, rc == MPICAST_OK)) {
     if (rc != MPICAST_OK)
       snprintf(err, errlen, "--notify=imcast: MPICAST_Mcast_enable: %s (%d)",
                s->api.status_string(rc), rc);

@@ -100,23 +100,8 @@ static int p2p_poll(notify_t *nt, int block, int *slots, int max, int *nslots) {
     sched_yield();
   }
   if (outc == 0) return 0;
-  for (int c = 0; c < outc; c++) {
-    int r = s->idx[c], got = 0;
-    MPI_Get_count(&s->st[c], MPI_BYTE, &got);
-    if (got != s->rbytes[r]) {
-      fprintf(stderr, "notify p2p: item tag %d from rank %d: %d bytes, expected %d\n",
-              s->st[c].MPI_TAG, s->st[c].MPI_SOURCE, got, s->rbytes[r]);
-      return -1;
-    }
-  }
-  /* The runtime gives room for every receive it posted (completed requests are
-   * MPI_REQUEST_NULL now: there is no reporting them later). */
-  if (outc > max) {
-    fprintf(stderr, "notify p2p: %d receives completed, room for %d\n", outc, max);
+  if (notify_recvs_done("p2p", outc, s->idx, s->st, s->rslot, s->rbytes, slots, max, nslots))
     return -1;
-  }
-  for (int c = 0; c < outc; c++) slots[c] = s->rslot[s->idx[c]];
-  *nslots = outc;
   int w = 0;
   for (int r = 0; r < s->nrecv; r++) {
     if (s->rreq[r] == MPI_REQUEST_NULL) continue;

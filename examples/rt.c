@@ -275,6 +275,15 @@ int rt_run(rt_t *rt, rt_stats_t *st) {
       return -1;
     }
   }
+  /* Every send of the run is known before any task runs: tell the backend (dbcast registers
+   * them with the library, which then decides at each send how to make it). */
+  for (int it = 0; it < app->nitems; it++) {
+    int nd = rt->dst_start[it + 1] - rt->dst_start[it];
+    if (nd > 0 && notify_defer(rt->nt, it, rt->dst_rank + rt->dst_start[it], nd)) {
+      fprintf(stderr, "rt: rank %d: announcing the sends of item %d failed\n", rt->rank, it);
+      return -1;
+    }
+  }
   for (int t = 0; t < rt->ntasks; t++)
     if (rt->tasks[t].waiting_ == 0) heap_push(rt, t);
 

@@ -31,6 +31,7 @@ module mpicast
   integer(c_int), parameter, public :: MPICAST_ERR_NOT_ENABLED = 7
   integer(c_int), parameter, public :: MPICAST_ERR_TRUNCATE = 8
   integer(c_int), parameter, public :: MPICAST_ERR_NO_THREAD = 9
+  integer(c_int), parameter, public :: MPICAST_ERR_UNKNOWN_KEY = 10
 
   ! MPICAST_Stats: this process's counters (not summed over ranks). The C fields are
   ! uint64_t; Fortran has no unsigned kind, and the counts stay far below 2**63.
@@ -58,6 +59,7 @@ module mpicast
   public :: MPICAST_Wait, MPICAST_Test, MPICAST_Waitall, MPICAST_Testany, MPICAST_Testsome
   public :: MPICAST_Request_free, MPICAST_Request_mpi
   public :: MPICAST_Comm_f2c, MPICAST_Type_f2c
+  public :: MPICAST_Dbcast_enable, MPICAST_Dbcast, MPICAST_Send_defer, MPICAST_Send_release
 
   ! The shape of a user function for GOAL exec actions (MPICAST_Goal_reg_func takes
   ! c_funloc of a bind(C) function like this): dst = f(src, dst), returns 0 on success.
@@ -280,6 +282,58 @@ module mpicast
       import :: c_ptr
       type(c_ptr), value :: goal
     end subroutine MPICAST_Goal_free
+
+    ! Dynamic broadcast (include/mpicast.h). comm and datatype are C handles as above. After
+    ! MPICAST_Dbcast_enable (collective) on a communicator, the recipients receive a dynamic
+    ! broadcast with their ordinary MPI_Recv / MPI_Irecv naming the root (or MPI_ANY_SOURCE)
+    ! and the tag, through mpif.h, `use mpi` or `use mpi_f08`. recipients holds n ranks;
+    ! priorities is c_loc of n integer(c_int), or c_null_ptr. The request completes at the
+    ! first MPICAST_Test (the data is copied when MPICAST_Dbcast returns).
+    function MPICAST_Dbcast_enable(comm) bind(C, name="MPICAST_Dbcast_enable") result(status)
+      import :: c_int, c_intptr_t
+      integer(c_intptr_t), value :: comm
+      integer(c_int) :: status
+    end function MPICAST_Dbcast_enable
+
+    function MPICAST_Dbcast(buf, count, datatype, recipients, priorities, n, tag, comm, &
+        request_out) bind(C, name="MPICAST_Dbcast") result(status)
+      import :: c_int, c_intptr_t, c_ptr
+      type(c_ptr), value :: buf
+      integer(c_int), value :: count
+      integer(c_intptr_t), value :: datatype
+      integer(c_int), dimension(*), intent(in) :: recipients
+      type(c_ptr), value :: priorities
+      integer(c_int), value :: n
+      integer(c_int), value :: tag
+      integer(c_intptr_t), value :: comm
+      type(c_ptr), intent(out) :: request_out
+      integer(c_int) :: status
+    end function MPICAST_Dbcast
+
+    ! Registers a send of datum key to dest before the datum is ready; nothing is sent until
+    ! MPICAST_Send_release(key, ...), which sends every registered send of the key (buf must
+    ! stay valid until its request completes).
+    function MPICAST_Send_defer(key, dest, tag, priority, comm) &
+        bind(C, name="MPICAST_Send_defer") result(status)
+      import :: c_int, c_int64_t, c_intptr_t
+      integer(c_int64_t), value :: key
+      integer(c_int), value :: dest
+      integer(c_int), value :: tag
+      integer(c_int), value :: priority
+      integer(c_intptr_t), value :: comm
+      integer(c_int) :: status
+    end function MPICAST_Send_defer
+
+    function MPICAST_Send_release(key, buf, count, datatype, request_out) &
+        bind(C, name="MPICAST_Send_release") result(status)
+      import :: c_int, c_int64_t, c_intptr_t, c_ptr
+      integer(c_int64_t), value :: key
+      type(c_ptr), value :: buf
+      integer(c_int), value :: count
+      integer(c_intptr_t), value :: datatype
+      type(c_ptr), intent(out) :: request_out
+      integer(c_int) :: status
+    end function MPICAST_Send_release
 
     ! The non-blocking multicast to any set of ranks (docs/imcast.md). comm and datatype are
     ! C handles (MPICAST_Comm_f2c, MPICAST_Type_f2c) of pointer width, as for MPICAST_Goal_create;

@@ -419,7 +419,7 @@ pub const VARIABLES: &[(&str, &str, &str)] = &[
     (
         "MPICAST_SEGMENT_BYTES",
         "8KiB",
-        "MPICAST_Imcast forwards a message in segments of this size, 64 bytes to 16 MiB (8 KiB, \
+        "MPICAST_Imcast and MPICAST_Dbcast forward a message in segments of this size, 64 bytes to 16 MiB (8 KiB, \
          the paper's choice)",
     ),
     (
@@ -1366,7 +1366,7 @@ mod tests {
             assert!(n.starts_with(PREFIX));
             assert_eq!(names.iter().filter(|m| *m == n).count(), 1, "{n} twice");
         }
-        assert_eq!(names.len(), 28);
+        assert_eq!(names.len(), 29);
     }
 
     #[test]

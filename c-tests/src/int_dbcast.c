@@ -97,6 +97,18 @@ static void settle(void) {
   }
 }
 
+/* A late receiver that keeps mpicast moving meanwhile (MPI_Iprobe for a tag nobody sends):
+ * the messages come, and the broadcasts among them are taken in by mpicast, before the
+ * first receive is posted, so that the order rests on the counts of plain messages the
+ * broadcasts carry, not on the host matching its receive first. */
+static void busy_ms(int ms) {
+  double until = tc_now() + ms / 1000.0;
+  while (tc_now() < until) {
+    int f;
+    MPI_Iprobe(MPI_ANY_SOURCE, 32000, comm, &f, MPI_STATUS_IGNORE);
+  }
+}
+
 /* Nothing is left for this rank on the enabled communicator (nor on the others). */
 static void expect_quiet(const char *what) {
   settle();
@@ -332,13 +344,16 @@ enum {
   F_WAITSOME,
   F_PROBE,
   F_IPROBE,
+  F_MPROBE,
+  F_IMPROBE,
   NFORMS
 };
 static const char *form_name[NFORMS] = {
     "MPI_Recv",           "MPI_Irecv+MPI_Wait",     "MPI_Irecv+MPI_Test",
     "MPI_Irecv+MPI_Waitall (with p2p)", "MPI_Irecv+MPI_Waitany", "MPI_Irecv+MPI_Testsome",
     "MPI_Irecv+MPI_Testall", "MPI_Irecv+MPI_Testany", "MPI_Irecv+MPI_Waitsome",
-    "MPI_Probe+MPI_Recv",  "MPI_Iprobe+MPI_Recv"};
+    "MPI_Probe+MPI_Recv",  "MPI_Iprobe+MPI_Recv", "MPI_Mprobe+MPI_Mrecv",
+    "MPI_Improbe+MPI_Imrecv+MPI_Wait"};
 
 static int nonblocking(int form) { return form >= F_IRECV_WAIT && form <= F_WAITSOME; }
 
@@ -450,6 +465,28 @@ static void part_forms(void) {
               MPI_Recv(rb, pc, MPI_BYTE, ps.MPI_SOURCE, ps.MPI_TAG, comm, &s);
               break;
             }
+            case F_MPROBE:
+            case F_IMPROBE: {
+              MPI_Status ps;
+              MPI_Message msg = MPI_MESSAGE_NULL;
+              if (form == F_MPROBE)
+                MPI_Mprobe(src, rtag, comm, &msg, &ps);
+              else
+                while (!f) MPI_Improbe(src, rtag, comm, &f, &msg, &ps);
+              check_status(&ps, root, tag, MPI_BYTE, (int)len, what);
+              int pc = -1;
+              MPI_Get_count(&ps, MPI_BYTE, &pc);
+              if (form == F_MPROBE) {
+                MPI_Mrecv(rb, pc, MPI_BYTE, &msg, &s);
+              } else {
+                MPI_Request mr;
+                MPI_Imrecv(rb, pc, MPI_BYTE, &msg, &mr);
+                MPI_Wait(&mr, &s);
+              }
+              REQUIRE(msg == MPI_MESSAGE_NULL, "%s: the message handle is not MPI_MESSAGE_NULL",
+                      what);
+              break;
+            }
           }
           REQUIRE(!posted || rq[1] == MPI_REQUEST_NULL, "%s: the request is not freed", what);
           check_status(&s, root, tag, MPI_BYTE, (int)len, what);
@@ -530,7 +567,7 @@ static void order_random(uint64_t *st, int len_seq) {
         for (int k = 0; k < nd; k++) dwait(&dr[k], "part 2");
         for (int i = 0; i < len_seq; i++) free(bufs[i]);
       } else {
-        if (late) tc_sleep_ms(5); /* everything is there before the first receive */
+        if (late) busy_ms(5); /* everything is there before the first receive */
         /* Variant 2 receives tag B's messages first, then tag A's. */
         for (int pass = 0; pass < (variant == 2 ? 2 : 1); pass++)
           for (int i = 0; i < len_seq; i++) {
@@ -594,7 +631,7 @@ static void order_large(void) {
         dwait(&q, what);
       } else {
         MPI_Status s;
-        if (late) tc_sleep_ms(10);
+        if (late) busy_ms(10);
         if (rank == d) {
           memset(rb, 0xEE, big2 + SLACK);
           MPI_Recv(rb, (int)(big2 + SLACK), MPI_BYTE, src, rtag, comm, &s);
@@ -619,7 +656,7 @@ static void order_large(void) {
         dwait(&q, what);
       } else {
         MPI_Status s;
-        if (late) tc_sleep_ms(10);
+        if (late) busy_ms(10);
         memset(rb, 0xEE, big2 + SLACK);
         MPI_Recv(rb, (int)(big2 + SLACK), MPI_BYTE, src, rtag, comm, &s);
         check_status(&s, root, 41, MPI_BYTE, (int)big2, what);
@@ -1103,6 +1140,51 @@ static void part_stress(int rounds, size_t max_bytes) {
 
 /* ------------------------------------------------------------------------------------------ */
 
+/* ------------------------------------------------------------------------------------------ */
+/* 8: the MPI_Info key: a communicator made by MPI_Comm_dup_with_info with mpicast_dbcast=on
+ * takes dynamic broadcasts without MPICAST_Dbcast_enable; one without it refuses them. */
+
+static void part_info(void) {
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "mpicast_dbcast", "on");
+  MPI_Comm on, off;
+  MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &on);
+  MPI_Info_free(&info);
+  MPI_Comm_dup(MPI_COMM_WORLD, &off);
+  int root = nranks - 1, val[4], rec[MAXR], n = 0;
+  for (int r = 0; r < nranks; r++)
+    if (r != root) rec[n++] = r;
+  if (rank == root) {
+    MPICAST_Request *q = NULL;
+    int rc = MPICAST_Dbcast(val, 4, MPI_INT, rec, NULL, n, 3, off, &q);
+    REQUIRE(rc == MPICAST_ERR_NOT_ENABLED && q == NULL,
+            "part 8: MPICAST_Dbcast on a communicator without the key returned %d", rc);
+    for (int i = 0; i < 4; i++) val[i] = root * 10 + i;
+    rc = MPICAST_Dbcast(val, 4, MPI_INT, rec, NULL, n, 3, on, &q);
+    REQUIRE(rc == MPICAST_OK, "part 8: MPICAST_Dbcast on the mpicast_dbcast=on communicator "
+            "returned %d", rc);
+    dwait(&q, "part 8");
+    n_dbcasts++;
+  } else {
+    MPI_Status s;
+    for (int i = 0; i < 4; i++) val[i] = -1;
+    MPI_Recv(val, 4, MPI_INT, root, 3, on, &s);
+    for (int i = 0; i < 4; i++)
+      REQUIRE(val[i] == root * 10 + i, "part 8: element %d is %d", i, val[i]);
+    check_status(&s, root, 3, MPI_INT, 4, "part 8");
+  }
+  MPI_Request b;
+  MPI_Ibarrier(ib_comm, &b);
+  for (int done = 0; !done;) {
+    int f;
+    MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, on, &f, MPI_STATUS_IGNORE);
+    MPI_Test(&b, &done, MPI_STATUS_IGNORE);
+  }
+  MPI_Comm_free(&on);
+  MPI_Comm_free(&off);
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   rank = tc_world_rank();
@@ -1119,7 +1201,7 @@ int main(int argc, char **argv) {
     for (const char *p = pa; *p; p++)
       if (*p >= '0' && *p <= '9') parts |= 1u << (*p - '0');
   } else {
-    parts = 0xFE; /* 1 to 7 */
+    parts = 0x1FE; /* 1 to 8 */
   }
   REQUIRE(nranks >= 2 && nranks <= MAXR, "int_dbcast needs 2 to %d ranks, not %d", MAXR, nranks);
   if (rank == 0)
@@ -1141,6 +1223,7 @@ int main(int argc, char **argv) {
   if (parts & (1u << 5)) part_detect();
   if (parts & (1u << 6)) part_bad();
   if (parts & (1u << 7)) part_stress(stress, max_bytes);
+  if (parts & (1u << 8)) part_info();
   long mine[2] = {n_dbcasts, n_received}, sum[2] = {0, 0};
   MPI_Reduce(mine, sum, 2, MPI_LONG, MPI_SUM, 0, sync_comm);
   MPI_Comm_free(&sync_comm);

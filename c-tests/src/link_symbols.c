@@ -1,6 +1,7 @@
-/* Which library answers the MPI calls: MPI_Bcast and MPI_Barrier must resolve
- * to libmpicast (first in the symbol search order, preloaded or linked
- * before -lmpi), everything else to the host MPI. */
+/* Which library answers the MPI calls: MPI_Bcast and MPI_Barrier, and the
+ * point-to-point calls that dynamic broadcast intercepts, must resolve to
+ * libmpicast (first in the symbol search order, preloaded or linked before
+ * -lmpi), everything else to the host MPI. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdio.h>
@@ -18,8 +19,10 @@ static const char *owner(const char *sym) {
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   int fails = 0;
-  const char *ours[] = {"MPI_Bcast", "MPI_Barrier", "MPICAST_Version"};
-  const char *host[] = {"MPI_Allreduce", "MPI_Send", "PMPI_Bcast", "PMPI_Barrier"};
+  const char *ours[] = {"MPI_Bcast", "MPI_Barrier", "MPICAST_Version", "MPI_Send",
+                        "MPI_Recv",  "MPI_Wait",    "MPI_Mprobe"};
+  const char *host[] = {"MPI_Allreduce", "MPI_Sendrecv", "PMPI_Bcast", "PMPI_Barrier",
+                        "PMPI_Send",     "PMPI_Recv"};
   for (size_t i = 0; i < sizeof ours / sizeof ours[0]; i++) {
     const char *lib = owner(ours[i]);
     int ok = strstr(lib, "libmpicast") != NULL;

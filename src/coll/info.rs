@@ -1,7 +1,8 @@
 //! MPI_Comm_set_info and MPI_Comm_dup_with_info: the host does the call; mpicast notes its
 //! own keys (`mpicast`, `mpicast_sync`, `mpicast_min_bytes`, `mpicast_eager_bytes`) on the
 //! way, because hosts need not return keys they do not know from MPI_Comm_get_info (Open MPI
-//! 4.1 and MPICH 4.0 both drop them).
+//! 4.1 and MPICH 4.0 both drop them). The key `mpicast_dbcast` set to `on` turns dynamic
+//! broadcast on for the communicator (both calls are collective, as `MPICAST_Dbcast_enable`).
 
 use super::session_or_die;
 use crate::host::{self, MPI_Comm, MPI_Info};
@@ -19,12 +20,44 @@ fn record(comm: MPI_Comm, info: MPI_Info) -> c_int {
     }
 }
 
+/// The info key that turns dynamic broadcast on.
+pub const DBCAST_KEY: &str = "mpicast_dbcast";
+
+/// `mpicast_dbcast=on` (or true, yes, 1): dynamic broadcast on for `comm`, collective. Other
+/// values leave it as it is (off cannot be undone); one that is neither on nor off gets a
+/// warning, once.
+fn dbcast_hint(comm: MPI_Comm, info: MPI_Info) -> c_int {
+    let Some((_, v)) = host::comm::info_entries(info, &[DBCAST_KEY])
+        .into_iter()
+        .next()
+    else {
+        return host::SUCCESS;
+    };
+    match v.trim().to_ascii_lowercase().as_str() {
+        "on" | "true" | "yes" | "1" => match session_or_die().dbcast_enable(comm) {
+            Ok(_) => host::SUCCESS,
+            Err(e) => host::call_errhandler(comm, e.0),
+        },
+        "off" | "false" | "no" | "0" => host::SUCCESS,
+        other => {
+            crate::presence::say_once(
+                comm,
+                &format!("mpicast: MPI_Info key {DBCAST_KEY}={other:?}: on or off; ignored"),
+            );
+            host::SUCCESS
+        }
+    }
+}
+
 pub fn set_info(comm: MPI_Comm, info: MPI_Info) -> c_int {
     let rc = host::pmpi_comm_set_info(comm, info);
     if rc != host::SUCCESS || !host::is_active() {
         return rc;
     }
-    record(comm, info)
+    match record(comm, info) {
+        host::SUCCESS => dbcast_hint(comm, info),
+        rc => rc,
+    }
 }
 
 pub fn dup_with_info(comm: MPI_Comm, info: MPI_Info) -> (c_int, MPI_Comm) {
@@ -32,5 +65,8 @@ pub fn dup_with_info(comm: MPI_Comm, info: MPI_Info) -> (c_int, MPI_Comm) {
     if rc != host::SUCCESS || !host::is_active() || new == host::comm_null() {
         return (rc, new);
     }
-    (record(new, info), new)
+    match record(new, info) {
+        host::SUCCESS => (dbcast_hint(new, info), new),
+        rc => (rc, new),
+    }
 }

@@ -165,8 +165,18 @@ unsafe fn finish(
 
 /// Whether tracked receive `id` of `e` is done (and how).
 fn done(e: &EngineRef, id: RecvId) -> Option<RecvState> {
-    let g = lock(e);
-    match g.dbcast.as_ref().and_then(|d| d.state(id)) {
+    let mut g = lock(e);
+    let state = match g.dbcast.as_mut().map(|d| d.poll(id)) {
+        Some(Ok(s)) => s,
+        Some(Err(err)) => {
+            // An MPI error: the host's wait on the request reports it.
+            drop(g);
+            engine_failed(err);
+            return Some(RecvState::Host);
+        }
+        None => None,
+    };
+    match state {
         Some(RecvState::Posted) | Some(RecvState::Paired(_)) => None,
         Some(s) => Some(s),
         None => Some(RecvState::Host),
@@ -1092,3 +1102,270 @@ nonblocking_send!(MPI_Isend, PMPI_Isend);
 nonblocking_send!(MPI_Issend, PMPI_Issend);
 nonblocking_send!(MPI_Irsend, PMPI_Irsend);
 nonblocking_send!(MPI_Ibsend, PMPI_Ibsend);
+
+// ---------------------------------------------------------------------------------------
+// Matched probes: a dynamic broadcast found by MPI_Improbe/MPI_Mprobe gets a message handle
+// of mpicast's own, which only mpicast's MPI_Mrecv/MPI_Imrecv take.
+
+/// A probed broadcast: its engine, its key, and the communicator it was probed on.
+struct Probed {
+    engine: std::sync::Weak<Mutex<Engine>>,
+    key: crate::wire::dbcast::Key,
+    comm: host::SendComm,
+}
+
+static PROBED: Mutex<Option<std::collections::HashMap<u64, Probed>>> = Mutex::new(None);
+static NEXT_PROBED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
+
+/// # Safety
+/// The arguments of MPI_Improbe.
+unsafe fn improbe(
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    flag: *mut c_int,
+    message: *mut mpi_sys::MPI_Message,
+    status: *mut MPI_Status,
+) -> c_int {
+    if let Err(rc) = progress() {
+        return rc;
+    }
+    let Some(e) = db::engine_of(comm) else {
+        // SAFETY: the application's arguments.
+        return unsafe { mpi_sys::PMPI_Improbe(source, tag, comm, flag, message, status) };
+    };
+    if let Some(w) = host::comm::size(comm)
+        .ok()
+        .and_then(|n| want(source, tag, n))
+    {
+        let found = lock(&e).dbcast.as_mut().and_then(|d| d.take_probed(w));
+        if let Some(m) = found {
+            let id = NEXT_PROBED.fetch_add(1, Ordering::Relaxed) & 0x00ff_ffff;
+            let h = recv::fake_message(id);
+            PROBED
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get_or_insert_with(Default::default)
+                .insert(
+                    recv::handle_key(h),
+                    Probed {
+                        engine: Arc::downgrade(&e),
+                        key: m.key,
+                        comm: host::SendComm(comm),
+                    },
+                );
+            // SAFETY: the application's message, status and flag.
+            unsafe {
+                message.write(h);
+                host::status_fill(status, m.key.root as c_int, m.tag, host::SUCCESS, m.len);
+                flag.write(1);
+            }
+            return host::SUCCESS;
+        }
+    }
+    // The host's own message: matched now, so counted as received for the broadcasts' order.
+    let mut st = std::mem::MaybeUninit::<MPI_Status>::zeroed();
+    // SAFETY: the application's arguments, our status.
+    let rc = unsafe { mpi_sys::PMPI_Improbe(source, tag, comm, flag, message, st.as_mut_ptr()) };
+    // SAFETY: filled by the host (or still zeroed).
+    let st = unsafe { st.assume_init() };
+    // SAFETY: the application's flag.
+    if rc == host::SUCCESS && unsafe { *flag } != 0 {
+        if st.MPI_SOURCE >= 0 {
+            if let Some(d) = lock(&e).dbcast.as_mut() {
+                if let Err(err) = d.note_plain(st.MPI_SOURCE as u32, st.MPI_TAG) {
+                    return engine_failed(err);
+                }
+            }
+        }
+        if !status.is_null() && status != host::status_ignore() {
+            // SAFETY: writable, as the application promises.
+            unsafe { status.write(st) };
+        }
+    }
+    rc
+}
+
+/// MPI_Improbe: a dynamic broadcast that a receive of (`source`, `tag`) would take now is
+/// matched, with a message handle for MPI_Mrecv/MPI_Imrecv.
+///
+/// # Safety
+/// The arguments of MPI_Improbe.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Improbe(
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    flag: *mut c_int,
+    message: *mut mpi_sys::MPI_Message,
+    status: *mut MPI_Status,
+) -> c_int {
+    if !ON.load(Ordering::Relaxed) {
+        // SAFETY: the application's arguments.
+        return unsafe { mpi_sys::PMPI_Improbe(source, tag, comm, flag, message, status) };
+    }
+    // SAFETY: as above.
+    guard("MPI_Improbe", host::err_other, || unsafe {
+        improbe(source, tag, comm, flag, message, status)
+    })
+}
+
+/// MPI_Mprobe: MPI_Improbe until it matches, forwarding meanwhile.
+///
+/// # Safety
+/// The arguments of MPI_Mprobe.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Mprobe(
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    message: *mut mpi_sys::MPI_Message,
+    status: *mut MPI_Status,
+) -> c_int {
+    if !ON.load(Ordering::Relaxed) {
+        // SAFETY: the application's arguments.
+        return unsafe { mpi_sys::PMPI_Mprobe(source, tag, comm, message, status) };
+    }
+    guard("MPI_Mprobe", host::err_other, || {
+        let mut idle = Idle::default();
+        loop {
+            let mut flag: c_int = 0;
+            // SAFETY: the application's arguments, our flag.
+            let rc = unsafe { improbe(source, tag, comm, &mut flag, message, status) };
+            if rc != host::SUCCESS || flag != 0 {
+                return rc;
+            }
+            idle.pause();
+        }
+    })
+}
+
+/// Receives a probed broadcast into the buffer, waiting for the rest of its data: the
+/// status's facts (source, tag, error, bytes).
+fn mrecv_probed(
+    p: Probed,
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+) -> Result<(c_int, c_int, c_int, u64), c_int> {
+    let e = p.engine.upgrade().ok_or(host::err_other())?;
+    let mut idle = Idle::default();
+    let (m, data) = loop {
+        progress()?;
+        if let Some(got) = lock(&e).dbcast.as_mut().and_then(|d| d.take_data(p.key)) {
+            break got;
+        }
+        idle.pause();
+    };
+    let mut ub = UserBuf::describe(buf, i64::from(count.max(0)), datatype, p.comm.0)
+        .map_err(|_| host::err_arg())?;
+    let posted = ub.bytes();
+    let n = data.len().min(posted);
+    let error = if data.len() > posted {
+        mpi_sys::MPI_ERR_TRUNCATE as c_int
+    } else {
+        host::SUCCESS
+    };
+    let whole = n == posted;
+    ub.with_recv_bytes(|dst| -> Result<Option<usize>, ()> {
+        dst[..n].copy_from_slice(&data[..n]);
+        Ok(if whole { None } else { Some(n) })
+    })
+    .map_err(|e| e.0)?
+    .ok();
+    Ok((m.key.root as c_int, m.tag, error, n as u64))
+}
+
+/// The probed broadcast of message handle `*message`, if it is one of mpicast's.
+///
+/// # Safety
+/// `message` points to the application's message handle.
+unsafe fn probed(message: *mut mpi_sys::MPI_Message) -> Option<Probed> {
+    // SAFETY: the application's pointer.
+    let key = recv::handle_key(unsafe { *message });
+    PROBED
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .as_mut()?
+        .remove(&key)
+}
+
+/// MPI_Mrecv: a message handle of a probed dynamic broadcast receives it.
+///
+/// # Safety
+/// The arguments of MPI_Mrecv.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Mrecv(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    message: *mut mpi_sys::MPI_Message,
+    status: *mut MPI_Status,
+) -> c_int {
+    if !ON.load(Ordering::Relaxed) {
+        // SAFETY: the application's arguments.
+        return unsafe { mpi_sys::PMPI_Mrecv(buf, count, datatype, message, status) };
+    }
+    guard("MPI_Mrecv", host::err_other, || {
+        // SAFETY: the application's pointer.
+        let Some(p) = (unsafe { probed(message) }) else {
+            // SAFETY: the application's arguments.
+            return unsafe { mpi_sys::PMPI_Mrecv(buf, count, datatype, message, status) };
+        };
+        let comm = p.comm.0;
+        match mrecv_probed(p, buf, count, datatype) {
+            Ok((s, t, err, n)) => {
+                // SAFETY: the application's status and message.
+                unsafe {
+                    host::status_fill(status, s, t, err, n);
+                    message.write(recv::message_null());
+                }
+                if err != host::SUCCESS {
+                    host::call_errhandler(comm, err)
+                } else {
+                    host::SUCCESS
+                }
+            }
+            Err(rc) => rc,
+        }
+    })
+}
+
+/// MPI_Imrecv: as MPI_Mrecv for a probed dynamic broadcast (it waits for the rest of the
+/// broadcast's data, then returns a request that is complete).
+///
+/// # Safety
+/// The arguments of MPI_Imrecv.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Imrecv(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    message: *mut mpi_sys::MPI_Message,
+    request: *mut MPI_Request,
+) -> c_int {
+    if !ON.load(Ordering::Relaxed) {
+        // SAFETY: the application's arguments.
+        return unsafe { mpi_sys::PMPI_Imrecv(buf, count, datatype, message, request) };
+    }
+    guard("MPI_Imrecv", host::err_other, || {
+        // SAFETY: the application's pointer.
+        let Some(p) = (unsafe { probed(message) }) else {
+            // SAFETY: the application's arguments.
+            return unsafe { mpi_sys::PMPI_Imrecv(buf, count, datatype, message, request) };
+        };
+        match mrecv_probed(p, buf, count, datatype)
+            .and_then(|(s, t, err, n)| recv::completed_request_with(s, t, err, n).map_err(|e| e.0))
+        {
+            Ok(r) => {
+                // SAFETY: the application's request and message.
+                unsafe {
+                    request.write(r);
+                    message.write(recv::message_null());
+                }
+                host::SUCCESS
+            }
+            Err(rc) => rc,
+        }
+    })
+}

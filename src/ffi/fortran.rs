@@ -36,7 +36,7 @@ use std::os::raw::c_void;
 ///
 /// # Safety
 /// `ierr` is NULL or valid for writing one Fint.
-unsafe fn set_ierr(ierr: *mut Fint, rc: c_int) {
+pub(super) unsafe fn set_ierr(ierr: *mut Fint, rc: c_int) {
     if !ierr.is_null() {
         // SAFETY: non-NULL, and the caller's INTEGER.
         unsafe { *ierr = rc };

@@ -4,6 +4,8 @@
 pub mod dbcast;
 pub mod ext;
 pub mod fortran;
+#[cfg(any(mpicast_fortran_p2p_mpif, mpicast_fortran_p2p_f08_complete))]
+pub mod fortran_p2p;
 pub mod mpi;
 pub mod progress;
 

@@ -190,3 +190,60 @@ pub fn test_free(r: &mut HostReq) -> MpiResult<bool> {
     check(unsafe { mpi_sys::PMPI_Test(&mut r.0, &mut flag, super::status_ignore()) })?;
     Ok(flag != 0)
 }
+
+extern "C" {
+    fn mpicast_c_fake_message(id: std::os::raw::c_uint) -> mpi_sys::MPI_Message;
+}
+
+/// A message handle of mpicast's own (one the host never gives out), numbered `id`.
+pub fn fake_message(id: u32) -> mpi_sys::MPI_Message {
+    // SAFETY: a pure function of the C shim.
+    unsafe { mpicast_c_fake_message(id) }
+}
+
+/// MPI_MESSAGE_NULL.
+pub fn message_null() -> mpi_sys::MPI_Message {
+    // SAFETY: an initialised constant of mpi-sys' C shim.
+    unsafe { mpi_sys::RSMPI_MESSAGE_NULL }
+}
+
+/// A generalized request complete at once whose status says (source, tag, error, bytes):
+/// a receive mpicast completed itself (MPI_Imrecv of a dynamic broadcast).
+pub fn completed_request_with(
+    source: c_int,
+    tag: c_int,
+    error: c_int,
+    bytes: u64,
+) -> MpiResult<MPI_Request> {
+    type Facts = (c_int, c_int, c_int, u64);
+    unsafe extern "C" fn query(e: *mut c_void, status: *mut mpi_sys::MPI_Status) -> c_int {
+        // SAFETY: the box made below, alive until `free`.
+        let (s, t, err, b) = unsafe { *(e as *const Facts) };
+        // SAFETY: the host's status argument.
+        unsafe { super::status_fill(status, s, t, err, b) };
+        super::SUCCESS
+    }
+    unsafe extern "C" fn free(e: *mut c_void) -> c_int {
+        // SAFETY: the box made below, given back once.
+        drop(unsafe { Box::from_raw(e as *mut Facts) });
+        super::SUCCESS
+    }
+    unsafe extern "C" fn cancel(_e: *mut c_void, _c: c_int) -> c_int {
+        super::SUCCESS
+    }
+    let extra = Box::into_raw(Box::new((source, tag, error, bytes))) as *mut c_void;
+    // SAFETY: MPI_Request is a plain handle.
+    let mut req: MPI_Request = unsafe { std::mem::zeroed() };
+    // SAFETY: callbacks with MPI's signatures; `extra` lives until `free`.
+    let rc = unsafe {
+        mpi_sys::PMPI_Grequest_start(Some(query), Some(free), Some(cancel), extra, &mut req)
+    };
+    if rc != super::SUCCESS {
+        // SAFETY: the host did not take it.
+        drop(unsafe { Box::from_raw(extra as *mut Facts) });
+        return Err(MpiError(rc));
+    }
+    // SAFETY: the request just started.
+    check(unsafe { mpi_sys::PMPI_Grequest_complete(req) })?;
+    Ok(req)
+}

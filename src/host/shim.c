@@ -145,3 +145,55 @@ int mpicast_c_improbe(MPI_Comm comm, int tag, MPI_Message *msg, int *source, int
   if (PMPI_Get_count(&st, MPI_BYTE, bytes) != MPI_SUCCESS) return 0;
   return 1;
 }
+
+/* A message handle the host never gives out, for a dynamic broadcast that MPI_Improbe or
+ * MPI_Mprobe found (mpicast's MPI_Mrecv/MPI_Imrecv take it back): under Open MPI an odd
+ * address (its objects are aligned), under MPICH a handle whose kind bits say "invalid". */
+MPI_Message mpicast_c_fake_message(unsigned id) {
+#ifdef OPEN_MPI
+  return (MPI_Message)(((uintptr_t)id << 4) | 1u);
+#else
+  return (MPI_Message)(0x01000000 | (int)(id & 0x00ffffffu));
+#endif
+}
+
+/* Fortran requests and statuses, for the Fortran entry points of the receive and completion
+ * calls (ffi::fortran_p2p). MPICH defines the f2c/c2f conversions as macros, Open MPI as
+ * functions: the PMPI name where there is one, as above. */
+MPI_Request mpicast_c_request_f2c(MPI_Fint f) {
+#ifdef MPI_Request_f2c
+  return MPI_Request_f2c(f);
+#else
+  return PMPI_Request_f2c(f);
+#endif
+}
+
+MPI_Fint mpicast_c_request_c2f(MPI_Request r) {
+#ifdef MPI_Request_c2f
+  return MPI_Request_c2f(r);
+#else
+  return PMPI_Request_c2f(r);
+#endif
+}
+
+/* A C status into a Fortran one (mpif.h / `use mpi` INTEGER(MPI_STATUS_SIZE), and
+ * mpi_f08's TYPE(MPI_Status), which both MPIs lay out as the same integers). */
+int mpicast_c_status_c2f(const MPI_Status *c, MPI_Fint *f) { return PMPI_Status_c2f(c, f); }
+
+/* MPI_STATUS_SIZE: the Fortran INTEGERs of one status (the stride of a status array). */
+#ifdef MPI_F_STATUS_SIZE
+const int MPICAST_C_F_STATUS_SIZE = MPI_F_STATUS_SIZE;
+#else
+const int MPICAST_C_F_STATUS_SIZE = (int)(sizeof(MPI_Status) / sizeof(MPI_Fint));
+#endif
+
+/* 1 when `p` is the host's Fortran MPI_STATUS_IGNORE (statuses: MPI_STATUSES_IGNORE) as the
+ * C side names it: MPI_F_STATUS_IGNORE, and MPICH's mpi_f08 one (Open MPI's mpi_f08 uses the
+ * mpif.h common block, which ffi::fortran_p2p also looks up by name). */
+int mpicast_c_is_f_status_ignore(const void *p, int many) {
+  if (p == (const void *)(many ? MPI_F_STATUSES_IGNORE : MPI_F_STATUS_IGNORE)) return 1;
+#if defined(MPICH) || defined(MPICH_VERSION)
+  if (p == (const void *)(many ? MPI_F08_STATUSES_IGNORE : MPI_F08_STATUS_IGNORE)) return 1;
+#endif
+  return 0;
+}

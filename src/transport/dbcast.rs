@@ -214,6 +214,22 @@ impl DbcastSide {
         self.recvs.get(&id).map(|r| r.state)
     }
 
+    /// How receive `id` stands, after a look at its host request if it is only posted (a
+    /// point-to-point message that completed it is counted then).
+    pub fn poll(&mut self, id: RecvId) -> Result<Option<RecvState>, EngineError> {
+        let Some(r) = self.recvs.get(&id) else {
+            return Ok(None);
+        };
+        if r.state == RecvState::Posted {
+            if let Some(st) = recv::peek(r.host)? {
+                let work = self.host_done(id, &st);
+                self.pair_all(work)?;
+                self.deliver()?;
+            }
+        }
+        Ok(self.state(id))
+    }
+
     /// Forgets a completed receive (its application handle was completed).
     pub fn forget(&mut self, id: RecvId) {
         self.recvs.remove(&id);
@@ -249,6 +265,37 @@ impl DbcastSide {
                 self.recvs.remove(&id);
             }
         }
+    }
+
+    /// MPI_Improbe/MPI_Mprobe: takes the first broadcast a receive of `want` would take now,
+    /// so that no receive gets it but the MPI_Mrecv of its message handle (`take_data`).
+    pub fn take_probed(&mut self, want: Want) -> Option<Arrived> {
+        let m = self.matcher.probe(want)?;
+        self.matcher.take(m.key)?;
+        if let Some(a) = self.assemblies.get_mut(&m.key) {
+            a.taken = true;
+            self.unexpected = self
+                .unexpected
+                .saturating_sub(usize::try_from(a.arrived.len).unwrap_or(usize::MAX));
+        }
+        Some(m)
+    }
+
+    /// The data of a probed broadcast once it is whole (it leaves the engine).
+    pub fn take_data(&mut self, key: Key) -> Option<(Arrived, Vec<u8>)> {
+        if !self.assemblies.get(&key)?.complete {
+            return None;
+        }
+        let a = self.assemblies.remove(&key)?;
+        Some((a.arrived, a.data))
+    }
+
+    /// The host matched a plain message from `root` with `tag` outside a registered receive
+    /// (MPI_Improbe, MPI_Mprobe): counted as received.
+    pub fn note_plain(&mut self, root: u32, tag: c_int) -> Result<(), EngineError> {
+        let work = self.matcher.plain_received(root, tag);
+        self.pair_all(work)?;
+        self.deliver()
     }
 
     /// The first broadcast a receive of `want` would take now (MPI_Iprobe).
@@ -325,16 +372,21 @@ impl DbcastSide {
             }
         }
         // Receives the host completed with a point-to-point message: counted, so that
-        // broadcasts sent after it may be paired.
-        let posted: Vec<(RecvId, HostReq)> = self
-            .recvs
-            .iter()
-            .filter(|(_, r)| r.state == RecvState::Posted)
-            .map(|(id, r)| (*id, r.host))
-            .collect();
-        for (id, h) in posted {
-            if let Some(st) = recv::peek(h)? {
-                work.extend(self.host_done(id, &st));
+        // broadcasts sent after them may be paired. Looked at only while some broadcast
+        // waits for such counts (a wait or test of one receive looks at it alone, `poll`):
+        // with many receives posted, looking at all of them in every call would cost more
+        // than the application's own calls.
+        if !work.is_empty() || !self.matcher.blocked().is_empty() {
+            let posted: Vec<(RecvId, HostReq)> = self
+                .recvs
+                .iter()
+                .filter(|(_, r)| r.state == RecvState::Posted)
+                .map(|(id, r)| (*id, r.host))
+                .collect();
+            for (id, h) in posted {
+                if let Some(st) = recv::peek(h)? {
+                    work.extend(self.host_done(id, &st));
+                }
             }
         }
         self.pair_all(work)?;

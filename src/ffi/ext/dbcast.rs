@@ -269,20 +269,27 @@ pub unsafe extern "C" fn MPICAST_Send_release(
             if count < 0 {
                 return ARG;
             }
-            let d = {
-                let mut g = DEFERRED.lock().unwrap_or_else(|p| p.into_inner());
-                match g.as_mut().and_then(|m| m.remove(&key)) {
-                    Some(d) => d,
+            // The key stays registered until its arguments are known to be good.
+            let comm = {
+                let g = DEFERRED.lock().unwrap_or_else(|p| p.into_inner());
+                match g.as_ref().and_then(|m| m.get(&key)) {
+                    Some(d) => d.comm.0,
                     None => return UNKNOWN_KEY,
                 }
             };
-            let comm = d.comm.0;
             let Some(e) = db::engine_of(comm) else {
                 return NOT_ENABLED;
             };
             let Ok(ub) = UserBuf::describe(buf as *mut c_void, i64::from(count), datatype, comm)
             else {
                 return ARG;
+            };
+            let d = {
+                let mut g = DEFERRED.lock().unwrap_or_else(|p| p.into_inner());
+                match g.as_mut().and_then(|m| m.remove(&key)) {
+                    Some(d) => d,
+                    None => return UNKNOWN_KEY,
+                }
             };
             // By tag, in the order the tags were first registered.
             let mut tags: Vec<c_int> = Vec::new();

@@ -8,9 +8,10 @@
 //!
 //! Cost elsewhere: until some communicator of the process turns dynamic broadcast on, every
 //! one of these calls is one load of `transport::dbcast::ON`, a branch, and a jump to the
-//! host's call. Afterwards, calls on other communicators look the communicator up (a short
-//! list), and the wait and test calls poll (forwarding the broadcasts routed through this
-//! rank) unless the progress thread forwards them.
+//! host's call. Afterwards, calls on other communicators look the communicator up in a list
+//! read without a lock, and waits and tests whose requests mpicast does not track (none of a
+//! receive or send on an enabled communicator) go to the host's call at once; the others
+//! poll, forwarding the broadcasts routed through this rank meanwhile.
 
 use super::ext::Idle;
 use super::guard;
@@ -216,10 +217,18 @@ fn check_stall(e: &EngineRef) {
     host::abort(host::comm_world(), 1)
 }
 
-/// Whether waiting calls may block in the host: nothing of ours to poll for (no tracked
-/// receive), and the progress thread forwards the broadcasts.
-fn host_may_block() -> bool {
-    !db::any_tracked() && super::progress::running()
+/// Whether none of the `n` requests at `reqs` is tracked (a receive a broadcast may complete,
+/// or a send on an enabled communicator): then the host's own call takes the array, and
+/// this rank does not forward meanwhile (calls on other communicators cost nothing).
+///
+/// # Safety
+/// `reqs` holds `n` requests.
+unsafe fn none_tracked(reqs: *const MPI_Request, n: c_int) -> bool {
+    if !db::any_tracked() {
+        return true;
+    }
+    // SAFETY: within the application's array.
+    (0..n.max(0) as usize).all(|i| db::tracked(unsafe { *reqs.add(i) }).is_none())
 }
 
 /// MPI_Wait on any request once dynamic broadcast is on.
@@ -229,11 +238,11 @@ fn host_may_block() -> bool {
 unsafe fn wait_one(req: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
     // SAFETY: the caller's pointer.
     let h = unsafe { *req };
-    let tracked = db::tracked(h);
-    if tracked.is_none() && host_may_block() {
+    let Some((e, id)) = db::tracked(h) else {
         // SAFETY: the application's arguments.
         return unsafe { mpi_sys::PMPI_Wait(req, status) };
-    }
+    };
+    let tracked = (id != db::POLLED_SEND).then_some((e, id));
     let mut idle = Idle::default();
     loop {
         if let Err(rc) = progress() {
@@ -248,10 +257,13 @@ unsafe fn wait_one(req: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
                 check_stall(e);
             }
             None => {
+                // A send on an enabled communicator: its receiver may wait for a broadcast
+                // that this rank passes on.
                 let mut flag: c_int = 0;
                 // SAFETY: the application's arguments.
                 let rc = unsafe { mpi_sys::PMPI_Test(req, &mut flag, status) };
                 if rc != host::SUCCESS || flag != 0 {
+                    db::untrack(h);
                     return rc;
                 }
             }
@@ -269,15 +281,20 @@ unsafe fn test_at(reqs: *mut MPI_Request, i: usize, status: *mut MPI_Status) -> 
     let r = unsafe { reqs.add(i) };
     // SAFETY: as above.
     let h = unsafe { *r };
-    if let Some((e, id)) = db::tracked(h) {
-        let s = done(&e, id)?;
+    let tracked = db::tracked(h);
+    if let Some((e, id)) = tracked.as_ref().filter(|t| t.1 != db::POLLED_SEND) {
+        let s = done(e, *id)?;
         // SAFETY: as the caller promises.
-        return Some(unsafe { finish(r, status, &e, id, s) });
+        return Some(unsafe { finish(r, status, e, *id, s) });
     }
     let mut flag: c_int = 0;
     // SAFETY: the application's request and status.
     let rc = unsafe { mpi_sys::PMPI_Test(r, &mut flag, status) };
-    (rc != host::SUCCESS || flag != 0).then_some(rc)
+    let complete = rc != host::SUCCESS || flag != 0;
+    if complete && tracked.is_some() {
+        db::untrack(h);
+    }
+    complete.then_some(rc)
 }
 
 /// Whether request `i` of an array is complete, without completing it.
@@ -287,7 +304,7 @@ unsafe fn test_at(reqs: *mut MPI_Request, i: usize, status: *mut MPI_Status) -> 
 unsafe fn complete_at(reqs: *mut MPI_Request, i: usize) -> bool {
     // SAFETY: within the application's array.
     let h = unsafe { *reqs.add(i) };
-    if let Some((e, id)) = db::tracked(h) {
+    if let Some((e, id)) = db::tracked(h).filter(|t| t.1 != db::POLLED_SEND) {
         return done(&e, id).is_some();
     }
     is_null(h) || recv::peek(HostReq(h)).map_or(true, |s| s.is_some())
@@ -386,22 +403,8 @@ unsafe fn recv_slow(
 ) -> c_int {
     guard("MPI_Recv", host::err_other, || {
         let Some(e) = db::engine_of(comm) else {
-            if host_may_block() || source == host::proc_null() {
-                // SAFETY: the application's arguments.
-                return unsafe {
-                    mpi_sys::PMPI_Recv(buf, count, datatype, source, tag, comm, status)
-                };
-            }
-            // Blocked here, this rank still forwards: a receive it polls.
-            let mut r = request_null();
             // SAFETY: the application's arguments.
-            let rc =
-                unsafe { mpi_sys::PMPI_Irecv(buf, count, datatype, source, tag, comm, &mut r) };
-            if rc != host::SUCCESS {
-                return rc;
-            }
-            // SAFETY: our request, the application's status.
-            return unsafe { wait_one(&mut r, status) };
+            return unsafe { mpi_sys::PMPI_Recv(buf, count, datatype, source, tag, comm, status) };
         };
         // SAFETY: the application's arguments.
         match unsafe { post(&e, buf, count, datatype, source, tag, comm) } {
@@ -426,10 +429,16 @@ pub unsafe extern "C" fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_St
         // SAFETY: the application's arguments.
         return unsafe { mpi_sys::PMPI_Wait(request, status) };
     }
-    // SAFETY: as above.
-    guard("MPI_Wait", host::err_other, || unsafe {
-        wait_one(request, status)
-    })
+    #[inline(never)]
+    #[cold]
+    unsafe fn slow(request: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
+        // SAFETY: as above.
+        guard("MPI_Wait", host::err_other, || unsafe {
+            wait_one(request, status)
+        })
+    }
+    // SAFETY: the application's arguments.
+    unsafe { slow(request, status) }
 }
 
 /// MPI_Test: one progress step of the dynamic broadcasts, then the test.
@@ -446,24 +455,35 @@ pub unsafe extern "C" fn MPI_Test(
         // SAFETY: the application's arguments.
         return unsafe { mpi_sys::PMPI_Test(request, flag, status) };
     }
-    guard("MPI_Test", host::err_other, || {
-        if let Err(rc) = progress() {
-            return rc;
-        }
-        // SAFETY: the application's array of one request and its status.
-        match unsafe { test_at(request, 0, status) } {
-            Some(rc) => {
-                // SAFETY: the application's flag.
-                unsafe { flag.write(1) };
-                rc
+    #[inline(never)]
+    #[cold]
+    unsafe fn slow(request: *mut MPI_Request, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
+        guard("MPI_Test", host::err_other, || {
+            // SAFETY: the application's array.
+            if unsafe { none_tracked(request, 1) } {
+                // SAFETY: the application's arguments.
+                return unsafe { mpi_sys::PMPI_Test(request, flag, status) };
             }
-            None => {
-                // SAFETY: as above.
-                unsafe { flag.write(0) };
-                host::SUCCESS
+            if let Err(rc) = progress() {
+                return rc;
             }
-        }
-    })
+            // SAFETY: the application's array of one request and its status.
+            match unsafe { test_at(request, 0, status) } {
+                Some(rc) => {
+                    // SAFETY: the application's flag.
+                    unsafe { flag.write(1) };
+                    rc
+                }
+                None => {
+                    // SAFETY: as above.
+                    unsafe { flag.write(0) };
+                    host::SUCCESS
+                }
+            }
+        })
+    }
+    // SAFETY: the application's arguments.
+    unsafe { slow(request, flag, status) }
 }
 
 /// The result of an array call: MPI_ERR_IN_STATUS when a request failed and statuses are
@@ -487,42 +507,53 @@ pub unsafe extern "C" fn MPI_Waitall(
     requests: *mut MPI_Request,
     statuses: *mut MPI_Status,
 ) -> c_int {
-    if !ON.load(Ordering::Relaxed) || host_may_block() {
+    if !ON.load(Ordering::Relaxed) {
         // SAFETY: the application's arguments.
         return unsafe { mpi_sys::PMPI_Waitall(count, requests, statuses) };
     }
-    guard("MPI_Waitall", host::err_other, || {
-        let n = count.max(0) as usize;
-        let mut left: Vec<usize> = (0..n).collect();
-        let mut err = None;
-        let mut idle = Idle::default();
-        loop {
-            if let Err(rc) = progress() {
-                return rc;
-            }
-            left.retain(|&i| {
-                let st = status_at(statuses, i);
-                // SAFETY: index within the application's arrays.
-                match unsafe { test_at(requests, i, st) } {
-                    Some(rc) => {
-                        if rc != host::SUCCESS {
-                            err.get_or_insert(rc);
-                            if st != host::status_ignore() {
-                                // SAFETY: the application's status.
-                                unsafe { (*st).MPI_ERROR = rc };
-                            }
-                        }
-                        false
-                    }
-                    None => true,
-                }
-            });
-            if left.is_empty() {
-                return array_result(err, statuses);
-            }
-            idle.pause();
+    #[inline(never)]
+    #[cold]
+    unsafe fn slow(count: c_int, requests: *mut MPI_Request, statuses: *mut MPI_Status) -> c_int {
+        // SAFETY: the application's array.
+        if unsafe { none_tracked(requests, count) } {
+            // SAFETY: the application's arguments.
+            return unsafe { mpi_sys::PMPI_Waitall(count, requests, statuses) };
         }
-    })
+        guard("MPI_Waitall", host::err_other, || {
+            let n = count.max(0) as usize;
+            let mut left: Vec<usize> = (0..n).collect();
+            let mut err = None;
+            let mut idle = Idle::default();
+            loop {
+                if let Err(rc) = progress() {
+                    return rc;
+                }
+                left.retain(|&i| {
+                    let st = status_at(statuses, i);
+                    // SAFETY: index within the application's arrays.
+                    match unsafe { test_at(requests, i, st) } {
+                        Some(rc) => {
+                            if rc != host::SUCCESS {
+                                err.get_or_insert(rc);
+                                if st != host::status_ignore() {
+                                    // SAFETY: the application's status.
+                                    unsafe { (*st).MPI_ERROR = rc };
+                                }
+                            }
+                            false
+                        }
+                        None => true,
+                    }
+                });
+                if left.is_empty() {
+                    return array_result(err, statuses);
+                }
+                idle.pause();
+            }
+        })
+    }
+    // SAFETY: the application's arguments.
+    unsafe { slow(count, requests, statuses) }
 }
 
 /// MPI_Testall: all complete (and completed now), or none touched.
@@ -540,30 +571,46 @@ pub unsafe extern "C" fn MPI_Testall(
         // SAFETY: the application's arguments.
         return unsafe { mpi_sys::PMPI_Testall(count, requests, flag, statuses) };
     }
-    guard("MPI_Testall", host::err_other, || {
-        if let Err(rc) = progress() {
-            return rc;
-        }
-        let n = count.max(0) as usize;
-        // SAFETY: indices within the application's array.
-        if !(0..n).all(|i| unsafe { complete_at(requests, i) }) {
-            // SAFETY: the application's flag.
-            unsafe { flag.write(0) };
-            return host::SUCCESS;
-        }
-        let mut err = None;
-        for i in 0..n {
-            let st = status_at(statuses, i);
-            // SAFETY: as above; every request is complete.
-            let rc = unsafe { test_at(requests, i, st) }.unwrap_or(host::SUCCESS);
-            if rc != host::SUCCESS {
-                err.get_or_insert(rc);
+    #[inline(never)]
+    #[cold]
+    unsafe fn slow(
+        count: c_int,
+        requests: *mut MPI_Request,
+        flag: *mut c_int,
+        statuses: *mut MPI_Status,
+    ) -> c_int {
+        guard("MPI_Testall", host::err_other, || {
+            // SAFETY: the application's array.
+            if unsafe { none_tracked(requests, count) } {
+                // SAFETY: the application's arguments.
+                return unsafe { mpi_sys::PMPI_Testall(count, requests, flag, statuses) };
             }
-        }
-        // SAFETY: the application's flag.
-        unsafe { flag.write(1) };
-        array_result(err, statuses)
-    })
+            if let Err(rc) = progress() {
+                return rc;
+            }
+            let n = count.max(0) as usize;
+            // SAFETY: indices within the application's array.
+            if !(0..n).all(|i| unsafe { complete_at(requests, i) }) {
+                // SAFETY: the application's flag.
+                unsafe { flag.write(0) };
+                return host::SUCCESS;
+            }
+            let mut err = None;
+            for i in 0..n {
+                let st = status_at(statuses, i);
+                // SAFETY: as above; every request is complete.
+                let rc = unsafe { test_at(requests, i, st) }.unwrap_or(host::SUCCESS);
+                if rc != host::SUCCESS {
+                    err.get_or_insert(rc);
+                }
+            }
+            // SAFETY: the application's flag.
+            unsafe { flag.write(1) };
+            array_result(err, statuses)
+        })
+    }
+    // SAFETY: the application's arguments.
+    unsafe { slow(count, requests, flag, statuses) }
 }
 
 /// One pass of MPI_Waitany/MPI_Testany: Some((index, rc)) of the first complete request,
@@ -602,29 +649,45 @@ pub unsafe extern "C" fn MPI_Waitany(
     index: *mut c_int,
     status: *mut MPI_Status,
 ) -> c_int {
-    if !ON.load(Ordering::Relaxed) || host_may_block() {
+    if !ON.load(Ordering::Relaxed) {
         // SAFETY: the application's arguments.
         return unsafe { mpi_sys::PMPI_Waitany(count, requests, index, status) };
     }
-    guard("MPI_Waitany", host::err_other, || {
-        let mut idle = Idle::default();
-        loop {
-            if let Err(rc) = progress() {
-                return rc;
-            }
+    #[inline(never)]
+    #[cold]
+    unsafe fn slow(
+        count: c_int,
+        requests: *mut MPI_Request,
+        index: *mut c_int,
+        status: *mut MPI_Status,
+    ) -> c_int {
+        // SAFETY: the application's array.
+        if unsafe { none_tracked(requests, count) } {
             // SAFETY: the application's arguments.
-            if let Some((i, rc)) = unsafe { any_pass(count, requests, status) } {
-                if i == host::undefined() {
-                    // SAFETY: the application's status.
-                    unsafe { empty(status) };
-                }
-                // SAFETY: the application's index.
-                unsafe { index.write(i) };
-                return rc;
-            }
-            idle.pause();
+            return unsafe { mpi_sys::PMPI_Waitany(count, requests, index, status) };
         }
-    })
+        guard("MPI_Waitany", host::err_other, || {
+            let mut idle = Idle::default();
+            loop {
+                if let Err(rc) = progress() {
+                    return rc;
+                }
+                // SAFETY: the application's arguments.
+                if let Some((i, rc)) = unsafe { any_pass(count, requests, status) } {
+                    if i == host::undefined() {
+                        // SAFETY: the application's status.
+                        unsafe { empty(status) };
+                    }
+                    // SAFETY: the application's index.
+                    unsafe { index.write(i) };
+                    return rc;
+                }
+                idle.pause();
+            }
+        })
+    }
+    // SAFETY: the application's arguments.
+    unsafe { slow(count, requests, index, status) }
 }
 
 /// An empty status (MPI's for a null request).
@@ -660,34 +723,51 @@ pub unsafe extern "C" fn MPI_Testany(
         // SAFETY: the application's arguments.
         return unsafe { mpi_sys::PMPI_Testany(count, requests, index, flag, status) };
     }
-    guard("MPI_Testany", host::err_other, || {
-        if let Err(rc) = progress() {
-            return rc;
-        }
-        // SAFETY: the application's arguments.
-        match unsafe { any_pass(count, requests, status) } {
-            Some((i, rc)) => {
-                if i == host::undefined() {
-                    // SAFETY: the application's status.
-                    unsafe { empty(status) };
-                }
-                // SAFETY: the application's index and flag.
-                unsafe {
-                    index.write(i);
-                    flag.write(1);
-                }
-                rc
+    #[inline(never)]
+    #[cold]
+    unsafe fn slow(
+        count: c_int,
+        requests: *mut MPI_Request,
+        index: *mut c_int,
+        flag: *mut c_int,
+        status: *mut MPI_Status,
+    ) -> c_int {
+        guard("MPI_Testany", host::err_other, || {
+            // SAFETY: the application's array.
+            if unsafe { none_tracked(requests, count) } {
+                // SAFETY: the application's arguments.
+                return unsafe { mpi_sys::PMPI_Testany(count, requests, index, flag, status) };
             }
-            None => {
-                // SAFETY: as above.
-                unsafe {
-                    index.write(host::undefined());
-                    flag.write(0);
-                }
-                host::SUCCESS
+            if let Err(rc) = progress() {
+                return rc;
             }
-        }
-    })
+            // SAFETY: the application's arguments.
+            match unsafe { any_pass(count, requests, status) } {
+                Some((i, rc)) => {
+                    if i == host::undefined() {
+                        // SAFETY: the application's status.
+                        unsafe { empty(status) };
+                    }
+                    // SAFETY: the application's index and flag.
+                    unsafe {
+                        index.write(i);
+                        flag.write(1);
+                    }
+                    rc
+                }
+                None => {
+                    // SAFETY: as above.
+                    unsafe {
+                        index.write(host::undefined());
+                        flag.write(0);
+                    }
+                    host::SUCCESS
+                }
+            }
+        })
+    }
+    // SAFETY: the application's arguments.
+    unsafe { slow(count, requests, index, flag, status) }
 }
 
 /// One pass of MPI_Waitsome/MPI_Testsome: how many completed (MPI_UNDEFINED when none is
@@ -744,27 +824,46 @@ pub unsafe extern "C" fn MPI_Waitsome(
     indices: *mut c_int,
     statuses: *mut MPI_Status,
 ) -> c_int {
-    if !ON.load(Ordering::Relaxed) || host_may_block() {
+    if !ON.load(Ordering::Relaxed) {
         // SAFETY: the application's arguments.
         return unsafe { mpi_sys::PMPI_Waitsome(incount, requests, outcount, indices, statuses) };
     }
-    guard("MPI_Waitsome", host::err_other, || {
-        let mut idle = Idle::default();
-        loop {
-            if let Err(rc) = progress() {
-                return rc;
-            }
-            let mut err = None;
+    #[inline(never)]
+    #[cold]
+    unsafe fn slow(
+        incount: c_int,
+        requests: *mut MPI_Request,
+        outcount: *mut c_int,
+        indices: *mut c_int,
+        statuses: *mut MPI_Status,
+    ) -> c_int {
+        // SAFETY: the application's array.
+        if unsafe { none_tracked(requests, incount) } {
             // SAFETY: the application's arguments.
-            let n = unsafe { some_pass(incount, requests, indices, statuses, &mut err) };
-            if n != 0 {
-                // SAFETY: the application's outcount.
-                unsafe { outcount.write(n) };
-                return array_result(err, statuses);
-            }
-            idle.pause();
+            return unsafe {
+                mpi_sys::PMPI_Waitsome(incount, requests, outcount, indices, statuses)
+            };
         }
-    })
+        guard("MPI_Waitsome", host::err_other, || {
+            let mut idle = Idle::default();
+            loop {
+                if let Err(rc) = progress() {
+                    return rc;
+                }
+                let mut err = None;
+                // SAFETY: the application's arguments.
+                let n = unsafe { some_pass(incount, requests, indices, statuses, &mut err) };
+                if n != 0 {
+                    // SAFETY: the application's outcount.
+                    unsafe { outcount.write(n) };
+                    return array_result(err, statuses);
+                }
+                idle.pause();
+            }
+        })
+    }
+    // SAFETY: the application's arguments.
+    unsafe { slow(incount, requests, outcount, indices, statuses) }
 }
 
 /// MPI_Testsome.
@@ -783,17 +882,36 @@ pub unsafe extern "C" fn MPI_Testsome(
         // SAFETY: the application's arguments.
         return unsafe { mpi_sys::PMPI_Testsome(incount, requests, outcount, indices, statuses) };
     }
-    guard("MPI_Testsome", host::err_other, || {
-        if let Err(rc) = progress() {
-            return rc;
-        }
-        let mut err = None;
-        // SAFETY: the application's arguments.
-        let n = unsafe { some_pass(incount, requests, indices, statuses, &mut err) };
-        // SAFETY: the application's outcount.
-        unsafe { outcount.write(n) };
-        array_result(err, statuses)
-    })
+    #[inline(never)]
+    #[cold]
+    unsafe fn slow(
+        incount: c_int,
+        requests: *mut MPI_Request,
+        outcount: *mut c_int,
+        indices: *mut c_int,
+        statuses: *mut MPI_Status,
+    ) -> c_int {
+        guard("MPI_Testsome", host::err_other, || {
+            // SAFETY: the application's array.
+            if unsafe { none_tracked(requests, incount) } {
+                // SAFETY: the application's arguments.
+                return unsafe {
+                    mpi_sys::PMPI_Testsome(incount, requests, outcount, indices, statuses)
+                };
+            }
+            if let Err(rc) = progress() {
+                return rc;
+            }
+            let mut err = None;
+            // SAFETY: the application's arguments.
+            let n = unsafe { some_pass(incount, requests, indices, statuses, &mut err) };
+            // SAFETY: the application's outcount.
+            unsafe { outcount.write(n) };
+            array_result(err, statuses)
+        })
+    }
+    // SAFETY: the application's arguments.
+    unsafe { slow(incount, requests, outcount, indices, statuses) }
 }
 
 /// MPI_Iprobe: a dynamic broadcast that a receive of (`source`, `tag`) would take now counts
@@ -813,10 +931,22 @@ pub unsafe extern "C" fn MPI_Iprobe(
         // SAFETY: the application's arguments.
         return unsafe { mpi_sys::PMPI_Iprobe(source, tag, comm, flag, status) };
     }
-    // SAFETY: as above.
-    guard("MPI_Iprobe", host::err_other, || unsafe {
-        iprobe(source, tag, comm, flag, status)
-    })
+    #[inline(never)]
+    #[cold]
+    unsafe fn slow(
+        source: c_int,
+        tag: c_int,
+        comm: MPI_Comm,
+        flag: *mut c_int,
+        status: *mut MPI_Status,
+    ) -> c_int {
+        // SAFETY: as above.
+        guard("MPI_Iprobe", host::err_other, || unsafe {
+            iprobe(source, tag, comm, flag, status)
+        })
+    }
+    // SAFETY: the application's arguments.
+    unsafe { slow(source, tag, comm, flag, status) }
 }
 
 /// # Safety
@@ -828,10 +958,10 @@ unsafe fn iprobe(
     flag: *mut c_int,
     status: *mut MPI_Status,
 ) -> c_int {
-    if let Err(rc) = progress() {
-        return rc;
-    }
     if let Some(e) = db::engine_of(comm) {
+        if let Err(rc) = progress() {
+            return rc;
+        }
         let w = host::comm::size(comm)
             .ok()
             .and_then(|n| want(source, tag, n));
@@ -866,22 +996,28 @@ pub unsafe extern "C" fn MPI_Probe(
         // SAFETY: the application's arguments.
         return unsafe { mpi_sys::PMPI_Probe(source, tag, comm, status) };
     }
-    guard("MPI_Probe", host::err_other, || {
-        if db::engine_of(comm).is_none() && host_may_block() {
-            // SAFETY: the application's arguments.
-            return unsafe { mpi_sys::PMPI_Probe(source, tag, comm, status) };
-        }
-        let mut idle = Idle::default();
-        loop {
-            let mut flag: c_int = 0;
-            // SAFETY: the application's arguments, our flag.
-            let rc = unsafe { iprobe(source, tag, comm, &mut flag, status) };
-            if rc != host::SUCCESS || flag != 0 {
-                return rc;
+    #[inline(never)]
+    #[cold]
+    unsafe fn slow(source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
+        guard("MPI_Probe", host::err_other, || {
+            if db::engine_of(comm).is_none() {
+                // SAFETY: the application's arguments.
+                return unsafe { mpi_sys::PMPI_Probe(source, tag, comm, status) };
             }
-            idle.pause();
-        }
-    })
+            let mut idle = Idle::default();
+            loop {
+                let mut flag: c_int = 0;
+                // SAFETY: the application's arguments, our flag.
+                let rc = unsafe { iprobe(source, tag, comm, &mut flag, status) };
+                if rc != host::SUCCESS || flag != 0 {
+                    return rc;
+                }
+                idle.pause();
+            }
+        })
+    }
+    // SAFETY: the application's arguments.
+    unsafe { slow(source, tag, comm, status) }
 }
 
 /// MPI_Cancel: a receive no message has taken yet is withdrawn from the dynamic broadcasts
@@ -896,18 +1032,24 @@ pub unsafe extern "C" fn MPI_Cancel(request: *mut MPI_Request) -> c_int {
         // SAFETY: the application's arguments.
         return unsafe { mpi_sys::PMPI_Cancel(request) };
     }
-    guard("MPI_Cancel", host::err_other, || {
-        // SAFETY: the application's pointer.
-        let h = unsafe { *request };
-        if let Some((e, id)) = db::tracked(h) {
-            let withdrawn = lock(&e).dbcast.as_mut().is_some_and(|d| d.cancel(id));
-            if !withdrawn {
-                return host::SUCCESS;
+    #[inline(never)]
+    #[cold]
+    unsafe fn slow(request: *mut MPI_Request) -> c_int {
+        guard("MPI_Cancel", host::err_other, || {
+            // SAFETY: the application's pointer.
+            let h = unsafe { *request };
+            if let Some((e, id)) = db::tracked(h).filter(|t| t.1 != db::POLLED_SEND) {
+                let withdrawn = lock(&e).dbcast.as_mut().is_some_and(|d| d.cancel(id));
+                if !withdrawn {
+                    return host::SUCCESS;
+                }
             }
-        }
-        // SAFETY: the application's arguments.
-        unsafe { mpi_sys::PMPI_Cancel(request) }
-    })
+            // SAFETY: the application's arguments.
+            unsafe { mpi_sys::PMPI_Cancel(request) }
+        })
+    }
+    // SAFETY: the application's arguments.
+    unsafe { slow(request) }
 }
 
 /// MPI_Request_free: a receive a dynamic broadcast took still fills its buffer, unseen.
@@ -920,18 +1062,24 @@ pub unsafe extern "C" fn MPI_Request_free(request: *mut MPI_Request) -> c_int {
         // SAFETY: the application's arguments.
         return unsafe { mpi_sys::PMPI_Request_free(request) };
     }
-    guard("MPI_Request_free", host::err_other, || {
-        // SAFETY: the application's pointer.
-        let h = unsafe { *request };
-        if let Some((e, id)) = db::tracked(h) {
-            db::untrack(h);
-            if let Some(d) = lock(&e).dbcast.as_mut() {
-                d.orphan(id);
+    #[inline(never)]
+    #[cold]
+    unsafe fn slow(request: *mut MPI_Request) -> c_int {
+        guard("MPI_Request_free", host::err_other, || {
+            // SAFETY: the application's pointer.
+            let h = unsafe { *request };
+            if let Some((e, id)) = db::tracked(h) {
+                db::untrack(h);
+                if let Some(d) = lock(&e).dbcast.as_mut() {
+                    d.orphan(id);
+                }
             }
-        }
-        // SAFETY: the application's arguments.
-        unsafe { mpi_sys::PMPI_Request_free(request) }
-    })
+            // SAFETY: the application's arguments.
+            unsafe { mpi_sys::PMPI_Request_free(request) }
+        })
+    }
+    // SAFETY: the application's arguments.
+    unsafe { slow(request) }
 }
 
 /// MPI_Request_get_status: a receive a dynamic broadcast completed says so, with its status.
@@ -948,39 +1096,54 @@ pub unsafe extern "C" fn MPI_Request_get_status(
         // SAFETY: the application's arguments.
         return unsafe { mpi_sys::PMPI_Request_get_status(request, flag, status) };
     }
-    guard("MPI_Request_get_status", host::err_other, || {
-        if let Err(rc) = progress() {
-            return rc;
-        }
-        if let Some((e, id)) = db::tracked(request) {
-            match done(&e, id) {
-                None => {
-                    // SAFETY: the application's flag.
-                    unsafe { flag.write(0) };
-                    return host::SUCCESS;
+    #[inline(never)]
+    #[cold]
+    unsafe fn slow(request: MPI_Request, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
+        guard("MPI_Request_get_status", host::err_other, || {
+            if let Some((e, id)) = db::tracked(request).filter(|t| t.1 != db::POLLED_SEND) {
+                if let Err(rc) = progress() {
+                    return rc;
                 }
-                Some(RecvState::Dbcast(o)) => {
-                    // SAFETY: the application's flag and status.
-                    unsafe {
-                        host::status_fill(status, o.source, o.tag, o.error, o.bytes);
-                        flag.write(1);
+                match done(&e, id) {
+                    None => {
+                        // SAFETY: the application's flag.
+                        unsafe { flag.write(0) };
+                        return host::SUCCESS;
                     }
-                    return host::SUCCESS;
+                    Some(RecvState::Dbcast(o)) => {
+                        // SAFETY: the application's flag and status.
+                        unsafe {
+                            host::status_fill(status, o.source, o.tag, o.error, o.bytes);
+                            flag.write(1);
+                        }
+                        return host::SUCCESS;
+                    }
+                    Some(_) => {}
                 }
-                Some(_) => {}
             }
-        }
-        // SAFETY: the application's arguments.
-        unsafe { mpi_sys::PMPI_Request_get_status(request, flag, status) }
-    })
+            // SAFETY: the application's arguments.
+            unsafe { mpi_sys::PMPI_Request_get_status(request, flag, status) }
+        })
+    }
+    // SAFETY: the application's arguments.
+    unsafe { slow(request, flag, status) }
 }
 
 // ---------------------------------------------------------------------------------------
 // Sends: counted on an enabled communicator (the broadcasts carry the counts), or carried
 // by the engine to a rank this root broadcast to before.
 
-/// Some(rc) when the engine carried the send; None when the host's call must make it (it
-/// was counted).
+/// Who makes a send.
+enum Sent {
+    /// The engine carried it: the call's result.
+    Engine(c_int),
+    /// The host's call makes it: on an enabled communicator (counted; `Some`, its engine,
+    /// so that waiting for it forwards meanwhile), or elsewhere (`None`).
+    Host(Option<EngineRef>),
+}
+
+/// The engine carries a send to a rank this rank broadcast to before; any other send on an
+/// enabled communicator is counted and left to the host.
 fn send_by_engine(
     buf: *const c_void,
     count: c_int,
@@ -988,23 +1151,29 @@ fn send_by_engine(
     dest: c_int,
     tag: c_int,
     comm: MPI_Comm,
-) -> Option<c_int> {
-    let e = db::engine_of(comm)?;
-    let dest = u32::try_from(dest).ok()?;
-    if tag < 0 || count < 0 {
-        return None;
-    }
+) -> Sent {
+    let Some(e) = db::engine_of(comm) else {
+        return Sent::Host(None);
+    };
+    let (Ok(dest), true) = (u32::try_from(dest), tag >= 0 && count >= 0) else {
+        return Sent::Host(None);
+    };
     let mut g = lock(&e);
     let ecomm = g.comm();
-    let d = g.dbcast.as_mut()?;
+    let Some(d) = g.dbcast.as_mut() else {
+        return Sent::Host(None);
+    };
     if !d.by_engine(dest) {
         d.count_plain(dest, tag);
-        return None;
+        drop(g);
+        return Sent::Host(Some(e));
     }
-    let ub = UserBuf::describe(buf as *mut c_void, i64::from(count), datatype, comm).ok()?;
+    let Ok(ub) = UserBuf::describe(buf as *mut c_void, i64::from(count), datatype, comm) else {
+        return Sent::Host(None);
+    };
     let r = ub.with_send_bytes(|bytes| d.direct(ecomm, dest, tag, bytes));
     drop(g);
-    Some(match r {
+    Sent::Engine(match r {
         Ok(Ok(())) => host::SUCCESS,
         Ok(Err(err)) => engine_failed(err),
         Err(e) => e.0,
@@ -1030,7 +1199,7 @@ unsafe fn completed(rc: c_int, request: *mut MPI_Request) -> c_int {
 }
 
 macro_rules! blocking_send {
-    ($name:ident, $pmpi:ident) => {
+    ($name:ident, $pmpi:ident, $ipmpi:ident) => {
         /// A send mode of MPI: counted on a communicator with dynamic broadcast, or carried
         /// by its engine to a rank this rank broadcast to (so that it is received after the
         /// broadcast, as it was sent).
@@ -1050,13 +1219,42 @@ macro_rules! blocking_send {
                 // SAFETY: the application's arguments.
                 return unsafe { mpi_sys::$pmpi(buf, count, datatype, dest, tag, comm) };
             }
-            guard(stringify!($name), host::err_other, || {
-                if let Some(rc) = send_by_engine(buf, count, datatype, dest, tag, comm) {
-                    return rc;
-                }
-                // SAFETY: the application's arguments.
-                unsafe { mpi_sys::$pmpi(buf, count, datatype, dest, tag, comm) }
-            })
+            #[inline(never)]
+            #[cold]
+            unsafe fn slow(
+                buf: *const c_void,
+                count: c_int,
+                datatype: MPI_Datatype,
+                dest: c_int,
+                tag: c_int,
+                comm: MPI_Comm,
+            ) -> c_int {
+                guard(stringify!($name), host::err_other, || {
+                    match send_by_engine(buf, count, datatype, dest, tag, comm) {
+                        Sent::Engine(rc) => rc,
+                        // SAFETY: the application's arguments.
+                        Sent::Host(None) => unsafe {
+                            mpi_sys::$pmpi(buf, count, datatype, dest, tag, comm)
+                        },
+                        Sent::Host(Some(e)) => {
+                            // Its non-blocking form, waited for while forwarding.
+                            let mut r = request_null();
+                            // SAFETY: the application's arguments, our request.
+                            let rc = unsafe {
+                                mpi_sys::$ipmpi(buf, count, datatype, dest, tag, comm, &mut r)
+                            };
+                            if rc != host::SUCCESS {
+                                return rc;
+                            }
+                            db::track(r, &e, db::POLLED_SEND);
+                            // SAFETY: our request.
+                            unsafe { wait_one(&mut r, host::status_ignore()) }
+                        }
+                    }
+                })
+            }
+            // SAFETY: the application's arguments.
+            unsafe { slow(buf, count, datatype, dest, tag, comm) }
         }
     };
 }
@@ -1082,22 +1280,44 @@ macro_rules! nonblocking_send {
                 // SAFETY: the application's arguments.
                 return unsafe { mpi_sys::$pmpi(buf, count, datatype, dest, tag, comm, request) };
             }
-            guard(stringify!($name), host::err_other, || {
-                if let Some(rc) = send_by_engine(buf, count, datatype, dest, tag, comm) {
-                    // SAFETY: the application's request pointer.
-                    return unsafe { completed(rc, request) };
-                }
-                // SAFETY: the application's arguments.
-                unsafe { mpi_sys::$pmpi(buf, count, datatype, dest, tag, comm, request) }
-            })
+            #[inline(never)]
+            #[cold]
+            unsafe fn slow(
+                buf: *const c_void,
+                count: c_int,
+                datatype: MPI_Datatype,
+                dest: c_int,
+                tag: c_int,
+                comm: MPI_Comm,
+                request: *mut MPI_Request,
+            ) -> c_int {
+                guard(stringify!($name), host::err_other, || {
+                    let sent = send_by_engine(buf, count, datatype, dest, tag, comm);
+                    let e = match sent {
+                        // SAFETY: the application's request pointer.
+                        Sent::Engine(rc) => return unsafe { completed(rc, request) },
+                        Sent::Host(e) => e,
+                    };
+                    // SAFETY: the application's arguments.
+                    let rc =
+                        unsafe { mpi_sys::$pmpi(buf, count, datatype, dest, tag, comm, request) };
+                    if let (Some(e), host::SUCCESS) = (e, rc) {
+                        // SAFETY: the host wrote the request.
+                        db::track(unsafe { *request }, &e, db::POLLED_SEND);
+                    }
+                    rc
+                })
+            }
+            // SAFETY: the application's arguments.
+            unsafe { slow(buf, count, datatype, dest, tag, comm, request) }
         }
     };
 }
 
-blocking_send!(MPI_Send, PMPI_Send);
-blocking_send!(MPI_Ssend, PMPI_Ssend);
-blocking_send!(MPI_Rsend, PMPI_Rsend);
-blocking_send!(MPI_Bsend, PMPI_Bsend);
+blocking_send!(MPI_Send, PMPI_Send, PMPI_Isend);
+blocking_send!(MPI_Ssend, PMPI_Ssend, PMPI_Issend);
+blocking_send!(MPI_Rsend, PMPI_Rsend, PMPI_Irsend);
+blocking_send!(MPI_Bsend, PMPI_Bsend, PMPI_Ibsend);
 nonblocking_send!(MPI_Isend, PMPI_Isend);
 nonblocking_send!(MPI_Issend, PMPI_Issend);
 nonblocking_send!(MPI_Irsend, PMPI_Irsend);
@@ -1127,13 +1347,13 @@ unsafe fn improbe(
     message: *mut mpi_sys::MPI_Message,
     status: *mut MPI_Status,
 ) -> c_int {
-    if let Err(rc) = progress() {
-        return rc;
-    }
     let Some(e) = db::engine_of(comm) else {
         // SAFETY: the application's arguments.
         return unsafe { mpi_sys::PMPI_Improbe(source, tag, comm, flag, message, status) };
     };
+    if let Err(rc) = progress() {
+        return rc;
+    }
     if let Some(w) = host::comm::size(comm)
         .ok()
         .and_then(|n| want(source, tag, n))
@@ -1204,10 +1424,23 @@ pub unsafe extern "C" fn MPI_Improbe(
         // SAFETY: the application's arguments.
         return unsafe { mpi_sys::PMPI_Improbe(source, tag, comm, flag, message, status) };
     }
-    // SAFETY: as above.
-    guard("MPI_Improbe", host::err_other, || unsafe {
-        improbe(source, tag, comm, flag, message, status)
-    })
+    #[inline(never)]
+    #[cold]
+    unsafe fn slow(
+        source: c_int,
+        tag: c_int,
+        comm: MPI_Comm,
+        flag: *mut c_int,
+        message: *mut mpi_sys::MPI_Message,
+        status: *mut MPI_Status,
+    ) -> c_int {
+        // SAFETY: as above.
+        guard("MPI_Improbe", host::err_other, || unsafe {
+            improbe(source, tag, comm, flag, message, status)
+        })
+    }
+    // SAFETY: the application's arguments.
+    unsafe { slow(source, tag, comm, flag, message, status) }
 }
 
 /// MPI_Mprobe: MPI_Improbe until it matches, forwarding meanwhile.
@@ -1226,18 +1459,30 @@ pub unsafe extern "C" fn MPI_Mprobe(
         // SAFETY: the application's arguments.
         return unsafe { mpi_sys::PMPI_Mprobe(source, tag, comm, message, status) };
     }
-    guard("MPI_Mprobe", host::err_other, || {
-        let mut idle = Idle::default();
-        loop {
-            let mut flag: c_int = 0;
-            // SAFETY: the application's arguments, our flag.
-            let rc = unsafe { improbe(source, tag, comm, &mut flag, message, status) };
-            if rc != host::SUCCESS || flag != 0 {
-                return rc;
+    #[inline(never)]
+    #[cold]
+    unsafe fn slow(
+        source: c_int,
+        tag: c_int,
+        comm: MPI_Comm,
+        message: *mut mpi_sys::MPI_Message,
+        status: *mut MPI_Status,
+    ) -> c_int {
+        guard("MPI_Mprobe", host::err_other, || {
+            let mut idle = Idle::default();
+            loop {
+                let mut flag: c_int = 0;
+                // SAFETY: the application's arguments, our flag.
+                let rc = unsafe { improbe(source, tag, comm, &mut flag, message, status) };
+                if rc != host::SUCCESS || flag != 0 {
+                    return rc;
+                }
+                idle.pause();
             }
-            idle.pause();
-        }
-    })
+        })
+    }
+    // SAFETY: the application's arguments.
+    unsafe { slow(source, tag, comm, message, status) }
 }
 
 /// Receives a probed broadcast into the buffer, waiting for the rest of its data: the
@@ -1306,29 +1551,41 @@ pub unsafe extern "C" fn MPI_Mrecv(
         // SAFETY: the application's arguments.
         return unsafe { mpi_sys::PMPI_Mrecv(buf, count, datatype, message, status) };
     }
-    guard("MPI_Mrecv", host::err_other, || {
-        // SAFETY: the application's pointer.
-        let Some(p) = (unsafe { probed(message) }) else {
-            // SAFETY: the application's arguments.
-            return unsafe { mpi_sys::PMPI_Mrecv(buf, count, datatype, message, status) };
-        };
-        let comm = p.comm.0;
-        match mrecv_probed(p, buf, count, datatype) {
-            Ok((s, t, err, n)) => {
-                // SAFETY: the application's status and message.
-                unsafe {
-                    host::status_fill(status, s, t, err, n);
-                    message.write(recv::message_null());
+    #[inline(never)]
+    #[cold]
+    unsafe fn slow(
+        buf: *mut c_void,
+        count: c_int,
+        datatype: MPI_Datatype,
+        message: *mut mpi_sys::MPI_Message,
+        status: *mut MPI_Status,
+    ) -> c_int {
+        guard("MPI_Mrecv", host::err_other, || {
+            // SAFETY: the application's pointer.
+            let Some(p) = (unsafe { probed(message) }) else {
+                // SAFETY: the application's arguments.
+                return unsafe { mpi_sys::PMPI_Mrecv(buf, count, datatype, message, status) };
+            };
+            let comm = p.comm.0;
+            match mrecv_probed(p, buf, count, datatype) {
+                Ok((s, t, err, n)) => {
+                    // SAFETY: the application's status and message.
+                    unsafe {
+                        host::status_fill(status, s, t, err, n);
+                        message.write(recv::message_null());
+                    }
+                    if err != host::SUCCESS {
+                        host::call_errhandler(comm, err)
+                    } else {
+                        host::SUCCESS
+                    }
                 }
-                if err != host::SUCCESS {
-                    host::call_errhandler(comm, err)
-                } else {
-                    host::SUCCESS
-                }
+                Err(rc) => rc,
             }
-            Err(rc) => rc,
-        }
-    })
+        })
+    }
+    // SAFETY: the application's arguments.
+    unsafe { slow(buf, count, datatype, message, status) }
 }
 
 /// MPI_Imrecv: as MPI_Mrecv for a probed dynamic broadcast (it waits for the rest of the
@@ -1348,24 +1605,36 @@ pub unsafe extern "C" fn MPI_Imrecv(
         // SAFETY: the application's arguments.
         return unsafe { mpi_sys::PMPI_Imrecv(buf, count, datatype, message, request) };
     }
-    guard("MPI_Imrecv", host::err_other, || {
-        // SAFETY: the application's pointer.
-        let Some(p) = (unsafe { probed(message) }) else {
-            // SAFETY: the application's arguments.
-            return unsafe { mpi_sys::PMPI_Imrecv(buf, count, datatype, message, request) };
-        };
-        match mrecv_probed(p, buf, count, datatype)
-            .and_then(|(s, t, err, n)| recv::completed_request_with(s, t, err, n).map_err(|e| e.0))
-        {
-            Ok(r) => {
-                // SAFETY: the application's request and message.
-                unsafe {
-                    request.write(r);
-                    message.write(recv::message_null());
+    #[inline(never)]
+    #[cold]
+    unsafe fn slow(
+        buf: *mut c_void,
+        count: c_int,
+        datatype: MPI_Datatype,
+        message: *mut mpi_sys::MPI_Message,
+        request: *mut MPI_Request,
+    ) -> c_int {
+        guard("MPI_Imrecv", host::err_other, || {
+            // SAFETY: the application's pointer.
+            let Some(p) = (unsafe { probed(message) }) else {
+                // SAFETY: the application's arguments.
+                return unsafe { mpi_sys::PMPI_Imrecv(buf, count, datatype, message, request) };
+            };
+            match mrecv_probed(p, buf, count, datatype).and_then(|(s, t, err, n)| {
+                recv::completed_request_with(s, t, err, n).map_err(|e| e.0)
+            }) {
+                Ok(r) => {
+                    // SAFETY: the application's request and message.
+                    unsafe {
+                        request.write(r);
+                        message.write(recv::message_null());
+                    }
+                    host::SUCCESS
                 }
-                host::SUCCESS
+                Err(rc) => rc,
             }
-            Err(rc) => rc,
-        }
-    })
+        })
+    }
+    // SAFETY: the application's arguments.
+    unsafe { slow(buf, count, datatype, message, request) }
 }

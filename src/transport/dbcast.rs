@@ -560,9 +560,44 @@ static COMMS: std::sync::RwLock<Vec<(u64, EngineRef)>> = std::sync::RwLock::new(
 static RECVS: std::sync::Mutex<Option<HashMap<u64, (EngineRef, RecvId)>>> =
     std::sync::Mutex::new(None);
 
+/// The tracked request that is a send on an enabled communicator (not a receive): a wait
+/// for it forwards broadcasts meanwhile, since its receiver may be waiting for one that
+/// this rank must pass on.
+pub const POLLED_SEND: RecvId = RecvId::MAX;
+
+/// The enabled communicators' handles, read without a lock by the intercepted calls on any
+/// communicator (a handle of a communicator freed since may stay: the lookup then says no).
+const FAST_KEYS: usize = 16;
+static KEYS: [std::sync::atomic::AtomicU64; FAST_KEYS] =
+    [const { std::sync::atomic::AtomicU64::new(0) }; FAST_KEYS];
+static NKEYS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+/// More enabled communicators than `KEYS` holds: every communicator takes the long way.
+static OVERFLOW: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// How many requests are tracked (the wait and test calls look up nothing while it is 0).
+static NTRACKED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Whether `comm` may have dynamic broadcast on (false: certainly not), without a lock.
+#[inline]
+pub fn maybe_enabled(comm: MPI_Comm) -> bool {
+    use std::sync::atomic::Ordering::Acquire;
+    let key = recv::handle_key(comm);
+    let n = NKEYS.load(Acquire).min(FAST_KEYS);
+    KEYS[..n].iter().any(|k| k.load(Acquire) == key) || OVERFLOW.load(Acquire)
+}
+
 /// Turns dynamic broadcast on for `comm`, whose engine is `engine` (with its side made).
 pub fn enable(comm: MPI_Comm, engine: &Arc<std::sync::Mutex<super::forward::Engine>>) {
     let key = recv::handle_key(comm);
+    if !maybe_enabled(comm) {
+        use std::sync::atomic::Ordering::{AcqRel, Release};
+        let i = NKEYS.load(std::sync::atomic::Ordering::Acquire);
+        if i < FAST_KEYS {
+            KEYS[i].store(key, Release);
+            NKEYS.fetch_add(1, AcqRel);
+        } else {
+            OVERFLOW.store(true, Release);
+        }
+    }
     let mut all = COMMS.write().unwrap_or_else(|p| p.into_inner());
     all.retain(|(k, w)| *k != key && w.strong_count() > 0);
     all.push((key, Arc::downgrade(engine)));
@@ -571,6 +606,9 @@ pub fn enable(comm: MPI_Comm, engine: &Arc<std::sync::Mutex<super::forward::Engi
 
 /// The engine of `comm` if dynamic broadcast is on there.
 pub fn engine_of(comm: MPI_Comm) -> Option<Arc<std::sync::Mutex<super::forward::Engine>>> {
+    if !maybe_enabled(comm) {
+        return None;
+    }
     let key = recv::handle_key(comm);
     let all = COMMS.read().unwrap_or_else(|p| p.into_inner());
     all.iter().find(|(k, _)| *k == key)?.1.upgrade()
@@ -595,13 +633,18 @@ pub fn track(
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .get_or_insert_with(HashMap::new)
-        .insert(recv::handle_key(req), (Arc::downgrade(engine), id));
+        .insert(recv::handle_key(req), (Arc::downgrade(engine), id))
+        .is_none()
+        .then(|| NTRACKED.fetch_add(1, std::sync::atomic::Ordering::AcqRel));
 }
 
 /// The engine and receive of the application's request `req`, if a broadcast may complete it.
 pub fn tracked(
     req: host::MPI_Request,
 ) -> Option<(Arc<std::sync::Mutex<super::forward::Engine>>, RecvId)> {
+    if NTRACKED.load(std::sync::atomic::Ordering::Acquire) == 0 {
+        return None;
+    }
     let g = RECVS.lock().unwrap_or_else(|p| p.into_inner());
     let (w, id) = g.as_ref()?.get(&recv::handle_key(req))?;
     Some((w.upgrade()?, *id))
@@ -609,16 +652,17 @@ pub fn tracked(
 
 /// Whether any request is tracked (a quick test before looking at each of an array).
 pub fn any_tracked() -> bool {
-    RECVS
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .as_ref()
-        .is_some_and(|m| !m.is_empty())
+    NTRACKED.load(std::sync::atomic::Ordering::Acquire) > 0
 }
 
 /// Stops tracking `req` (its handle is completed or freed).
 pub fn untrack(req: host::MPI_Request) {
+    if NTRACKED.load(std::sync::atomic::Ordering::Acquire) == 0 {
+        return;
+    }
     if let Some(m) = RECVS.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
-        m.remove(&recv::handle_key(req));
+        if m.remove(&recv::handle_key(req)).is_some() {
+            NTRACKED.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+        }
     }
 }

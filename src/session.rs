@@ -464,10 +464,14 @@ impl Session {
         comm: MPI_Comm,
     ) -> Result<Arc<Mutex<transport::forward::Engine>>, host::MpiError> {
         let engine = self.mcast_enable(comm)?;
-        let (seg, limit) = {
+        let (seg, limit, stall) = {
             let st = self.comm_state(comm, "MPICAST_Dbcast_enable")?;
             let st = st.lock().unwrap_or_else(|p| p.into_inner());
-            (st.cfg.segment_bytes, st.cfg.imcast_buffer)
+            (
+                st.cfg.segment_bytes,
+                st.cfg.imcast_buffer,
+                Duration::from_millis(st.cfg.timeout_ms),
+            )
         };
         {
             let mut e = engine.lock().unwrap_or_else(|p| p.into_inner());
@@ -478,6 +482,7 @@ impl Session {
                     ranks,
                     seg,
                     limit,
+                    stall,
                 ));
             }
         }

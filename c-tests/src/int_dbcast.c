@@ -1185,6 +1185,27 @@ static void part_info(void) {
   MPI_Comm_free(&off);
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* 9 (alone, not by default): a case whose order cannot be kept is detected. Rank 0 sends a
+ * plain message (counted), rank 1 receives it where mpicast cannot see it (PMPI_Recv), then a
+ * broadcast from rank 0 that may only be delivered after that message waits for it: the job
+ * must end with a message naming it once MPICAST_TIMEOUT_MS has passed. */
+
+static void part_stall(void) {
+  int x = 1, rec[1] = {1};
+  if (nranks >= 2 && rank == 0) {
+    MPI_Send(&x, 1, MPI_INT, 1, 9, comm);
+    MPICAST_Request *q = dbcast(&x, 1, MPI_INT, rec, 1, 9, "part 9");
+    dwait(&q, "part 9");
+  } else if (nranks >= 2 && rank == 1) {
+    PMPI_Recv(&x, 1, MPI_INT, 0, 9, comm, MPI_STATUS_IGNORE);
+    MPI_Recv(&x, 1, MPI_INT, 0, 9, comm, MPI_STATUS_IGNORE);
+    tc_fail("part 9: the broadcast was delivered although a plain message sent before it "
+            "was received where mpicast could not count it");
+  }
+  MPI_Barrier(sync_comm);
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   rank = tc_world_rank();
@@ -1224,6 +1245,7 @@ int main(int argc, char **argv) {
   if (parts & (1u << 6)) part_bad();
   if (parts & (1u << 7)) part_stress(stress, max_bytes);
   if (parts & (1u << 8)) part_info();
+  if (parts & (1u << 9)) part_stall();
   long mine[2] = {n_dbcasts, n_received}, sum[2] = {0, 0};
   MPI_Reduce(mine, sum, 2, MPI_LONG, MPI_SUM, 0, sync_comm);
   MPI_Comm_free(&sync_comm);

@@ -13,7 +13,7 @@
 //! receive or send on an enabled communicator) go to the host's call at once; the others
 //! poll, forwarding the broadcasts routed through this rank meanwhile.
 
-use super::ext::Idle;
+use super::ext::{empty_status, Idle};
 use super::guard;
 use crate::host::buffer::UserBuf;
 use crate::host::recv::{self, HostReq};
@@ -184,39 +184,6 @@ fn done(e: &EngineRef, id: RecvId) -> Option<RecvState> {
     }
 }
 
-/// Ends the job when a broadcast has waited past the timeout for plain messages that were
-/// sent before it and never came to a receive mpicast saw.
-fn check_stall(e: &EngineRef) {
-    let g = lock(e);
-    let Some((since, which)) = g.dbcast.as_ref().and_then(|d| d.blocked()) else {
-        return;
-    };
-    let limit = crate::session::get().map_or(30_000, |s| s.cfg.timeout_ms);
-    if since.elapsed() < std::time::Duration::from_millis(limit) {
-        return;
-    }
-    let list: Vec<String> = which
-        .iter()
-        .map(|m| {
-            format!(
-                "from rank {} with tag {} ({} plain messages of that root sent before it, {} \
-                 with its tag)",
-                m.key.root, m.tag, m.before_total, m.before_tag
-            )
-        })
-        .collect();
-    crate::session::say(&format!(
-        "mpicast: rank {}: dynamic broadcasts waited more than MPICAST_TIMEOUT_MS ({limit} ms) \
-         for point-to-point messages their root sent before them: {}. Those messages were not \
-         received through MPI_Recv/MPI_Irecv on this communicator (a persistent receive, \
-         MPI_Sendrecv or a PMPI call does not count), so the order MPI promises cannot be \
-         kept; aborting",
-        g.rank(),
-        list.join("; ")
-    ));
-    host::abort(host::comm_world(), 1)
-}
-
 /// Whether none of the `n` requests at `reqs` is tracked (a receive a broadcast may complete,
 /// or a send on an enabled communicator): then the host's own call takes the array, and
 /// this rank does not forward meanwhile (calls on other communicators cost nothing).
@@ -254,7 +221,6 @@ unsafe fn wait_one(req: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
                     // SAFETY: as the caller promises.
                     return unsafe { finish(req, status, e, *id, s) };
                 }
-                check_stall(e);
             }
             None => {
                 // A send on an enabled communicator: its receiver may wait for a broadcast
@@ -676,7 +642,7 @@ pub unsafe extern "C" fn MPI_Waitany(
                 if let Some((i, rc)) = unsafe { any_pass(count, requests, status) } {
                     if i == host::undefined() {
                         // SAFETY: the application's status.
-                        unsafe { empty(status) };
+                        empty_status(status);
                     }
                     // SAFETY: the application's index.
                     unsafe { index.write(i) };
@@ -688,23 +654,6 @@ pub unsafe extern "C" fn MPI_Waitany(
     }
     // SAFETY: the application's arguments.
     unsafe { slow(count, requests, index, status) }
-}
-
-/// An empty status (MPI's for a null request).
-///
-/// # Safety
-/// `status` is MPI_STATUS_IGNORE or writable.
-unsafe fn empty(status: *mut MPI_Status) {
-    // SAFETY: as the caller promises.
-    unsafe {
-        host::status_fill(
-            status,
-            host::any_source(),
-            host::p2p::any_tag(),
-            host::SUCCESS,
-            0,
-        )
-    };
 }
 
 /// MPI_Testany.
@@ -746,7 +695,7 @@ pub unsafe extern "C" fn MPI_Testany(
                 Some((i, rc)) => {
                     if i == host::undefined() {
                         // SAFETY: the application's status.
-                        unsafe { empty(status) };
+                        empty_status(status);
                     }
                     // SAFETY: the application's index and flag.
                     unsafe {

@@ -90,13 +90,21 @@ pub struct DbcastSide {
     by_engine: HashSet<u32>,
     /// Plain sends of released deferred sends, each group with the request it completes.
     plain: Vec<(Vec<HostReq>, Arc<ReqState>)>,
-    /// Since when some broadcast has waited for plain messages a posted receive could take.
+    /// Since when some broadcast has waited for plain messages a posted receive could take,
+    /// and how long it may (MPICAST_TIMEOUT_MS).
     blocked_since: Option<Instant>,
+    stall_limit: Duration,
     pub activity: u64,
 }
 
 impl DbcastSide {
-    pub fn new(rank: u32, ranks: u32, seg_bytes: usize, unexpected_limit: usize) -> DbcastSide {
+    pub fn new(
+        rank: u32,
+        ranks: u32,
+        seg_bytes: usize,
+        unexpected_limit: usize,
+        stall_limit: Duration,
+    ) -> DbcastSide {
         DbcastSide {
             rank,
             fwd: Forwarder::new(rank, ranks, seg_bytes),
@@ -113,6 +121,7 @@ impl DbcastSide {
             by_engine: HashSet::new(),
             plain: Vec::new(),
             blocked_since: None,
+            stall_limit,
             activity: 0,
         }
     }
@@ -303,17 +312,6 @@ impl DbcastSide {
         self.matcher.probe(want)
     }
 
-    /// Since when a broadcast has waited for plain messages that have not come (the caller
-    /// ends a wait that runs past the timeout with a message), and which.
-    pub fn blocked(&self) -> Option<(Instant, Vec<Arrived>)> {
-        self.blocked_since.map(|t| {
-            (
-                t,
-                self.matcher.blocked().into_iter().map(|(_, m)| m).collect(),
-            )
-        })
-    }
-
     /// Moves what can move: segments in (forwarded, assembled), the host's completions of
     /// registered receives, pairs, deliveries, queued sends out.
     pub fn progress(&mut self, comm: MPI_Comm) -> Result<(), EngineError> {
@@ -420,7 +418,39 @@ impl DbcastSide {
             (true, Some(t)) => Some(t),
             (true, None) => Some(Instant::now()),
         };
+        if self
+            .blocked_since
+            .is_some_and(|t| t.elapsed() > self.stall_limit)
+        {
+            return Err(EngineError::Protocol(self.stalled()));
+        }
         Ok(())
+    }
+
+    /// Why the broadcasts that wait for plain messages cannot be delivered.
+    fn stalled(&self) -> String {
+        let list: Vec<String> = self
+            .matcher
+            .blocked()
+            .iter()
+            .map(|(_, m)| {
+                format!(
+                    "from rank {} with tag {} ({} plain messages of that root sent before it, {} \
+                     with its tag)",
+                    m.key.root, m.tag, m.before_total, m.before_tag
+                )
+            })
+            .collect();
+        format!(
+            "rank {}: dynamic broadcasts waited more than MPICAST_TIMEOUT_MS ({} ms) for \
+             point-to-point messages their root sent before them: {}. Those messages were not \
+             received through the receive calls mpicast intercepts on this communicator (a \
+             persistent receive, MPI_Sendrecv or a PMPI call does not count), so the order MPI \
+             promises cannot be kept",
+            self.rank,
+            self.stall_limit.as_millis(),
+            list.join("; ")
+        )
     }
 
     /// Receive `id` was completed by the host with `st`: the pairs that this makes possible.

@@ -8,30 +8,20 @@
 
 use super::super::guard;
 use super::request::MPICAST_Request;
-use super::{ARG, ERR_MPI, INTERNAL, NOT_ENABLED, NULL_ARG, OK, UNKNOWN_KEY};
+use super::{engine_error, ARG, ERR_MPI, INTERNAL, NOT_ENABLED, NULL_ARG, OK, UNKNOWN_KEY};
 use crate::algo::dbcast::{self as tree, Recipient};
 use crate::config::DbcastTree;
 use crate::host::recv::{self, HostReq};
 use crate::host::{self, buffer::UserBuf, MPI_Comm, MPI_Datatype, SendComm};
 use crate::session;
 use crate::transport::dbcast as db;
-use crate::transport::forward::{Engine, EngineError, Outcome, ReqState};
+use crate::transport::forward::{Engine, Outcome, ReqState};
 use std::collections::HashMap;
 use std::os::raw::{c_int, c_void};
 use std::sync::{Arc, Mutex};
 
 /// The largest tag: MPI promises every implementation allows at least this much.
 const TAG_MAX: c_int = 32767;
-
-fn engine_error(e: EngineError) -> c_int {
-    match e {
-        EngineError::Mpi(_) => ERR_MPI,
-        EngineError::Full(m) | EngineError::Protocol(m) => {
-            session::say(&format!("mpicast: {m}; aborting"));
-            host::abort(host::comm_world(), 1)
-        }
-    }
-}
 
 /// The communicator's size and this rank, if it is a usable intracommunicator.
 fn intra(comm: MPI_Comm) -> Option<(u32, u32)> {

@@ -7,10 +7,10 @@
 
 use super::super::guard;
 use super::request::{progress, MPICAST_Request};
-use super::{ARG, ERR_MPI, INTERNAL, NOT_ENABLED, NULL_ARG, OK};
+use super::{engine_error, ARG, ERR_MPI, INTERNAL, NOT_ENABLED, NULL_ARG, OK};
 use crate::host::{self, buffer::UserBuf, MPI_Comm, MPI_Datatype};
 use crate::session;
-use crate::transport::forward::{Engine, EngineError, Outcome, ReqState};
+use crate::transport::forward::{Engine, Outcome, ReqState};
 use crate::wire::matching::Want;
 use std::os::raw::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -40,16 +40,6 @@ fn engine(comm: MPI_Comm) -> Result<Arc<Mutex<Engine>>, c_int> {
         INTERNAL
     })?;
     s.mcast_engine(comm).ok_or(NOT_ENABLED)
-}
-
-fn engine_error(e: EngineError) -> c_int {
-    match e {
-        EngineError::Mpi(_) => ERR_MPI,
-        EngineError::Full(m) | EngineError::Protocol(m) => {
-            session::say(&format!("mpicast: {m}; aborting"));
-            host::abort(host::comm_world(), 1)
-        }
-    }
 }
 
 /// Enables the multicast calls on `comm`: collective over `comm` (every rank calls it, like

@@ -15,8 +15,8 @@ mod request;
 mod stats;
 
 pub use goal::{MPICAST_Goal, MPICAST_Goal_function};
-pub(crate) use request::Idle;
 pub use request::MPICAST_Request;
+pub(crate) use request::{empty_status, Idle};
 pub use stats::MPICAST_Stats;
 
 /// Status codes of the extension API. Values are stable and never reused.
@@ -83,6 +83,20 @@ pub extern "C" fn MPICAST_Status_string(status: c_int) -> *const c_char {
         _ => "unknown status\0",
     };
     s.as_ptr() as *const c_char
+}
+
+/// An extension call's status for an engine error: MPICAST_ERR_MPI for an MPI error; an
+/// engine that cannot go on (unexpected data past its bound, a broken segment) ends the job
+/// with its reason, since a multicast cannot be lost.
+pub(super) fn engine_error(e: crate::transport::forward::EngineError) -> c_int {
+    use crate::transport::forward::EngineError;
+    match e {
+        EngineError::Mpi(_) => ERR_MPI,
+        EngineError::Full(m) | EngineError::Protocol(m) => {
+            crate::session::say(&format!("mpicast: {m}; aborting"));
+            crate::host::abort(crate::host::comm_world(), 1)
+        }
+    }
 }
 
 pub(super) const OK: c_int = MPICAST_Status::MPICAST_OK as c_int;

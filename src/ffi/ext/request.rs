@@ -121,7 +121,8 @@ impl Idle {
     }
 }
 
-fn empty_status(status: *mut mpi_sys::MPI_Status) {
+/// An empty status (MPI's for a null request), unless `status` is MPI_STATUS_IGNORE.
+pub(crate) fn empty_status(status: *mut mpi_sys::MPI_Status) {
     // SAFETY: the caller's status argument, NULL, MPI_STATUS_IGNORE or writable.
     unsafe {
         host::status_fill(

@@ -216,7 +216,7 @@ build/%/bench/imcast_bench: bench/imcast_bench.c include/mpicast.h
 # (examples/notify_imcast.c, notify_dbcast.c): so `examples` builds the library first, as
 # bench-progs does.
 EXAMPLE_SRCS := examples/cholesky.c examples/rt.c examples/notify.c examples/notify_p2p.c \
-                examples/notify_imcast.c examples/notify_bcast.c examples/notify_dbcast.c
+                examples/notify_imcast.c examples/notify_dbcast.c
 EXAMPLE_HDRS := examples/rt.h examples/notify.h include/mpicast.h
 EXAMPLE_LIBS := -llapacke -llapack -lblas -lm
 EXAMPLE_MPICAST = -DEXAMPLES_HAVE_IMCAST -DEXAMPLES_MPICAST_LINKED -Iinclude \

@@ -1,6 +1,6 @@
 /* cholesky: tiled Cholesky factorisation A = L L^T on the task runtime of rt.h.
  *
- *   cholesky --n N --nb NB [--grid PxQ] [--notify p2p|imcast|bcast|dbcast] [--reps R]
+ *   cholesky --n N --nb NB [--grid PxQ] [--notify p2p|imcast|dbcast] [--reps R]
  *            [--check]
  *
  * The matrix is cut into T x T tiles of NB (the last row and column of tiles may be smaller);
@@ -285,7 +285,7 @@ static double residual(chol_t *c) {
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: cholesky [--n N] [--nb NB] [--grid PxQ] [--notify p2p|imcast|bcast|dbcast]\n"
+          "usage: cholesky [--n N] [--nb NB] [--grid PxQ] [--notify p2p|imcast|dbcast]\n"
           "                [--reps R] [--check] [--seed S] [--corrupt]\n"
           "  --n N        matrix order (default 1024)\n"
           "  --nb NB      tile size (default 128); at most 255 tiles a side (tags < 32767)\n"
@@ -293,8 +293,8 @@ static void usage(FILE *f) {
           "  --notify M   how a finished tile reaches the ranks that need it (default p2p):\n"
           "               p2p: one MPI_Isend per destination; imcast: libmpicast's non-blocking\n"
           "               multicast (MPICAST_Imcast; needs libmpicast linked or preloaded);\n"
-          "               bcast: its dynamic broadcast (planned); dbcast: p2p's receives, and\n"
-          "               sends registered before the tile is computed (MPICAST_Send_defer)\n"
+          "               dbcast: p2p's receives, and sends registered before the tile is\n"
+          "               computed (MPICAST_Send_defer)\n"
           "               and made when it is ready (MPICAST_Send_release): libmpicast turns\n"
           "               a tile's sends to several ranks into one dynamic broadcast (needs\n"
           "               libmpicast linked or preloaded)\n"
@@ -366,7 +366,7 @@ static int parse(int argc, char **argv, int size, opts_t *o, char *err, size_t e
       o->Q = (int)q;
     } else if ((v = optval(argc, argv, &a, "--notify"))) {
       if (notify_mode_parse(v, &o->mode)) {
-        snprintf(err, errlen, "--notify %s: unknown mode (p2p, imcast, bcast or dbcast)", v);
+        snprintf(err, errlen, "--notify %s: unknown mode (p2p, imcast or dbcast)", v);
         return -1;
       }
     } else {

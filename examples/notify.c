@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const names[] = {"p2p", "imcast", "bcast", "dbcast"};
+static const char *const names[] = {"p2p", "imcast", "dbcast"};
 
 int notify_mode_parse(const char *s, notify_mode_t *mode) {
   for (int m = 0; m < (int)(sizeof names / sizeof names[0]); m++) {
@@ -28,8 +28,6 @@ notify_t *notify_create(notify_mode_t mode, MPI_Comm comm, char *err, size_t err
     return notify_p2p_create(comm, err, errlen);
   case NOTIFY_IMCAST:
     return notify_imcast_create(comm, err, errlen);
-  case NOTIFY_BCAST:
-    return notify_bcast_create(comm, err, errlen);
   case NOTIFY_DBCAST:
     return notify_dbcast_create(comm, err, errlen);
   }

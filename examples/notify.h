@@ -4,7 +4,6 @@
  *
  *   p2p     one MPI_Isend per destination rank, MPI_Irecv per expected item (notify_p2p.c)
  *   imcast  libmpicast's non-blocking multicast, MPICAST_Imcast (notify_imcast.c)
- *   bcast   libmpicast's dynamic broadcast: planned, not in this build (notify_bcast.c)
  *   dbcast  p2p's receives; the sends registered before the item is computed
  *           (MPICAST_Send_defer) and made when it is ready (MPICAST_Send_release): the
  *           library turns an item's sends to several ranks into one dynamic broadcast
@@ -23,7 +22,7 @@
 /* 32767 is the smallest MPI_TAG_UB the standard allows. */
 #define NOTIFY_TAG_LIMIT 32767
 
-typedef enum { NOTIFY_P2P, NOTIFY_IMCAST, NOTIFY_BCAST, NOTIFY_DBCAST } notify_mode_t;
+typedef enum { NOTIFY_P2P, NOTIFY_IMCAST, NOTIFY_DBCAST } notify_mode_t;
 
 typedef struct notify notify_t;
 
@@ -56,7 +55,7 @@ struct notify {
   MPI_Comm comm; /* the backend's private duplicate */
 };
 
-/* "p2p", "imcast", "bcast" or "dbcast". 0 on success, -1 for an unknown name. */
+/* "p2p", "imcast" or "dbcast". 0 on success, -1 for an unknown name. */
 int notify_mode_parse(const char *s, notify_mode_t *mode);
 const char *notify_mode_name(notify_mode_t mode);
 
@@ -67,7 +66,6 @@ notify_t *notify_create(notify_mode_t mode, MPI_Comm comm, char *err, size_t err
 /* The backends' constructors (one per file). */
 notify_t *notify_p2p_create(MPI_Comm comm, char *err, size_t errlen);
 notify_t *notify_imcast_create(MPI_Comm comm, char *err, size_t errlen);
-notify_t *notify_bcast_create(MPI_Comm comm, char *err, size_t errlen);
 notify_t *notify_dbcast_create(MPI_Comm comm, char *err, size_t errlen);
 
 /* Helpers of the backends. p (capacity cap elements of elem bytes) grown to hold need, the

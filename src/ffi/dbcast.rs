@@ -14,6 +14,13 @@
 //! poll, forwarding the broadcasts routed through this rank meanwhile.
 
 use super::ext::{empty_status, Idle};
+
+/// What a receive of (`source`, `tag`) on a communicator of `size` ranks accepts, as the
+/// multicast receives read it; None for what mpicast leaves to the host (MPI_PROC_NULL, a
+/// tag no broadcast can carry, values the host will reject).
+fn want(source: c_int, tag: c_int, size: u32) -> Option<Want> {
+    super::ext::want(source, tag, size).ok().flatten()
+}
 use super::guard;
 use crate::host::buffer::UserBuf;
 use crate::host::recv::{self, HostReq};
@@ -66,24 +73,6 @@ fn status_at(statuses: *mut MPI_Status, i: usize) -> *mut MPI_Status {
         // SAFETY: the application's array of `count` statuses (MPI's contract), i < count.
         unsafe { statuses.add(i) }
     }
-}
-
-/// What a receive of (`source`, `tag`) on a communicator of `size` ranks accepts; None for
-/// what mpicast leaves to the host (MPI_PROC_NULL, values the host will reject).
-fn want(source: c_int, tag: c_int, size: u32) -> Option<Want> {
-    let source = if source == host::any_source() {
-        None
-    } else {
-        Some(u32::try_from(source).ok().filter(|s| *s < size)?)
-    };
-    let tag = if tag == host::p2p::any_tag() {
-        None
-    } else if tag >= 0 {
-        Some(tag)
-    } else {
-        return None;
-    };
-    Some(Want { source, tag })
 }
 
 /// Posts the application's receive on an enabled communicator: on the host, and registered
@@ -1137,7 +1126,7 @@ unsafe fn completed(rc: c_int, request: *mut MPI_Request) -> c_int {
     if rc != host::SUCCESS {
         return rc;
     }
-    match recv::completed_request() {
+    match recv::completed_request_with(host::any_source(), host::p2p::any_tag(), 0, 0) {
         Ok(r) => {
             // SAFETY: the application's request pointer.
             unsafe { request.write(r) };
@@ -1453,20 +1442,7 @@ fn mrecv_probed(
     };
     let mut ub = UserBuf::describe(buf, i64::from(count.max(0)), datatype, p.comm.0)
         .map_err(|_| host::err_arg())?;
-    let posted = ub.bytes();
-    let n = data.len().min(posted);
-    let error = if data.len() > posted {
-        mpi_sys::MPI_ERR_TRUNCATE as c_int
-    } else {
-        host::SUCCESS
-    };
-    let whole = n == posted;
-    ub.with_recv_bytes(|dst| -> Result<Option<usize>, ()> {
-        dst[..n].copy_from_slice(&data[..n]);
-        Ok(if whole { None } else { Some(n) })
-    })
-    .map_err(|e| e.0)?
-    .ok();
+    let (n, error) = crate::transport::forward::fill(&mut ub, &data).map_err(|e| e.0)?;
     Ok((m.key.root as c_int, m.tag, error, n as u64))
 }
 

@@ -124,42 +124,6 @@ pub fn status_bytes(st: &HostStatus) -> u64 {
     }
 }
 
-/// A generalized request that is complete at once (a send whose data mpicast copied):
-/// the application waits for it as for any request.
-pub fn completed_request() -> MpiResult<MPI_Request> {
-    unsafe extern "C" fn query(_e: *mut c_void, status: *mut mpi_sys::MPI_Status) -> c_int {
-        // SAFETY: the host's status argument, writable.
-        unsafe { super::status_fill(status, super::any_source(), super::p2p::any_tag(), 0, 0) };
-        super::SUCCESS
-    }
-    unsafe extern "C" fn free(_e: *mut c_void) -> c_int {
-        super::SUCCESS
-    }
-    unsafe extern "C" fn cancel(_e: *mut c_void, _c: c_int) -> c_int {
-        super::SUCCESS
-    }
-    // SAFETY: MPI_Request is a plain handle.
-    let mut req: MPI_Request = unsafe { std::mem::zeroed() };
-    // SAFETY: callbacks with MPI's signatures and no state.
-    check(unsafe {
-        mpi_sys::PMPI_Grequest_start(
-            Some(query),
-            Some(free),
-            Some(cancel),
-            std::ptr::null_mut(),
-            &mut req,
-        )
-    })?;
-    // SAFETY: the request just started.
-    check(unsafe { mpi_sys::PMPI_Grequest_complete(req) })?;
-    Ok(req)
-}
-
-/// An error class as the `MpiError` of a call that failed.
-pub fn err(rc: c_int) -> MpiError {
-    MpiError(rc)
-}
-
 /// MPI_Isend on the host, from the application's buffer.
 ///
 /// # Safety
@@ -207,8 +171,9 @@ pub fn message_null() -> mpi_sys::MPI_Message {
     unsafe { mpi_sys::RSMPI_MESSAGE_NULL }
 }
 
-/// A generalized request complete at once whose status says (source, tag, error, bytes):
-/// a receive mpicast completed itself (MPI_Imrecv of a dynamic broadcast).
+/// A generalized request complete at once whose status says (source, tag, error, bytes): a
+/// receive mpicast completed itself (MPI_Imrecv of a dynamic broadcast), or a send whose data
+/// mpicast copied (any source and tag, nothing received).
 pub fn completed_request_with(
     source: c_int,
     tag: c_int,

@@ -508,20 +508,7 @@ impl DbcastSide {
         for (id, key) in ready {
             let a = self.assemblies.remove(&key).expect("ready");
             let r = self.recvs.get_mut(&id).expect("ready");
-            let posted = r.buf.bytes();
-            let n = a.data.len().min(posted);
-            let error = if a.data.len() > posted {
-                mpi_sys::MPI_ERR_TRUNCATE as c_int
-            } else {
-                host::SUCCESS
-            };
-            let whole = n == posted;
-            r.buf
-                .with_recv_bytes(|dst| -> Result<Option<usize>, ()> {
-                    dst[..n].copy_from_slice(&a.data[..n]);
-                    Ok(if whole { None } else { Some(n) })
-                })?
-                .ok();
+            let (n, error) = super::forward::fill(&mut r.buf, &a.data)?;
             self.activity += 1;
             if r.orphan {
                 self.recvs.remove(&id);

@@ -447,20 +447,7 @@ impl Engine {
         for (id, key) in ready {
             let a = self.assemblies.remove(&key).expect("ready");
             let mut r = self.recvs.remove(&id).expect("ready");
-            let posted = r.buf.bytes();
-            let n = a.data.len().min(posted);
-            let error = if a.data.len() > posted {
-                mpi_sys::MPI_ERR_TRUNCATE as c_int
-            } else {
-                host::SUCCESS
-            };
-            let whole = n == posted;
-            r.buf
-                .with_recv_bytes(|dst| -> Result<Option<usize>, ()> {
-                    dst[..n].copy_from_slice(&a.data[..n]);
-                    Ok(if whole { None } else { Some(n) })
-                })?
-                .ok();
+            let (n, error) = fill(&mut r.buf, &a.data)?;
             r.state.finish(Outcome {
                 source: a.arrived.key.root as c_int,
                 tag: a.arrived.tag,
@@ -520,6 +507,26 @@ impl Engine {
         self.sends = p2p::SharedSends::default();
         let _ = host::comm::free(self.comm.0);
     }
+}
+
+/// Copies a multicast's `data` into a receive's buffer (unpacked for a non-contiguous
+/// datatype): the bytes copied, and the status's error, MPI_ERR_TRUNCATE when the data is
+/// longer than the buffer (which then holds its start).
+pub(crate) fn fill(buf: &mut UserBuf, data: &[u8]) -> MpiResult<(usize, c_int)> {
+    let posted = buf.bytes();
+    let n = data.len().min(posted);
+    let error = if data.len() > posted {
+        mpi_sys::MPI_ERR_TRUNCATE as c_int
+    } else {
+        host::SUCCESS
+    };
+    let whole = n == posted;
+    buf.with_recv_bytes(|dst| -> Result<Option<usize>, ()> {
+        dst[..n].copy_from_slice(&data[..n]);
+        Ok(if whole { None } else { Some(n) })
+    })?
+    .ok();
+    Ok((n, error))
 }
 
 /// The engines of every communicator, for the progress of calls that hold none of them

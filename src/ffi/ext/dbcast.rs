@@ -8,7 +8,10 @@
 
 use super::super::guard;
 use super::request::MPICAST_Request;
-use super::{engine_error, ARG, ERR_MPI, INTERNAL, NOT_ENABLED, NULL_ARG, OK, UNKNOWN_KEY};
+use super::{
+    engine_error, intra_size, ARG, ERR_MPI, INTERNAL, NOT_ENABLED, NULL_ARG, OK, TAG_MAX,
+    UNKNOWN_KEY,
+};
 use crate::algo::dbcast::{self as tree, Recipient};
 use crate::config::DbcastTree;
 use crate::host::recv::{self, HostReq};
@@ -19,17 +22,6 @@ use crate::transport::forward::{Engine, Outcome, ReqState};
 use std::collections::HashMap;
 use std::os::raw::{c_int, c_void};
 use std::sync::{Arc, Mutex};
-
-/// The largest tag: MPI promises every implementation allows at least this much.
-const TAG_MAX: c_int = 32767;
-
-/// The communicator's size and this rank, if it is a usable intracommunicator.
-fn intra(comm: MPI_Comm) -> Option<(u32, u32)> {
-    if comm == host::comm_null() || host::comm::is_inter(comm).unwrap_or(true) {
-        return None;
-    }
-    Some((host::comm::size(comm).ok()?, host::comm::rank(comm).ok()?))
-}
 
 /// Turns dynamic broadcast on for `comm`: collective over `comm` (every rank calls it, like
 /// MPI_Comm_dup; it includes MPICAST_Mcast_enable). From then on, any rank's receives on
@@ -46,7 +38,7 @@ pub unsafe extern "C" fn MPICAST_Dbcast_enable(comm: MPI_Comm) -> c_int {
         "MPICAST_Dbcast_enable",
         || INTERNAL,
         || {
-            if intra(comm).is_none() {
+            if intra_size(comm).is_none() {
                 return ARG;
             }
             let s = match session::get() {
@@ -65,6 +57,11 @@ pub unsafe extern "C" fn MPICAST_Dbcast_enable(comm: MPI_Comm) -> c_int {
             }
         },
     )
+}
+
+/// The communicator's size and this rank, if it is a usable intracommunicator.
+fn size_and_rank(comm: MPI_Comm) -> Option<(u32, u32)> {
+    Some((intra_size(comm)?, host::comm::rank(comm).ok()?))
 }
 
 /// The recipients as a checked list: distinct ranks of the communicator, not `me`.
@@ -123,7 +120,7 @@ pub unsafe extern "C" fn MPICAST_Dbcast(
             if request_out.is_null() || (buf.is_null() && count > 0) || recipients.is_null() {
                 return NULL_ARG;
             }
-            let Some((size, me)) = intra(comm) else {
+            let Some((size, me)) = size_and_rank(comm) else {
                 return ARG;
             };
             if count < 0 || n <= 0 || !(0..=TAG_MAX).contains(&tag) {
@@ -200,7 +197,7 @@ pub unsafe extern "C" fn MPICAST_Send_defer(
         "MPICAST_Send_defer",
         || INTERNAL,
         || {
-            let Some((size, me)) = intra(comm) else {
+            let Some((size, me)) = size_and_rank(comm) else {
                 return ARG;
             };
             let Some(dest) = u32::try_from(dest).ok().filter(|d| *d < size && *d != me) else {

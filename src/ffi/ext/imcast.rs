@@ -7,31 +7,18 @@
 
 use super::super::guard;
 use super::request::{progress, MPICAST_Request};
-use super::{engine_error, ARG, ERR_MPI, INTERNAL, NOT_ENABLED, NULL_ARG, OK};
+use super::{
+    engine_error, intra_size, want, ARG, ERR_MPI, INTERNAL, NOT_ENABLED, NULL_ARG, OK, TAG_MAX,
+};
 use crate::host::{self, buffer::UserBuf, MPI_Comm, MPI_Datatype};
 use crate::session;
 use crate::transport::forward::{Engine, Outcome, ReqState};
-use crate::wire::matching::Want;
 use std::os::raw::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// The verbose line about the progress thread is printed once per process.
 static SAID_THREAD: AtomicBool = AtomicBool::new(false);
-
-/// The largest tag: MPI promises every implementation allows at least this much.
-const TAG_MAX: c_int = 32767;
-
-/// The communicator's size, if it is a usable intracommunicator.
-fn intra_size(comm: MPI_Comm) -> Option<u32> {
-    if comm == host::comm_null() {
-        return None;
-    }
-    match (host::comm::is_inter(comm), host::comm::size(comm)) {
-        (Ok(false), Ok(n)) => Some(n),
-        _ => None,
-    }
-}
 
 /// The engine of an enabled communicator.
 fn engine(comm: MPI_Comm) -> Result<Arc<Mutex<Engine>>, c_int> {
@@ -166,30 +153,6 @@ pub unsafe extern "C" fn MPICAST_Imcast(
             }
         },
     )
-}
-
-/// The receive's source and tag: (any source, any tag, MPI_PROC_NULL) checked against the
-/// communicator.
-fn want(source: c_int, tag: c_int, size: u32) -> Result<Option<Want>, c_int> {
-    if source == host::proc_null() {
-        return Ok(None);
-    }
-    let source = if source == host::any_source() {
-        None
-    } else {
-        match u32::try_from(source) {
-            Ok(s) if s < size => Some(s),
-            _ => return Err(ARG),
-        }
-    };
-    let tag = if tag == host::p2p::any_tag() {
-        None
-    } else if (0..=TAG_MAX).contains(&tag) {
-        Some(tag)
-    } else {
-        return Err(ARG);
-    };
-    Ok(Some(Want { source, tag }))
 }
 
 /// Posts a receive of a multicast from `source` (or MPI_ANY_SOURCE; MPI_PROC_NULL completes at

@@ -5,6 +5,8 @@
 //! and write results through trailing `*_out` pointers only on success; NULL where a pointer
 //! is required gives `MPICAST_ERR_NULL_ARG`.
 
+use crate::host::{self, MPI_Comm};
+use crate::wire::matching::Want;
 use std::os::raw::{c_char, c_int};
 
 mod dbcast;
@@ -97,6 +99,45 @@ pub(super) fn engine_error(e: crate::transport::forward::EngineError) -> c_int {
             crate::host::abort(crate::host::comm_world(), 1)
         }
     }
+}
+
+/// The largest tag of the multicast calls: MPI promises every implementation allows at least
+/// this much.
+pub(super) const TAG_MAX: c_int = 32767;
+
+/// The communicator's size, if it is a usable intracommunicator.
+pub(crate) fn intra_size(comm: MPI_Comm) -> Option<u32> {
+    if comm == host::comm_null() {
+        return None;
+    }
+    match (host::comm::is_inter(comm), host::comm::size(comm)) {
+        (Ok(false), Ok(n)) => Some(n),
+        _ => None,
+    }
+}
+
+/// The receive's source and tag: (any source, any tag, MPI_PROC_NULL) checked against the
+/// communicator.
+pub(crate) fn want(source: c_int, tag: c_int, size: u32) -> Result<Option<Want>, c_int> {
+    if source == host::proc_null() {
+        return Ok(None);
+    }
+    let source = if source == host::any_source() {
+        None
+    } else {
+        match u32::try_from(source) {
+            Ok(s) if s < size => Some(s),
+            _ => return Err(ARG),
+        }
+    };
+    let tag = if tag == host::p2p::any_tag() {
+        None
+    } else if (0..=TAG_MAX).contains(&tag) {
+        Some(tag)
+    } else {
+        return Err(ARG);
+    };
+    Ok(Some(Want { source, tag }))
 }
 
 pub(super) const OK: c_int = MPICAST_Status::MPICAST_OK as c_int;

@@ -10,6 +10,7 @@
 #   bench/dbcast.sh --out DIR [--mpi openmpi,mpich] [--parts fig2,tree] [--rate 100mbit]
 #                   [--fig2-hosts 9] [--fig2-ks 1,2,3,4,5,6,7,8] [--fig2-size 8m]
 #                   [--fig2-variants linear,dbcast,bcast,mbcast] [--fig2-reps 5]
+#                   [--fig2-chain "128k off"]
 #                   [--tree-confs "9x1 4x2"] [--tree-sizes 1m,8m] [--tree-ks half,all]
 #                   [--tree-variants dbcast,dbcast_rand] [--tree-reps 5] [--warmup 1]
 #
@@ -17,7 +18,9 @@
 #   (linear: MPI_Isend to each + MPI_Waitall; dbcast: MPICAST_Dbcast, recipients MPI_Recv;
 #   bcast: the host MPI's PMPI_Bcast on a communicator of the root and the recipients made
 #   beforehand; mbcast: mpicast's MPI_Bcast, IP multicast, on the same set), k = --fig2-ks
-#   recipients, --fig2-reps repetitions. -> fig2.csv
+#   recipients, --fig2-reps repetitions; one launch per value of --fig2-chain
+#   (MPICAST_DBCAST_CHAIN_BYTES: 128k, the default, lets long broadcasts go down a chain; off keeps
+#   the paper's binomial tree; the setting is per process), each with all variants. -> fig2.csv
 # tree: for each HOSTSxRANKS-per-host of --tree-confs, two launches, MPICAST_DBCAST_TREE=
 #   binomial and =topo (the setting is per process), each with dbcast (the list in rank
 #   order) and dbcast_rand (the list shuffled every repetition, the same shuffles in both
@@ -35,7 +38,7 @@ cd "$TOP"
 cmdline="$*"
 out="" mpis=openmpi,mpich parts=fig2,tree rate=100mbit
 fig2_hosts=9 fig2_ks=1,2,3,4,5,6,7,8 fig2_size=8m fig2_variants=linear,dbcast,bcast,mbcast
-fig2_reps=5
+fig2_reps=5 fig2_chain="128k off"
 tree_confs="9x1 4x2" tree_sizes=1m,8m tree_ks=half,all tree_variants=dbcast,dbcast_rand
 tree_reps=5 warmup=1
 while [ $# -gt 0 ]; do
@@ -49,13 +52,14 @@ while [ $# -gt 0 ]; do
     --fig2-size) fig2_size=$2; shift 2 ;;
     --fig2-variants) fig2_variants=$2; shift 2 ;;
     --fig2-reps) fig2_reps=$2; shift 2 ;;
+    --fig2-chain) fig2_chain=$2; shift 2 ;;
     --tree-confs) tree_confs=$2; shift 2 ;;
     --tree-sizes) tree_sizes=$2; shift 2 ;;
     --tree-ks) tree_ks=$2; shift 2 ;;
     --tree-variants) tree_variants=$2; shift 2 ;;
     --tree-reps) tree_reps=$2; shift 2 ;;
     --warmup) warmup=$2; shift 2 ;;
-    -h | --help) sed -n '2,29p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,32p' "$0"; exit 0 ;;
     *) echo "dbcast.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -161,11 +165,14 @@ collect() { # NAME MPI HOSTS PPN FILE
 }
 
 fig2() { # MPI
-  local m=$1 name=fig2-$1-${fig2_hosts}h
-  job "$name" "$m" "$fig2_hosts" 1 1500 -- \
-    "build/$m/bench/dbcast_bench" --label "$name" --sizes "$fig2_size" --ks "$fig2_ks" \
-    --variants "$fig2_variants" --reps "$fig2_reps" --warmup "$warmup"
-  collect "$name" "$m" "$fig2_hosts" 1 fig2.csv
+  local m=$1 c
+  for c in $fig2_chain; do
+    local name=fig2-$m-${fig2_hosts}h-chain$c
+    job "$name" "$m" "$fig2_hosts" 1 1500 MPICAST_DBCAST_CHAIN_BYTES="$c" -- \
+      "build/$m/bench/dbcast_bench" --label "$name" --sizes "$fig2_size" --ks "$fig2_ks" \
+      --variants "$fig2_variants" --reps "$fig2_reps" --warmup "$warmup"
+    collect "$name" "$m" "$fig2_hosts" 1 fig2.csv
+  done
 }
 
 tree() { # MPI

@@ -421,9 +421,11 @@ int main(int argc, char **argv) {
     printf("# dbcast_bench: %s, %d ranks, root 0, %s, mpicast %s\n", label, nranks, date,
            MPICAST_Version());
     printf("# mpi: %s\n", version);
-    printf("# mpicast: MPICAST_DBCAST_TREE=%s MPICAST_SEGMENT_BYTES=%s MPICAST_PROGRESS=%s; "
+    printf("# mpicast: MPICAST_DBCAST_TREE=%s MPICAST_DBCAST_CHAIN_BYTES=%s "
+           "MPICAST_SEGMENT_BYTES=%s MPICAST_PROGRESS=%s; "
            "MPICAST_Dbcast_enable took %.3f ms (slowest rank)\n",
-           tree, env_or("MPICAST_SEGMENT_BYTES", "8KiB"), env_or("MPICAST_PROGRESS", "poll"),
+           tree, env_or("MPICAST_DBCAST_CHAIN_BYTES", "128KiB"),
+           env_or("MPICAST_SEGMENT_BYTES", "8KiB"), env_or("MPICAST_PROGRESS", "poll"),
            enable_max * 1e3);
     printf("# figures: seconds, the slowest participant's time per operation; median, min, "
            "quartiles, max over %d reps after %d warm-up rounds; span: last end - root's "

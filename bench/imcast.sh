@@ -35,8 +35,8 @@
 #   flat tree and, at 100 %, mpicast's own MPI_Bcast side by side; where ip starts to pay is
 #   what auto's thresholds are set from. -> ip.csv
 # chol: build/<mpi>/examples/cholesky --check on HOSTSxRANKS-per-host, each matrix size
-#   (N:NB), each mode (p2p; imcast:BASE:ROUTE; dbcast, dbcast:topo for MPICAST_DBCAST_TREE=topo;
-#   as named in --chol-modes), --chol-rounds
+#   (N:NB), each mode (p2p; imcast:BASE:ROUTE; dbcast, dbcast:topo for MPICAST_DBCAST_TREE=topo,
+#   dbcast:chain=SIZE for MPICAST_DBCAST_CHAIN_BYTES=SIZE; as named in --chol-modes), --chol-rounds
 #   launches of each (numbered from --chol-first-round, 1 by default, so that a later call
 #   adds rounds to the same OUT), modes interleaved. -> cholesky.csv
 #
@@ -285,6 +285,9 @@ chol() { # MPI
             if [[ $mode == dbcast:topo ]]; then
               envs=(MPICAST_DBCAST_TREE=topo)
               tag=dbcast-topo
+            elif [[ $mode == dbcast:chain=* ]]; then
+              envs=(MPICAST_DBCAST_CHAIN_BYTES="${mode#dbcast:chain=}")
+              tag=dbcast-chain${mode#dbcast:chain=}
             fi
           fi
           local name=chol-$m-${c}-n$n-nb$nb-$tag-r$round

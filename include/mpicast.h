@@ -178,8 +178,9 @@ int MPICAST_Dbcast_enable(MPI_Comm comm);
  rank, at least one), with `priorities` (n ints, or NULL: higher ones receive earlier).
  Not collective: each recipient receives it with an ordinary receive naming this rank (or
  MPI_ANY_SOURCE) and the tag (or MPI_ANY_TAG), and never needs to know that a broadcast
- brought it. The data travels down a binomial tree over the recipients; each message
- carries the root, the tag and the recipients of the subtree below with their priorities.
+ brought it. The data travels down a binomial tree over the recipients (a pipelined chain
+ for long messages, MPICAST_DBCAST_CHAIN_BYTES); each message carries the root, the tag and
+ the recipients of the subtree below with their priorities.
  The data is copied when the call returns: `buf` may be reused at once and `*request_out`
  completes at the first test. MPICAST_ERR_NOT_ENABLED before MPICAST_Dbcast_enable on
  `comm`; MPICAST_ERR_ARG for a bad count, tag or recipient list (nothing is sent).

@@ -134,6 +134,9 @@ pub struct Config {
     pub imcast_ip_bytes: usize,
     /// `MPICAST_DBCAST_TREE`: how a dynamic broadcast orders its recipients in the tree.
     pub dbcast_tree: DbcastTree,
+    /// `MPICAST_DBCAST_CHAIN_BYTES`: messages of at least this size go down a chain when the
+    /// segment model says it is faster (`algo::dbcast::shape_for`); None: never.
+    pub dbcast_chain_bytes: Option<usize>,
 }
 
 /// How a dynamic broadcast orders its recipients (`MPICAST_DBCAST_TREE`).
@@ -222,6 +225,8 @@ const MIN_PORT: u16 = 1024;
 const MAX_VERBOSE: u8 = 2;
 const DEFAULT_TOPO_BASE: u32 = 16;
 const DEFAULT_SEGMENT_BYTES: usize = 8 << 10;
+/// `MPICAST_DBCAST_CHAIN_BYTES` by default.
+const DEFAULT_DBCAST_CHAIN_BYTES: usize = 128 << 10;
 const DEFAULT_IMCAST_BUFFER: usize = 256 << 20;
 const MIN_IMCAST_BUFFER: usize = 1 << 20;
 const SEGMENT_RANGE: (usize, usize) = (64, 16 << 20);
@@ -258,6 +263,7 @@ impl Default for Config {
             imcast_buffer: DEFAULT_IMCAST_BUFFER,
             imcast_transport: ImcastTransport::Auto,
             dbcast_tree: DbcastTree::Binomial,
+            dbcast_chain_bytes: Some(DEFAULT_DBCAST_CHAIN_BYTES),
             imcast_ip_share: DEFAULT_IMCAST_IP_SHARE,
             imcast_ip_bytes: DEFAULT_IMCAST_IP_BYTES,
         }
@@ -454,6 +460,14 @@ pub const VARIABLES: &[(&str, &str, &str)] = &[
         "how MPICAST_Dbcast orders its recipients in the binomial tree: binomial (the caller's \
          order, higher priorities nearer the root) or topo (priorities first, then by topology \
          ID, so that each subtree holds ranks that are close)",
+    ),
+    (
+        "MPICAST_DBCAST_CHAIN_BYTES",
+        "128KiB",
+        "MPICAST_Dbcast sends messages of at least this size down a pipelined chain over the \
+         recipients instead of the binomial tree, when its segment count says the chain is \
+         faster (the binomial root sends the whole message once per step); off: always the \
+         binomial tree",
     ),
 ];
 
@@ -714,6 +728,19 @@ impl Config {
                 "binomial" => DbcastTree::Binomial,
                 "topo" => DbcastTree::Topo,
                 _ => return Err(err("MPICAST_DBCAST_TREE", &raw, "binomial or topo")),
+            };
+        }
+        if let Some((raw, v)) = val("MPICAST_DBCAST_CHAIN_BYTES") {
+            c.dbcast_chain_bytes = if v.eq_ignore_ascii_case("off") {
+                None
+            } else {
+                Some(parse_size(&v).ok_or_else(|| {
+                    err(
+                        "MPICAST_DBCAST_CHAIN_BYTES",
+                        &raw,
+                        "a size (binary suffixes k, KiB, m, MiB) or off",
+                    )
+                })?)
             };
         }
         if let Some((raw, v)) = val("MPICAST_IMCAST_TRANSPORT") {
@@ -1366,7 +1393,7 @@ mod tests {
             assert!(n.starts_with(PREFIX));
             assert_eq!(names.iter().filter(|m| *m == n).count(), 1, "{n} twice");
         }
-        assert_eq!(names.len(), 29);
+        assert_eq!(names.len(), 30);
     }
 
     #[test]
@@ -1638,6 +1665,7 @@ mod tests {
             ("MPICAST_IMCAST_IP_SHARE", "75"),
             ("MPICAST_IMCAST_IP_BYTES", "1k"),
             ("MPICAST_DBCAST_TREE", "Topo"),
+            ("MPICAST_DBCAST_CHAIN_BYTES", "off"),
         ])
         .unwrap();
         assert_eq!(
@@ -1672,7 +1700,21 @@ mod tests {
                 imcast_ip_share: 75,
                 imcast_ip_bytes: 1024,
                 dbcast_tree: DbcastTree::Topo,
+                dbcast_chain_bytes: None,
             }
+        );
+    }
+
+    #[test]
+    fn dbcast_chain_bytes() {
+        let f = |v| cfg(&[("MPICAST_DBCAST_CHAIN_BYTES", v)]).map(|c| c.dbcast_chain_bytes);
+        assert_eq!(f("256k").unwrap(), Some(256 << 10));
+        assert_eq!(f("0").unwrap(), Some(0));
+        assert_eq!(f("OFF").unwrap(), None);
+        let e = f("soon").unwrap_err().to_string();
+        assert!(
+            e.contains("MPICAST_DBCAST_CHAIN_BYTES") && e.contains("off"),
+            "{e}"
         );
     }
 

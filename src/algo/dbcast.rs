@@ -20,6 +20,14 @@
 //! topology ID, so that a subtree, which is a contiguous range of the list, holds ranks that
 //! are close to each other.
 //!
+//! Long messages (ours, beyond the paper): a binomial root sends its whole data once per step,
+//! `depth(n)` times, and its link is the bottleneck. With the data cut in segments, a chain
+//! over the same list (each node forwards to the next entry, handing on the rest) sends every
+//! byte once per link and pipelines: about `nsegs + n - 1` segment times against the binomial
+//! root's `depth(n) * nsegs`. `shape_for` picks the chain for messages of at least
+//! MPICAST_DBCAST_CHAIN_BYTES when that count is smaller. The chain keeps the priority rule
+//! (the steps of a chain are its positions, so higher priorities sit earlier in it).
+//!
 //! Pure arithmetic: the messages that carry the lists are `wire::dbcast`'s.
 
 use std::ops::Range;
@@ -31,6 +39,58 @@ pub struct Recipient {
     pub rank: u32,
     /// Its priority (higher: earlier).
     pub priority: i32,
+}
+
+/// The shape of the tree over a root's list, carried by every message (a forwarding rank
+/// applies the root's choice to its own subtree list).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Shape {
+    /// The paper's binomial tree (`children`).
+    #[default]
+    Binomial,
+    /// A pipeline: each node sends to the first entry of its list, handing it the rest.
+    Chain,
+}
+
+impl Shape {
+    /// The children of a holder of `n` entries, in send order, as `children` gives them for
+    /// the binomial tree: (index of the child, the range that is its subtree list).
+    pub fn children(self, n: usize) -> Vec<(usize, Range<usize>)> {
+        match self {
+            Shape::Binomial => children(n),
+            Shape::Chain if n == 0 => Vec::new(),
+            Shape::Chain => vec![(0, 1..n)],
+        }
+    }
+
+    /// The step (1 = first) at which each index of a root's list of n receives.
+    pub fn steps(self, n: usize) -> Vec<u32> {
+        match self {
+            Shape::Binomial => steps(n),
+            Shape::Chain => (1..=n as u32).collect(),
+        }
+    }
+}
+
+/// The shape for a message of `len` bytes cut in segments of `seg_bytes` to `n` recipients,
+/// with chains allowed from `chain_bytes` on (None: never). A chain when the message is long
+/// enough and its segment count model says it is faster: `n - 1 < (depth(n) - 1) * nsegs`,
+/// i.e. the chain's `nsegs + n - 1` segment times under the binomial root's
+/// `depth(n) * nsegs`.
+pub fn shape_for(n: usize, len: u64, seg_bytes: usize, chain_bytes: Option<u64>) -> Shape {
+    let seg = seg_bytes.max(1) as u64;
+    let nsegs = len.div_ceil(seg).max(1);
+    match chain_bytes {
+        Some(min) if n >= 2 && len >= min => {
+            let binomial_extra = u64::from(depth(n) - 1).saturating_mul(nsegs);
+            if ((n - 1) as u64) < binomial_extra {
+                Shape::Chain
+            } else {
+                Shape::Binomial
+            }
+        }
+        _ => Shape::Binomial,
+    }
 }
 
 /// The children of a node that holds a subtree list of `n` entries (the node itself is not in
@@ -80,7 +140,20 @@ pub fn depth(n: usize) -> u32 {
 ///
 /// Panics if `priorities` is given and its length is not the recipients'.
 pub fn order(recipients: &[u32], priorities: Option<&[i32]>) -> Vec<Recipient> {
-    arrange(recipients, priorities, None)
+    arrange(Shape::Binomial, recipients, priorities, None)
+}
+
+/// `order` (key None) or `order_by_key` for a tree of `shape`: the positions that receive
+/// earlier in that shape go to the higher priorities.
+///
+/// Panics if `priorities` is given and its length is not the recipients'.
+pub fn order_for(
+    shape: Shape,
+    recipients: &[u32],
+    priorities: Option<&[i32]>,
+    key: Option<&dyn Fn(u32) -> u64>,
+) -> Vec<Recipient> {
+    arrange(shape, recipients, priorities, key)
 }
 
 /// Topology-aware order (MPICAST_DBCAST_TREE=topo): as `order`, but inside each priority class
@@ -95,10 +168,11 @@ pub fn order_by_key(
     priorities: Option<&[i32]>,
     key: impl Fn(u32) -> u64,
 ) -> Vec<Recipient> {
-    arrange(recipients, priorities, Some(&key))
+    arrange(Shape::Binomial, recipients, priorities, Some(&key))
 }
 
 fn arrange(
+    shape: Shape,
     recipients: &[u32],
     priorities: Option<&[i32]>,
     key: Option<&dyn Fn(u32) -> u64>,
@@ -117,7 +191,7 @@ fn arrange(
     let mut by_prio: Vec<usize> = (0..n).collect();
     by_prio.sort_by_key(|&i| std::cmp::Reverse(prio(i)));
     // Positions, earliest step first.
-    let st = steps(n);
+    let st = shape.steps(n);
     let mut by_step: Vec<usize> = (0..n).collect();
     by_step.sort_by_key(|&i| (st[i], i));
     let mut out = vec![
@@ -227,13 +301,20 @@ mod tests {
             let levels = 1 + r.below(5);
             let prios: Vec<i32> = ranks.iter().map(|_| r.below(levels) as i32 - 2).collect();
             let by_topo = r.chance(50);
-            let out = if by_topo {
-                order_by_key(&ranks, Some(&prios), |k| u64::from(k).reverse_bits())
+            let shape = if r.chance(30) {
+                Shape::Chain
             } else {
-                order(&ranks, Some(&prios))
+                Shape::Binomial
+            };
+            let key = |k: u32| u64::from(k).reverse_bits();
+            let out = match (by_topo, shape) {
+                (true, Shape::Binomial) => order_by_key(&ranks, Some(&prios), key),
+                (false, Shape::Binomial) => order(&ranks, Some(&prios)),
+                (true, _) => order_for(shape, &ranks, Some(&prios), Some(&key)),
+                (false, _) => order_for(shape, &ranks, Some(&prios), None),
             };
             assert!(is_permutation(&ranks, Some(&prios), &out));
-            let st = steps(out.len());
+            let st = shape.steps(out.len());
             for i in 0..out.len() {
                 for j in 0..out.len() {
                     if out[i].priority > out[j].priority {
@@ -261,6 +342,46 @@ mod tests {
             let plain = order(&ranks, None);
             assert!(is_permutation(&ranks, None, &plain));
         }
+    }
+
+    #[test]
+    fn chain_walks_the_list() {
+        let c = Shape::Chain;
+        assert!(c.children(0).is_empty());
+        assert_eq!(c.children(1), vec![(0, 1..1)]);
+        assert_eq!(c.children(6), vec![(0, 1..6)]);
+        assert_eq!(c.steps(4), vec![1, 2, 3, 4]);
+        assert_eq!(Shape::Binomial.children(6), children(6));
+        assert_eq!(Shape::Binomial.steps(6), steps(6));
+        // Priorities: the urgent recipient first in the chain, the others in the caller's
+        // order.
+        let out = order_for(c, &[1, 2, 3, 4], Some(&[0, 0, 5, 0]), None);
+        let ranks: Vec<u32> = out.iter().map(|r| r.rank).collect();
+        assert_eq!(ranks, vec![3, 1, 2, 4]);
+    }
+
+    #[test]
+    fn shape_for_follows_the_segment_model() {
+        let mib = 1u64 << 20;
+        let seg = 64 << 10;
+        let on = Some(mib);
+        // Too short, one recipient, chains off, one segment: binomial.
+        assert_eq!(shape_for(8, mib - 1, seg, on), Shape::Binomial);
+        assert_eq!(shape_for(1, 8 * mib, seg, on), Shape::Binomial);
+        assert_eq!(shape_for(8, 8 * mib, seg, None), Shape::Binomial);
+        assert_eq!(
+            shape_for(8, 8 * mib, 16 * mib as usize, Some(0)),
+            Shape::Binomial
+        );
+        // 8 MiB in 128 segments to 2..8 recipients: a chain.
+        for n in 2..=8 {
+            assert_eq!(shape_for(n, 8 * mib, seg, on), Shape::Chain, "n={n}");
+        }
+        // n = 8: depth 4, a chain from 3 segments (7 < 3 * 3), not at 2 (7 < 6 is false).
+        assert_eq!(shape_for(8, 3 << 16, seg, Some(0)), Shape::Chain);
+        assert_eq!(shape_for(8, 2 << 16, seg, Some(0)), Shape::Binomial);
+        // A thousand recipients and 16 segments: the chain's fill costs more than it saves.
+        assert_eq!(shape_for(1000, mib, seg, Some(0)), Shape::Binomial);
     }
 
     #[test]

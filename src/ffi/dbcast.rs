@@ -35,6 +35,30 @@ use std::sync::{Arc, Mutex};
 
 type EngineRef = Arc<Mutex<Engine>>;
 
+/// Defines an intercepted MPI call `$name` with the parameters given: while no communicator
+/// of the process has dynamic broadcast on, a jump to the host's `$pmpi`; afterwards the body,
+/// out of line (so that the fast path is a load, a branch and a jump).
+macro_rules! intercept {
+    (
+        $(#[$doc:meta])*
+        fn $name:ident => $pmpi:ident($($arg:ident: $ty:ty),* $(,)?) $body:block
+    ) => {
+        $(#[$doc])*
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($arg: $ty),*) -> c_int {
+            if !ON.load(Ordering::Relaxed) {
+                // SAFETY: the application's arguments.
+                return unsafe { mpi_sys::$pmpi($($arg),*) };
+            }
+            #[inline(never)]
+            #[cold]
+            unsafe fn slow($($arg: $ty),*) -> c_int $body
+            // SAFETY: the application's arguments.
+            unsafe { slow($($arg),*) }
+        }
+    };
+}
+
 /// An engine that cannot go on ends the job (a broadcast cannot be lost); an MPI error is
 /// the call's result.
 fn engine_failed(e: EngineError) -> c_int {
@@ -269,150 +293,101 @@ unsafe fn complete_at(reqs: *mut MPI_Request, i: usize) -> bool {
 // The intercepted calls. Each starts with the one test that sends it to the host while no
 // communicator has dynamic broadcast on.
 
-/// MPI_Irecv: on a communicator with dynamic broadcast, a dynamic broadcast from `source`
-/// with `tag` may complete it instead of a point-to-point message (the status then says the
-/// broadcast's root, tag and count).
-///
-/// # Safety
-/// The arguments of MPI_Irecv.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Irecv(
-    buf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    source: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    if !ON.load(Ordering::Relaxed) {
-        // SAFETY: the application's arguments.
-        return unsafe { mpi_sys::PMPI_Irecv(buf, count, datatype, source, tag, comm, request) };
+intercept! {
+    /// MPI_Irecv: on a communicator with dynamic broadcast, a dynamic broadcast from `source`
+    /// with `tag` may complete it instead of a point-to-point message (the status then says the
+    /// broadcast's root, tag and count).
+    ///
+    /// # Safety
+    /// The arguments of MPI_Irecv.
+    fn MPI_Irecv => PMPI_Irecv(
+        buf: *mut c_void,
+        count: c_int,
+        datatype: MPI_Datatype,
+        source: c_int,
+        tag: c_int,
+        comm: MPI_Comm,
+        request: *mut MPI_Request,
+    ) {
+        guard("MPI_Irecv", host::err_other, || {
+            if let Some(e) = db::engine_of(comm) {
+                // SAFETY: the application's arguments.
+                match unsafe { post(&e, buf, count, datatype, source, tag, comm) } {
+                    Some(Ok(h)) => {
+                        // SAFETY: the application's request pointer.
+                        unsafe { request.write(h) };
+                        return host::SUCCESS;
+                    }
+                    Some(Err(rc)) => return rc,
+                    None => {}
+                }
+            }
+            // SAFETY: the application's arguments.
+            unsafe { mpi_sys::PMPI_Irecv(buf, count, datatype, source, tag, comm, request) }
+        })
     }
-    // SAFETY: as above.
-    unsafe { irecv_slow(buf, count, datatype, source, tag, comm, request) }
 }
 
-#[inline(never)]
-#[cold]
-unsafe fn irecv_slow(
-    buf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    source: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    guard("MPI_Irecv", host::err_other, || {
-        if let Some(e) = db::engine_of(comm) {
+intercept! {
+    /// MPI_Recv: as MPI_Irecv followed by MPI_Wait; a rank blocked here forwards the dynamic
+    /// broadcasts routed through it.
+    ///
+    /// # Safety
+    /// The arguments of MPI_Recv.
+    fn MPI_Recv => PMPI_Recv(
+        buf: *mut c_void,
+        count: c_int,
+        datatype: MPI_Datatype,
+        source: c_int,
+        tag: c_int,
+        comm: MPI_Comm,
+        status: *mut MPI_Status,
+    ) {
+        guard("MPI_Recv", host::err_other, || {
+            let Some(e) = db::engine_of(comm) else {
+                // SAFETY: the application's arguments.
+                return unsafe { mpi_sys::PMPI_Recv(buf, count, datatype, source, tag, comm, status) };
+            };
             // SAFETY: the application's arguments.
             match unsafe { post(&e, buf, count, datatype, source, tag, comm) } {
-                Some(Ok(h)) => {
-                    // SAFETY: the application's request pointer.
-                    unsafe { request.write(h) };
-                    return host::SUCCESS;
+                Some(Ok(mut h)) => {
+                    // SAFETY: our request, the application's status.
+                    unsafe { wait_one(&mut h, status) }
                 }
-                Some(Err(rc)) => return rc,
-                None => {}
+                Some(Err(rc)) => rc,
+                // SAFETY: the application's arguments.
+                None => unsafe { mpi_sys::PMPI_Recv(buf, count, datatype, source, tag, comm, status) },
             }
-        }
-        // SAFETY: the application's arguments.
-        unsafe { mpi_sys::PMPI_Irecv(buf, count, datatype, source, tag, comm, request) }
-    })
-}
-
-/// MPI_Recv: as MPI_Irecv followed by MPI_Wait; a rank blocked here forwards the dynamic
-/// broadcasts routed through it.
-///
-/// # Safety
-/// The arguments of MPI_Recv.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Recv(
-    buf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    source: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    status: *mut MPI_Status,
-) -> c_int {
-    if !ON.load(Ordering::Relaxed) {
-        // SAFETY: the application's arguments.
-        return unsafe { mpi_sys::PMPI_Recv(buf, count, datatype, source, tag, comm, status) };
+        })
     }
-    // SAFETY: as above.
-    unsafe { recv_slow(buf, count, datatype, source, tag, comm, status) }
 }
 
-#[inline(never)]
-#[cold]
-unsafe fn recv_slow(
-    buf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    source: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    status: *mut MPI_Status,
-) -> c_int {
-    guard("MPI_Recv", host::err_other, || {
-        let Some(e) = db::engine_of(comm) else {
-            // SAFETY: the application's arguments.
-            return unsafe { mpi_sys::PMPI_Recv(buf, count, datatype, source, tag, comm, status) };
-        };
-        // SAFETY: the application's arguments.
-        match unsafe { post(&e, buf, count, datatype, source, tag, comm) } {
-            Some(Ok(mut h)) => {
-                // SAFETY: our request, the application's status.
-                unsafe { wait_one(&mut h, status) }
-            }
-            Some(Err(rc)) => rc,
-            // SAFETY: the application's arguments.
-            None => unsafe { mpi_sys::PMPI_Recv(buf, count, datatype, source, tag, comm, status) },
-        }
-    })
-}
-
-/// MPI_Wait: a receive that a dynamic broadcast completed gets the broadcast's status.
-///
-/// # Safety
-/// The arguments of MPI_Wait.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
-    if !ON.load(Ordering::Relaxed) {
-        // SAFETY: the application's arguments.
-        return unsafe { mpi_sys::PMPI_Wait(request, status) };
-    }
-    #[inline(never)]
-    #[cold]
-    unsafe fn slow(request: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
+intercept! {
+    /// MPI_Wait: a receive that a dynamic broadcast completed gets the broadcast's status.
+    ///
+    /// # Safety
+    /// The arguments of MPI_Wait.
+    fn MPI_Wait => PMPI_Wait(
+        request: *mut MPI_Request,
+        status: *mut MPI_Status,
+    ) {
         // SAFETY: as above.
         guard("MPI_Wait", host::err_other, || unsafe {
             wait_one(request, status)
         })
     }
-    // SAFETY: the application's arguments.
-    unsafe { slow(request, status) }
 }
 
-/// MPI_Test: one progress step of the dynamic broadcasts, then the test.
-///
-/// # Safety
-/// The arguments of MPI_Test.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Test(
-    request: *mut MPI_Request,
-    flag: *mut c_int,
-    status: *mut MPI_Status,
-) -> c_int {
-    if !ON.load(Ordering::Relaxed) {
-        // SAFETY: the application's arguments.
-        return unsafe { mpi_sys::PMPI_Test(request, flag, status) };
-    }
-    #[inline(never)]
-    #[cold]
-    unsafe fn slow(request: *mut MPI_Request, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
+intercept! {
+    /// MPI_Test: one progress step of the dynamic broadcasts, then the test.
+    ///
+    /// # Safety
+    /// The arguments of MPI_Test.
+    fn MPI_Test => PMPI_Test(
+        request: *mut MPI_Request,
+        flag: *mut c_int,
+        status: *mut MPI_Status,
+    ) {
         guard("MPI_Test", host::err_other, || {
             // SAFETY: the application's array.
             if unsafe { none_tracked(request, 1) } {
@@ -437,8 +412,6 @@ pub unsafe extern "C" fn MPI_Test(
             }
         })
     }
-    // SAFETY: the application's arguments.
-    unsafe { slow(request, flag, status) }
 }
 
 /// The result of an array call: MPI_ERR_IN_STATUS when a request failed and statuses are
@@ -451,24 +424,17 @@ fn array_result(first_err: Option<c_int>, statuses: *mut MPI_Status) -> c_int {
     }
 }
 
-/// MPI_Waitall: the requests of the array complete as they come, receives completed by
-/// dynamic broadcasts among them.
-///
-/// # Safety
-/// The arguments of MPI_Waitall.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Waitall(
-    count: c_int,
-    requests: *mut MPI_Request,
-    statuses: *mut MPI_Status,
-) -> c_int {
-    if !ON.load(Ordering::Relaxed) {
-        // SAFETY: the application's arguments.
-        return unsafe { mpi_sys::PMPI_Waitall(count, requests, statuses) };
-    }
-    #[inline(never)]
-    #[cold]
-    unsafe fn slow(count: c_int, requests: *mut MPI_Request, statuses: *mut MPI_Status) -> c_int {
+intercept! {
+    /// MPI_Waitall: the requests of the array complete as they come, receives completed by
+    /// dynamic broadcasts among them.
+    ///
+    /// # Safety
+    /// The arguments of MPI_Waitall.
+    fn MPI_Waitall => PMPI_Waitall(
+        count: c_int,
+        requests: *mut MPI_Request,
+        statuses: *mut MPI_Status,
+    ) {
         // SAFETY: the application's array.
         if unsafe { none_tracked(requests, count) } {
             // SAFETY: the application's arguments.
@@ -507,33 +473,19 @@ pub unsafe extern "C" fn MPI_Waitall(
             }
         })
     }
-    // SAFETY: the application's arguments.
-    unsafe { slow(count, requests, statuses) }
 }
 
-/// MPI_Testall: all complete (and completed now), or none touched.
-///
-/// # Safety
-/// The arguments of MPI_Testall.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Testall(
-    count: c_int,
-    requests: *mut MPI_Request,
-    flag: *mut c_int,
-    statuses: *mut MPI_Status,
-) -> c_int {
-    if !ON.load(Ordering::Relaxed) {
-        // SAFETY: the application's arguments.
-        return unsafe { mpi_sys::PMPI_Testall(count, requests, flag, statuses) };
-    }
-    #[inline(never)]
-    #[cold]
-    unsafe fn slow(
+intercept! {
+    /// MPI_Testall: all complete (and completed now), or none touched.
+    ///
+    /// # Safety
+    /// The arguments of MPI_Testall.
+    fn MPI_Testall => PMPI_Testall(
         count: c_int,
         requests: *mut MPI_Request,
         flag: *mut c_int,
         statuses: *mut MPI_Status,
-    ) -> c_int {
+    ) {
         guard("MPI_Testall", host::err_other, || {
             // SAFETY: the application's array.
             if unsafe { none_tracked(requests, count) } {
@@ -564,8 +516,6 @@ pub unsafe extern "C" fn MPI_Testall(
             array_result(err, statuses)
         })
     }
-    // SAFETY: the application's arguments.
-    unsafe { slow(count, requests, flag, statuses) }
 }
 
 /// One pass of MPI_Waitany/MPI_Testany: Some((index, rc)) of the first complete request,
@@ -593,29 +543,17 @@ unsafe fn any_pass(
     (!active).then_some((host::undefined(), host::SUCCESS))
 }
 
-/// MPI_Waitany.
-///
-/// # Safety
-/// The arguments of MPI_Waitany.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Waitany(
-    count: c_int,
-    requests: *mut MPI_Request,
-    index: *mut c_int,
-    status: *mut MPI_Status,
-) -> c_int {
-    if !ON.load(Ordering::Relaxed) {
-        // SAFETY: the application's arguments.
-        return unsafe { mpi_sys::PMPI_Waitany(count, requests, index, status) };
-    }
-    #[inline(never)]
-    #[cold]
-    unsafe fn slow(
+intercept! {
+    /// MPI_Waitany.
+    ///
+    /// # Safety
+    /// The arguments of MPI_Waitany.
+    fn MPI_Waitany => PMPI_Waitany(
         count: c_int,
         requests: *mut MPI_Request,
         index: *mut c_int,
         status: *mut MPI_Status,
-    ) -> c_int {
+    ) {
         // SAFETY: the application's array.
         if unsafe { none_tracked(requests, count) } {
             // SAFETY: the application's arguments.
@@ -641,35 +579,20 @@ pub unsafe extern "C" fn MPI_Waitany(
             }
         })
     }
-    // SAFETY: the application's arguments.
-    unsafe { slow(count, requests, index, status) }
 }
 
-/// MPI_Testany.
-///
-/// # Safety
-/// The arguments of MPI_Testany.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Testany(
-    count: c_int,
-    requests: *mut MPI_Request,
-    index: *mut c_int,
-    flag: *mut c_int,
-    status: *mut MPI_Status,
-) -> c_int {
-    if !ON.load(Ordering::Relaxed) {
-        // SAFETY: the application's arguments.
-        return unsafe { mpi_sys::PMPI_Testany(count, requests, index, flag, status) };
-    }
-    #[inline(never)]
-    #[cold]
-    unsafe fn slow(
+intercept! {
+    /// MPI_Testany.
+    ///
+    /// # Safety
+    /// The arguments of MPI_Testany.
+    fn MPI_Testany => PMPI_Testany(
         count: c_int,
         requests: *mut MPI_Request,
         index: *mut c_int,
         flag: *mut c_int,
         status: *mut MPI_Status,
-    ) -> c_int {
+    ) {
         guard("MPI_Testany", host::err_other, || {
             // SAFETY: the application's array.
             if unsafe { none_tracked(requests, count) } {
@@ -704,8 +627,6 @@ pub unsafe extern "C" fn MPI_Testany(
             }
         })
     }
-    // SAFETY: the application's arguments.
-    unsafe { slow(count, requests, index, flag, status) }
 }
 
 /// One pass of MPI_Waitsome/MPI_Testsome: how many completed (MPI_UNDEFINED when none is
@@ -750,31 +671,18 @@ unsafe fn some_pass(
     }
 }
 
-/// MPI_Waitsome.
-///
-/// # Safety
-/// The arguments of MPI_Waitsome.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Waitsome(
-    incount: c_int,
-    requests: *mut MPI_Request,
-    outcount: *mut c_int,
-    indices: *mut c_int,
-    statuses: *mut MPI_Status,
-) -> c_int {
-    if !ON.load(Ordering::Relaxed) {
-        // SAFETY: the application's arguments.
-        return unsafe { mpi_sys::PMPI_Waitsome(incount, requests, outcount, indices, statuses) };
-    }
-    #[inline(never)]
-    #[cold]
-    unsafe fn slow(
+intercept! {
+    /// MPI_Waitsome.
+    ///
+    /// # Safety
+    /// The arguments of MPI_Waitsome.
+    fn MPI_Waitsome => PMPI_Waitsome(
         incount: c_int,
         requests: *mut MPI_Request,
         outcount: *mut c_int,
         indices: *mut c_int,
         statuses: *mut MPI_Status,
-    ) -> c_int {
+    ) {
         // SAFETY: the application's array.
         if unsafe { none_tracked(requests, incount) } {
             // SAFETY: the application's arguments.
@@ -800,35 +708,20 @@ pub unsafe extern "C" fn MPI_Waitsome(
             }
         })
     }
-    // SAFETY: the application's arguments.
-    unsafe { slow(incount, requests, outcount, indices, statuses) }
 }
 
-/// MPI_Testsome.
-///
-/// # Safety
-/// The arguments of MPI_Testsome.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Testsome(
-    incount: c_int,
-    requests: *mut MPI_Request,
-    outcount: *mut c_int,
-    indices: *mut c_int,
-    statuses: *mut MPI_Status,
-) -> c_int {
-    if !ON.load(Ordering::Relaxed) {
-        // SAFETY: the application's arguments.
-        return unsafe { mpi_sys::PMPI_Testsome(incount, requests, outcount, indices, statuses) };
-    }
-    #[inline(never)]
-    #[cold]
-    unsafe fn slow(
+intercept! {
+    /// MPI_Testsome.
+    ///
+    /// # Safety
+    /// The arguments of MPI_Testsome.
+    fn MPI_Testsome => PMPI_Testsome(
         incount: c_int,
         requests: *mut MPI_Request,
         outcount: *mut c_int,
         indices: *mut c_int,
         statuses: *mut MPI_Status,
-    ) -> c_int {
+    ) {
         guard("MPI_Testsome", host::err_other, || {
             // SAFETY: the application's array.
             if unsafe { none_tracked(requests, incount) } {
@@ -848,43 +741,26 @@ pub unsafe extern "C" fn MPI_Testsome(
             array_result(err, statuses)
         })
     }
-    // SAFETY: the application's arguments.
-    unsafe { slow(incount, requests, outcount, indices, statuses) }
 }
 
-/// MPI_Iprobe: a dynamic broadcast that a receive of (`source`, `tag`) would take now counts
-/// as a message (its root, tag and count in the status).
-///
-/// # Safety
-/// The arguments of MPI_Iprobe.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Iprobe(
-    source: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    flag: *mut c_int,
-    status: *mut MPI_Status,
-) -> c_int {
-    if !ON.load(Ordering::Relaxed) {
-        // SAFETY: the application's arguments.
-        return unsafe { mpi_sys::PMPI_Iprobe(source, tag, comm, flag, status) };
-    }
-    #[inline(never)]
-    #[cold]
-    unsafe fn slow(
+intercept! {
+    /// MPI_Iprobe: a dynamic broadcast that a receive of (`source`, `tag`) would take now counts
+    /// as a message (its root, tag and count in the status).
+    ///
+    /// # Safety
+    /// The arguments of MPI_Iprobe.
+    fn MPI_Iprobe => PMPI_Iprobe(
         source: c_int,
         tag: c_int,
         comm: MPI_Comm,
         flag: *mut c_int,
         status: *mut MPI_Status,
-    ) -> c_int {
+    ) {
         // SAFETY: as above.
         guard("MPI_Iprobe", host::err_other, || unsafe {
             iprobe(source, tag, comm, flag, status)
         })
     }
-    // SAFETY: the application's arguments.
-    unsafe { slow(source, tag, comm, flag, status) }
 }
 
 /// # Safety
@@ -919,24 +795,17 @@ unsafe fn iprobe(
     unsafe { mpi_sys::PMPI_Iprobe(source, tag, comm, flag, status) }
 }
 
-/// MPI_Probe: MPI_Iprobe until it finds a message, forwarding meanwhile.
-///
-/// # Safety
-/// The arguments of MPI_Probe.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Probe(
-    source: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    status: *mut MPI_Status,
-) -> c_int {
-    if !ON.load(Ordering::Relaxed) {
-        // SAFETY: the application's arguments.
-        return unsafe { mpi_sys::PMPI_Probe(source, tag, comm, status) };
-    }
-    #[inline(never)]
-    #[cold]
-    unsafe fn slow(source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
+intercept! {
+    /// MPI_Probe: MPI_Iprobe until it finds a message, forwarding meanwhile.
+    ///
+    /// # Safety
+    /// The arguments of MPI_Probe.
+    fn MPI_Probe => PMPI_Probe(
+        source: c_int,
+        tag: c_int,
+        comm: MPI_Comm,
+        status: *mut MPI_Status,
+    ) {
         guard("MPI_Probe", host::err_other, || {
             if db::engine_of(comm).is_none() {
                 // SAFETY: the application's arguments.
@@ -954,25 +823,18 @@ pub unsafe extern "C" fn MPI_Probe(
             }
         })
     }
-    // SAFETY: the application's arguments.
-    unsafe { slow(source, tag, comm, status) }
 }
 
-/// MPI_Cancel: a receive no message has taken yet is withdrawn from the dynamic broadcasts
-/// too; one a broadcast took completes as usual (cancelling it then has no effect, as for
-/// any receive that matched).
-///
-/// # Safety
-/// The arguments of MPI_Cancel.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Cancel(request: *mut MPI_Request) -> c_int {
-    if !ON.load(Ordering::Relaxed) {
-        // SAFETY: the application's arguments.
-        return unsafe { mpi_sys::PMPI_Cancel(request) };
-    }
-    #[inline(never)]
-    #[cold]
-    unsafe fn slow(request: *mut MPI_Request) -> c_int {
+intercept! {
+    /// MPI_Cancel: a receive no message has taken yet is withdrawn from the dynamic broadcasts
+    /// too; one a broadcast took completes as usual (cancelling it then has no effect, as for
+    /// any receive that matched).
+    ///
+    /// # Safety
+    /// The arguments of MPI_Cancel.
+    fn MPI_Cancel => PMPI_Cancel(
+        request: *mut MPI_Request,
+    ) {
         guard("MPI_Cancel", host::err_other, || {
             // SAFETY: the application's pointer.
             let h = unsafe { *request };
@@ -986,23 +848,16 @@ pub unsafe extern "C" fn MPI_Cancel(request: *mut MPI_Request) -> c_int {
             unsafe { mpi_sys::PMPI_Cancel(request) }
         })
     }
-    // SAFETY: the application's arguments.
-    unsafe { slow(request) }
 }
 
-/// MPI_Request_free: a receive a dynamic broadcast took still fills its buffer, unseen.
-///
-/// # Safety
-/// The arguments of MPI_Request_free.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Request_free(request: *mut MPI_Request) -> c_int {
-    if !ON.load(Ordering::Relaxed) {
-        // SAFETY: the application's arguments.
-        return unsafe { mpi_sys::PMPI_Request_free(request) };
-    }
-    #[inline(never)]
-    #[cold]
-    unsafe fn slow(request: *mut MPI_Request) -> c_int {
+intercept! {
+    /// MPI_Request_free: a receive a dynamic broadcast took still fills its buffer, unseen.
+    ///
+    /// # Safety
+    /// The arguments of MPI_Request_free.
+    fn MPI_Request_free => PMPI_Request_free(
+        request: *mut MPI_Request,
+    ) {
         guard("MPI_Request_free", host::err_other, || {
             // SAFETY: the application's pointer.
             let h = unsafe { *request };
@@ -1016,27 +871,18 @@ pub unsafe extern "C" fn MPI_Request_free(request: *mut MPI_Request) -> c_int {
             unsafe { mpi_sys::PMPI_Request_free(request) }
         })
     }
-    // SAFETY: the application's arguments.
-    unsafe { slow(request) }
 }
 
-/// MPI_Request_get_status: a receive a dynamic broadcast completed says so, with its status.
-///
-/// # Safety
-/// The arguments of MPI_Request_get_status.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Request_get_status(
-    request: MPI_Request,
-    flag: *mut c_int,
-    status: *mut MPI_Status,
-) -> c_int {
-    if !ON.load(Ordering::Relaxed) {
-        // SAFETY: the application's arguments.
-        return unsafe { mpi_sys::PMPI_Request_get_status(request, flag, status) };
-    }
-    #[inline(never)]
-    #[cold]
-    unsafe fn slow(request: MPI_Request, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
+intercept! {
+    /// MPI_Request_get_status: a receive a dynamic broadcast completed says so, with its status.
+    ///
+    /// # Safety
+    /// The arguments of MPI_Request_get_status.
+    fn MPI_Request_get_status => PMPI_Request_get_status(
+        request: MPI_Request,
+        flag: *mut c_int,
+        status: *mut MPI_Status,
+    ) {
         guard("MPI_Request_get_status", host::err_other, || {
             if let Some((e, id)) = db::tracked(request).filter(|t| t.1 != db::POLLED_SEND) {
                 if let Err(rc) = progress() {
@@ -1063,8 +909,6 @@ pub unsafe extern "C" fn MPI_Request_get_status(
             unsafe { mpi_sys::PMPI_Request_get_status(request, flag, status) }
         })
     }
-    // SAFETY: the application's arguments.
-    unsafe { slow(request, flag, status) }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1138,35 +982,21 @@ unsafe fn completed(rc: c_int, request: *mut MPI_Request) -> c_int {
 
 macro_rules! blocking_send {
     ($name:ident, $pmpi:ident, $ipmpi:ident) => {
-        /// A send mode of MPI: counted on a communicator with dynamic broadcast, or carried
-        /// by its engine to a rank this rank broadcast to (so that it is received after the
-        /// broadcast, as it was sent).
-        ///
-        /// # Safety
-        /// The arguments of the MPI call of this name.
-        #[no_mangle]
-        pub unsafe extern "C" fn $name(
-            buf: *const c_void,
-            count: c_int,
-            datatype: MPI_Datatype,
-            dest: c_int,
-            tag: c_int,
-            comm: MPI_Comm,
-        ) -> c_int {
-            if !ON.load(Ordering::Relaxed) {
-                // SAFETY: the application's arguments.
-                return unsafe { mpi_sys::$pmpi(buf, count, datatype, dest, tag, comm) };
-            }
-            #[inline(never)]
-            #[cold]
-            unsafe fn slow(
+        intercept! {
+            /// A send mode of MPI: counted on a communicator with dynamic broadcast, or carried
+            /// by its engine to a rank this rank broadcast to (so that it is received after
+            /// the broadcast, as it was sent).
+            ///
+            /// # Safety
+            /// The arguments of the MPI call of this name.
+            fn $name => $pmpi(
                 buf: *const c_void,
                 count: c_int,
                 datatype: MPI_Datatype,
                 dest: c_int,
                 tag: c_int,
                 comm: MPI_Comm,
-            ) -> c_int {
+            ) {
                 guard(stringify!($name), host::err_other, || {
                     match send_by_engine(buf, count, datatype, dest, tag, comm) {
                         Sent::Engine(rc) => rc,
@@ -1191,36 +1021,19 @@ macro_rules! blocking_send {
                     }
                 })
             }
-            // SAFETY: the application's arguments.
-            unsafe { slow(buf, count, datatype, dest, tag, comm) }
         }
     };
 }
 
 macro_rules! nonblocking_send {
     ($name:ident, $pmpi:ident) => {
-        /// A non-blocking send mode of MPI: as its blocking form; carried by the engine, its
-        /// request is complete at once (the data was copied).
-        ///
-        /// # Safety
-        /// The arguments of the MPI call of this name.
-        #[no_mangle]
-        pub unsafe extern "C" fn $name(
-            buf: *const c_void,
-            count: c_int,
-            datatype: MPI_Datatype,
-            dest: c_int,
-            tag: c_int,
-            comm: MPI_Comm,
-            request: *mut MPI_Request,
-        ) -> c_int {
-            if !ON.load(Ordering::Relaxed) {
-                // SAFETY: the application's arguments.
-                return unsafe { mpi_sys::$pmpi(buf, count, datatype, dest, tag, comm, request) };
-            }
-            #[inline(never)]
-            #[cold]
-            unsafe fn slow(
+        intercept! {
+            /// A non-blocking send mode of MPI: as its blocking form; carried by the engine,
+            /// its request is complete at once (the data was copied).
+            ///
+            /// # Safety
+            /// The arguments of the MPI call of this name.
+            fn $name => $pmpi(
                 buf: *const c_void,
                 count: c_int,
                 datatype: MPI_Datatype,
@@ -1228,7 +1041,7 @@ macro_rules! nonblocking_send {
                 tag: c_int,
                 comm: MPI_Comm,
                 request: *mut MPI_Request,
-            ) -> c_int {
+            ) {
                 guard(stringify!($name), host::err_other, || {
                     let sent = send_by_engine(buf, count, datatype, dest, tag, comm);
                     let e = match sent {
@@ -1246,8 +1059,6 @@ macro_rules! nonblocking_send {
                     rc
                 })
             }
-            // SAFETY: the application's arguments.
-            unsafe { slow(buf, count, datatype, dest, tag, comm, request) }
         }
     };
 }
@@ -1344,68 +1155,39 @@ unsafe fn improbe(
     rc
 }
 
-/// MPI_Improbe: a dynamic broadcast that a receive of (`source`, `tag`) would take now is
-/// matched, with a message handle for MPI_Mrecv/MPI_Imrecv.
-///
-/// # Safety
-/// The arguments of MPI_Improbe.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Improbe(
-    source: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    flag: *mut c_int,
-    message: *mut mpi_sys::MPI_Message,
-    status: *mut MPI_Status,
-) -> c_int {
-    if !ON.load(Ordering::Relaxed) {
-        // SAFETY: the application's arguments.
-        return unsafe { mpi_sys::PMPI_Improbe(source, tag, comm, flag, message, status) };
-    }
-    #[inline(never)]
-    #[cold]
-    unsafe fn slow(
+intercept! {
+    /// MPI_Improbe: a dynamic broadcast that a receive of (`source`, `tag`) would take now is
+    /// matched, with a message handle for MPI_Mrecv/MPI_Imrecv.
+    ///
+    /// # Safety
+    /// The arguments of MPI_Improbe.
+    fn MPI_Improbe => PMPI_Improbe(
         source: c_int,
         tag: c_int,
         comm: MPI_Comm,
         flag: *mut c_int,
         message: *mut mpi_sys::MPI_Message,
         status: *mut MPI_Status,
-    ) -> c_int {
+    ) {
         // SAFETY: as above.
         guard("MPI_Improbe", host::err_other, || unsafe {
             improbe(source, tag, comm, flag, message, status)
         })
     }
-    // SAFETY: the application's arguments.
-    unsafe { slow(source, tag, comm, flag, message, status) }
 }
 
-/// MPI_Mprobe: MPI_Improbe until it matches, forwarding meanwhile.
-///
-/// # Safety
-/// The arguments of MPI_Mprobe.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Mprobe(
-    source: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    message: *mut mpi_sys::MPI_Message,
-    status: *mut MPI_Status,
-) -> c_int {
-    if !ON.load(Ordering::Relaxed) {
-        // SAFETY: the application's arguments.
-        return unsafe { mpi_sys::PMPI_Mprobe(source, tag, comm, message, status) };
-    }
-    #[inline(never)]
-    #[cold]
-    unsafe fn slow(
+intercept! {
+    /// MPI_Mprobe: MPI_Improbe until it matches, forwarding meanwhile.
+    ///
+    /// # Safety
+    /// The arguments of MPI_Mprobe.
+    fn MPI_Mprobe => PMPI_Mprobe(
         source: c_int,
         tag: c_int,
         comm: MPI_Comm,
         message: *mut mpi_sys::MPI_Message,
         status: *mut MPI_Status,
-    ) -> c_int {
+    ) {
         guard("MPI_Mprobe", host::err_other, || {
             let mut idle = Idle::default();
             loop {
@@ -1419,8 +1201,6 @@ pub unsafe extern "C" fn MPI_Mprobe(
             }
         })
     }
-    // SAFETY: the application's arguments.
-    unsafe { slow(source, tag, comm, message, status) }
 }
 
 /// Receives a probed broadcast into the buffer, waiting for the rest of its data: the
@@ -1460,31 +1240,18 @@ unsafe fn probed(message: *mut mpi_sys::MPI_Message) -> Option<Probed> {
         .remove(&key)
 }
 
-/// MPI_Mrecv: a message handle of a probed dynamic broadcast receives it.
-///
-/// # Safety
-/// The arguments of MPI_Mrecv.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Mrecv(
-    buf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    message: *mut mpi_sys::MPI_Message,
-    status: *mut MPI_Status,
-) -> c_int {
-    if !ON.load(Ordering::Relaxed) {
-        // SAFETY: the application's arguments.
-        return unsafe { mpi_sys::PMPI_Mrecv(buf, count, datatype, message, status) };
-    }
-    #[inline(never)]
-    #[cold]
-    unsafe fn slow(
+intercept! {
+    /// MPI_Mrecv: a message handle of a probed dynamic broadcast receives it.
+    ///
+    /// # Safety
+    /// The arguments of MPI_Mrecv.
+    fn MPI_Mrecv => PMPI_Mrecv(
         buf: *mut c_void,
         count: c_int,
         datatype: MPI_Datatype,
         message: *mut mpi_sys::MPI_Message,
         status: *mut MPI_Status,
-    ) -> c_int {
+    ) {
         guard("MPI_Mrecv", host::err_other, || {
             // SAFETY: the application's pointer.
             let Some(p) = (unsafe { probed(message) }) else {
@@ -1509,36 +1276,21 @@ pub unsafe extern "C" fn MPI_Mrecv(
             }
         })
     }
-    // SAFETY: the application's arguments.
-    unsafe { slow(buf, count, datatype, message, status) }
 }
 
-/// MPI_Imrecv: as MPI_Mrecv for a probed dynamic broadcast (it waits for the rest of the
-/// broadcast's data, then returns a request that is complete).
-///
-/// # Safety
-/// The arguments of MPI_Imrecv.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Imrecv(
-    buf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    message: *mut mpi_sys::MPI_Message,
-    request: *mut MPI_Request,
-) -> c_int {
-    if !ON.load(Ordering::Relaxed) {
-        // SAFETY: the application's arguments.
-        return unsafe { mpi_sys::PMPI_Imrecv(buf, count, datatype, message, request) };
-    }
-    #[inline(never)]
-    #[cold]
-    unsafe fn slow(
+intercept! {
+    /// MPI_Imrecv: as MPI_Mrecv for a probed dynamic broadcast (it waits for the rest of the
+    /// broadcast's data, then returns a request that is complete).
+    ///
+    /// # Safety
+    /// The arguments of MPI_Imrecv.
+    fn MPI_Imrecv => PMPI_Imrecv(
         buf: *mut c_void,
         count: c_int,
         datatype: MPI_Datatype,
         message: *mut mpi_sys::MPI_Message,
         request: *mut MPI_Request,
-    ) -> c_int {
+    ) {
         guard("MPI_Imrecv", host::err_other, || {
             // SAFETY: the application's pointer.
             let Some(p) = (unsafe { probed(message) }) else {
@@ -1560,6 +1312,4 @@ pub unsafe extern "C" fn MPI_Imrecv(
             }
         })
     }
-    // SAFETY: the application's arguments.
-    unsafe { slow(buf, count, datatype, message, request) }
 }

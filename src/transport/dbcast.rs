@@ -25,7 +25,7 @@
 //!   PMPI calls, persistent sends) are not ordered that way.
 
 use super::forward::{EngineError, Outcome, ReqState};
-use crate::algo::dbcast::Recipient;
+use crate::algo::dbcast::{Recipient, Shape};
 use crate::host::buffer::UserBuf;
 use crate::host::recv::{self, HostReq, HostStatus};
 use crate::host::{self, p2p, MPI_Comm};
@@ -133,12 +133,13 @@ impl DbcastSide {
         )
     }
 
-    /// Starts a broadcast of `data` (packed) to `list` (in tree order) with `tag`: the data is
-    /// copied, so the request is done at once.
+    /// Starts a broadcast of `data` (packed) to `list` (in tree order for `shape`) with `tag`:
+    /// the data is copied, so the request is done at once.
     pub fn start(
         &mut self,
         comm: MPI_Comm,
         list: &[Recipient],
+        shape: Shape,
         tag: c_int,
         data: &[u8],
     ) -> Result<Arc<ReqState>, EngineError> {
@@ -149,7 +150,7 @@ impl DbcastSide {
                 per.get(&(r, tag)).copied().unwrap_or(0),
             )
         };
-        let s = self.fwd.start(list, tag, data, &before);
+        let s = self.fwd.start(list, shape, tag, data, &before);
         for r in list {
             self.by_engine.insert(r.rank);
         }
@@ -167,6 +168,11 @@ impl DbcastSide {
             bytes: 0,
             error: host::SUCCESS,
         })
+    }
+
+    /// Payload bytes per segment.
+    pub fn seg_bytes(&self) -> usize {
+        self.fwd.seg_bytes()
     }
 
     /// Whether this root's sends to `dest` go by the engine (it broadcast to `dest` before).

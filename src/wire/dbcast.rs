@@ -21,7 +21,7 @@
 //! the right priority): `OutQueue` hands the highest priority to the link first.
 //!
 //! Layout, little-endian. Every segment: magic (u16, "DB") version (u8) flags (u8: 1 the list
-//! follows), root (u32), tag (i32), message number at the root (u64, all its dynamic
+//! follows, 2 the tree is a chain, `algo::dbcast::Shape`), root (u32), tag (i32), message number at the root (u64, all its dynamic
 //! broadcasts and direct messages on the communicator), total length (u64), segment number
 //! (u32), number of segments (u32): 36 bytes. The first segment then: the count of entries
 //! (u32, at least 1) and per entry its rank (u32), priority (i32), sequence number (u64),
@@ -34,7 +34,7 @@
 use super::forward::{nsegs, seg_len};
 use super::matching::{RecvId, Want};
 use super::packet::Reject;
-use crate::algo::dbcast::{children, Recipient};
+use crate::algo::dbcast::{Recipient, Shape};
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::ops::Range;
 use std::sync::Arc;
@@ -46,6 +46,7 @@ pub const HEADER_LEN: usize = 36;
 /// Bytes of one entry of a first segment's list.
 pub const ENTRY_LEN: usize = 32;
 const FLAG_LIST: u8 = 1;
+const FLAG_CHAIN: u8 = 2;
 
 /// One destination as it travels: rank, priority, the root's sequence number of its messages
 /// to this rank (0,1,2,... over dynamic broadcasts AND direct messages of this root to this
@@ -78,6 +79,8 @@ pub struct SegHeader {
     pub total_len: u64,
     pub seg: u32,
     pub nsegs: u32,
+    /// The tree the root chose (every segment of a message says the same).
+    pub shape: Shape,
 }
 
 /// A segment as received: its header, the list (first segments), and where its payload
@@ -141,7 +144,12 @@ pub fn encode(h: &SegHeader, list: Option<&[Entry]>, payload: &[u8], out: &mut V
     out.reserve(HEADER_LEN + list.map_or(0, |l| 4 + l.len() * ENTRY_LEN) + payload.len());
     out.extend_from_slice(&MAGIC.to_le_bytes());
     out.push(VERSION);
-    out.push(if list.is_some() { FLAG_LIST } else { 0 });
+    let chain = if h.shape == Shape::Chain {
+        FLAG_CHAIN
+    } else {
+        0
+    };
+    out.push(chain | if list.is_some() { FLAG_LIST } else { 0 });
     out.extend_from_slice(&h.root.to_le_bytes());
     out.extend_from_slice(&h.tag.to_le_bytes());
     out.extend_from_slice(&h.msg.to_le_bytes());
@@ -178,7 +186,7 @@ pub fn decode(b: &[u8], seg_bytes: usize) -> Result<Segment, Reject> {
         return Err(Reject::BadVersion);
     }
     let flags = b[3];
-    if flags & !FLAG_LIST != 0 {
+    if flags & !(FLAG_LIST | FLAG_CHAIN) != 0 {
         return Err(Reject::Malformed);
     }
     let h = SegHeader {
@@ -188,6 +196,11 @@ pub fn decode(b: &[u8], seg_bytes: usize) -> Result<Segment, Reject> {
         total_len: u64_at(20),
         seg: u32_at(28),
         nsegs: u32_at(32),
+        shape: if flags & FLAG_CHAIN != 0 {
+            Shape::Chain
+        } else {
+            Shape::Binomial
+        },
     };
     if h.nsegs != nsegs(h.total_len, seg_bytes) || h.seg >= h.nsegs {
         return Err(Reject::Malformed);
@@ -287,7 +300,8 @@ impl Forwarder {
     fn firsts(h: &SegHeader, sub: &[Entry], payload: &[u8]) -> Vec<(u32, i32, Arc<[u8]>)> {
         let mut buf = Vec::new();
         let mut list = Vec::new();
-        children(sub.len())
+        h.shape
+            .children(sub.len())
             .into_iter()
             .map(|(c, range)| {
                 list.clear();
@@ -300,14 +314,15 @@ impl Forwarder {
     }
 
     /// Starts a broadcast of `data` with `tag` to `list` (in tree order: algo::dbcast::order's
-    /// output; distinct ranks, not this one; at least one — the caller checks), numbering it
-    /// and each destination's seq; `before(rank) -> (before_total, before_tag)` gives the
-    /// plain counts. Returns every segment for every child of the root
-    /// (algo::dbcast::children(list.len())), the first children first (send order), each
-    /// child's segments in order.
+    /// output; distinct ranks, not this one; at least one — the caller checks) over a tree of
+    /// `shape`, numbering it and each destination's seq; `before(rank) -> (before_total,
+    /// before_tag)` gives the plain counts. Returns every segment for every child of the root
+    /// (shape.children(list.len())), the first children first (send order), each child's
+    /// segments in order.
     pub fn start(
         &mut self,
         list: &[Recipient],
+        shape: Shape,
         tag: i32,
         data: &[u8],
         before: &dyn Fn(u32) -> (u64, u64),
@@ -347,6 +362,7 @@ impl Forwarder {
             total_len: total,
             seg: 0,
             nsegs: nsegs(total, self.seg_bytes),
+            shape,
         };
         // The later segments carry no list: one copy each, shared by every child.
         let mut buf = Vec::new();
@@ -391,13 +407,12 @@ impl Forwarder {
         data: &[u8],
         before: (u64, u64),
     ) -> Started {
-        self.start(&[Recipient { rank: to, priority }], tag, data, &move |_| {
-            before
-        })
+        let list = [Recipient { rank: to, priority }];
+        self.start(&list, Shape::Binomial, tag, data, &move |_| before)
     }
 
     /// A segment from `from`: passes it on to this rank's children (first segment: children
-    /// from algo::dbcast::children over the carried subtree list, each child's first segment
+    /// in the carried shape over the carried subtree list, each child's first segment
     /// carrying the child's entry and the child's trimmed sublist, at the child's priority;
     /// later segments: the same children, same priorities), and says what is for this rank
     /// (every rank reached is a recipient).

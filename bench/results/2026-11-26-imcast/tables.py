@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""The tables of README.md from this folder's CSVs (fig5.csv, target.csv, fig4.csv,
-cholesky.csv; bench/imcast.sh writes them). Python 3, no dependencies:
+"""The tables of README.md from this folder's CSVs (fig5.csv, target.csv, fig4.csv;
+bench/imcast.sh writes them; the Cholesky table of cholesky.csv is bench/chol_table.py's).
+Python 3, no dependencies:
 
     python3 bench/results/2026-11-26-imcast/tables.py [DIR] > summary.md
+    python3 bench/chol_table.py bench/results/2026-11-26-imcast >> summary.md
 """
 import csv
 import os
@@ -166,50 +168,5 @@ if f4:
             p(f"| {h}, {size_name(s)} | " + " | ".join(cells) + " |")
     errs = max(int(r["errors"]) for r in f4)
     p(f"\nData errors in all of fig4.csv: {errs}.\n")
-
-ch = rows("cholesky.csv")
-if ch:
-    p("## Cholesky: seconds per factorisation\n")
-    p("Each launch times `--reps` factorisations and prints their median (`time_s`); the table "
-      "gives the median of the launches (rounds) and, in brackets, each launch. Ratio: "
-      "p2p / mode (above 1: faster than p2p).\n")
-    confs = []
-    for r in ch:
-        k = (int(r["hosts"]), int(r["ppn"]), int(r["n"]), int(r["nb"]))
-        if k not in confs:
-            confs.append(k)
-    modes = []
-    for r in ch:
-        if r["mode"] not in modes:
-            modes.append(r["mode"])
-    p("| hosts x ranks, n:nb | " + " | ".join(modes) + " | " +
-      " | ".join(f"p2p / {m}" for m in modes if m != "p2p") + " | residual | checks |")
-    p("| --- |" + " ---: |" * (2 * len(modes) - 1) + " ---: | --- |")
-    for k in sorted(confs):
-        h, ppn, n, nb = k
-        med = {}
-        cells = []
-        res = set()
-        checks = set()
-        for m in modes:
-            sel = [r for r in ch if (int(r["hosts"]), int(r["ppn"]), int(r["n"]), int(r["nb"])) == k
-                   and r["mode"] == m]
-            ts = [float(r["time_s"]) for r in sel if r["time_s"] and r["exit"] == "0"]
-            for r in sel:
-                res.add(r["residual"])
-                checks.add(r["check"] + ("" if r["exit"] == "0" else f" exit {r['exit']}"))
-            if ts:
-                med[m] = statistics.median(ts)
-                cells.append(f"{med[m]:.3f} ({', '.join(f'{x:.3f}' for x in ts)})")
-            else:
-                cells.append("-")
-        ratios = []
-        for m in modes:
-            if m == "p2p":
-                continue
-            ratios.append(f"{med['p2p'] / med[m]:.2f}" if "p2p" in med and m in med else "-")
-        p(f"| {h} x {ppn}, {n}:{nb} | " + " | ".join(cells) + " | " + " | ".join(ratios) +
-          f" | {', '.join(sorted(res))} | {', '.join(sorted(checks))} |")
-    p("")
 
 print("\n".join(out))

@@ -12,7 +12,7 @@ use super::{
     engine_error, intra_size, ARG, ERR_MPI, INTERNAL, NOT_ENABLED, NULL_ARG, OK, TAG_MAX,
     UNKNOWN_KEY,
 };
-use crate::algo::dbcast::{self as tree, Recipient};
+use crate::algo::dbcast::{self as tree, Recipient, Shape};
 use crate::config::DbcastTree;
 use crate::host::recv::{self, HostReq};
 use crate::host::{self, buffer::UserBuf, MPI_Comm, MPI_Datatype, SendComm};
@@ -78,13 +78,27 @@ fn check_recipients(list: &[c_int], size: u32, me: u32) -> Option<Vec<u32>> {
     Some(out)
 }
 
-/// The tree order of `ranks` with `prio` (or none), as MPICAST_DBCAST_TREE says.
-fn tree_order(e: &Engine, ranks: &[u32], prio: Option<&[i32]>) -> Vec<Recipient> {
-    let how = session::get().map_or(DbcastTree::Binomial, |s| s.cfg.dbcast_tree);
-    match how {
-        DbcastTree::Binomial => tree::order(ranks, prio),
-        DbcastTree::Topo => tree::order_by_key(ranks, prio, |r| e.topo_key(r)),
-    }
+/// The tree for `len` bytes to `ranks` with `prio` (or none): its shape
+/// (MPICAST_DBCAST_CHAIN_BYTES) and the order of the list in it (MPICAST_DBCAST_TREE).
+fn tree_order(
+    e: &Engine,
+    ranks: &[u32],
+    prio: Option<&[i32]>,
+    len: usize,
+) -> (Shape, Vec<Recipient>) {
+    let cfg = session::get().ok();
+    let how = cfg
+        .as_ref()
+        .map_or(DbcastTree::Binomial, |s| s.cfg.dbcast_tree);
+    let chain = cfg.and_then(|s| s.cfg.dbcast_chain_bytes).map(|b| b as u64);
+    let seg = e.dbcast.as_ref().map_or(1, |d| d.seg_bytes());
+    let shape = tree::shape_for(ranks.len(), len as u64, seg, chain);
+    let key = |r: u32| e.topo_key(r);
+    let order = match how {
+        DbcastTree::Binomial => tree::order_for(shape, ranks, prio, None),
+        DbcastTree::Topo => tree::order_for(shape, ranks, prio, Some(&key)),
+    };
+    (shape, order)
 }
 
 /// Starts a dynamic broadcast of `count` elements of `datatype` at `buf` with `tag`
@@ -92,8 +106,9 @@ fn tree_order(e: &Engine, ranks: &[u32], prio: Option<&[i32]>) -> Vec<Recipient>
 /// rank, at least one), with `priorities` (n ints, or NULL: higher ones receive earlier).
 /// Not collective: each recipient receives it with an ordinary receive naming this rank (or
 /// MPI_ANY_SOURCE) and the tag (or MPI_ANY_TAG), and never needs to know that a broadcast
-/// brought it. The data travels down a binomial tree over the recipients; each message
-/// carries the root, the tag and the recipients of the subtree below with their priorities.
+/// brought it. The data travels down a binomial tree over the recipients (a pipelined chain
+/// for long messages, MPICAST_DBCAST_CHAIN_BYTES); each message carries the root, the tag and
+/// the recipients of the subtree below with their priorities.
 /// The data is copied when the call returns: `buf` may be reused at once and `*request_out`
 /// completes at the first test. MPICAST_ERR_NOT_ENABLED before MPICAST_Dbcast_enable on
 /// `comm`; MPICAST_ERR_ARG for a bad count, tag or recipient list (nothing is sent).
@@ -144,12 +159,12 @@ pub unsafe extern "C" fn MPICAST_Dbcast(
             };
             let sent = ub.with_send_bytes(|d| {
                 let mut g = e.lock().unwrap_or_else(|p| p.into_inner());
-                let order = tree_order(&g, &ranks, prio);
+                let (shape, order) = tree_order(&g, &ranks, prio, d.len());
                 let ecomm = g.comm();
                 g.dbcast
                     .as_mut()
                     .expect("enabled")
-                    .start(ecomm, &order, tag, d)
+                    .start(ecomm, &order, shape, tag, d)
             });
             match sent {
                 Ok(Ok(state)) => {
@@ -314,9 +329,9 @@ pub unsafe extern "C" fn MPICAST_Send_release(
                 } else {
                     let ranks: Vec<u32> = group.iter().map(|s| s.0).collect();
                     let prio: Vec<i32> = group.iter().map(|s| s.1).collect();
-                    let order = tree_order(&g, &ranks, Some(&prio));
+                    let (shape, order) = tree_order(&g, &ranks, Some(&prio), ub.bytes());
                     let side = g.dbcast.as_mut().expect("enabled");
-                    let r = ub.with_send_bytes(|b| side.start(ecomm, &order, tag, b));
+                    let r = ub.with_send_bytes(|b| side.start(ecomm, &order, shape, tag, b));
                     match r {
                         Ok(Ok(_)) => {}
                         Ok(Err(e)) => return engine_error(e),

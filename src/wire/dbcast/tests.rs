@@ -6,7 +6,7 @@
 //! ordering cases and against a brute-force reference.
 
 use super::*;
-use crate::algo::dbcast::{self as tree, order, order_by_key};
+use crate::algo::dbcast::{order, order_by_key, order_for, Shape};
 use crate::sched::testutil::Rng;
 use std::collections::BTreeSet;
 
@@ -29,7 +29,7 @@ fn fig1_on_the_wire() {
     // Root 0, recipients 1..6 in the caller's order: 0 sends {5,6} to 4, {3} to 2, {} to 1.
     let mut root = Forwarder::new(0, 7, 100);
     let list = order(&[1, 2, 3, 4, 5, 6], None);
-    let s = root.start(&list, 9, b"tile", &none);
+    let s = root.start(&list, Shape::Binomial, 9, b"tile", &none);
     let lists: Vec<(u32, Vec<u32>)> = s
         .send
         .iter()
@@ -73,6 +73,7 @@ fn segments_round_trip_and_reject_the_rest() {
         total_len: 20,
         seg: 0,
         nsegs: 3,
+        shape: Shape::Binomial,
     };
     let l = [entry(1, 9), entry(5, 0)];
     let mut b = Vec::new();
@@ -112,8 +113,12 @@ fn segments_round_trip_and_reject_the_rest() {
     c[2] = 2;
     assert_eq!(decode(&c, 8), Err(Reject::BadVersion));
     let mut c = b.clone();
-    c[3] |= 2;
+    c[3] |= 4;
     assert_eq!(decode(&c, 8), Err(Reject::Malformed));
+    // The chain flag is the shape.
+    let mut c = b.clone();
+    c[3] |= 2;
+    assert_eq!(decode(&c, 8).unwrap().h.shape, Shape::Chain);
     // A count beyond the bytes, and one whose length overflows.
     let mut c = b.clone();
     c[HEADER_LEN..HEADER_LEN + 4].copy_from_slice(&3u32.to_le_bytes());
@@ -129,6 +134,7 @@ fn segments_round_trip_and_reject_the_rest() {
         &SegHeader {
             total_len: 0,
             nsegs: 1,
+            shape: Shape::Binomial,
             ..h
         },
         Some(&l),
@@ -160,7 +166,7 @@ fn every_byte_flip_is_rejected_or_consistent() {
     let mut root = Forwarder::new(2, 9, 5);
     let list = order(&[0, 1, 3, 4, 5, 6, 7, 8], Some(&[0, 1, 2, 3, 0, 1, 2, 3]));
     let data: Vec<u8> = (0..13).collect();
-    let s = root.start(&list, 4, &data, &|r| (u64::from(r), 1));
+    let s = root.start(&list, Shape::Binomial, 4, &data, &|r| (u64::from(r), 1));
     for o in &s.send {
         for i in 0..o.bytes.len() {
             for bit in 0..8 {
@@ -207,6 +213,7 @@ fn handle_rejects_inconsistent_routing() {
         total_len: 10,
         seg: 0,
         nsegs: 2,
+        shape: Shape::Binomial,
     };
     let mut b = Vec::new();
     let mut f = Forwarder::new(3, 8, 5);
@@ -280,6 +287,7 @@ fn handle_rejects_inconsistent_routing() {
         msg: 1,
         total_len: 15,
         nsegs: 3,
+        shape: Shape::Binomial,
         ..h
     };
     let mut f = Forwarder::new(3, 8, 5);
@@ -292,11 +300,49 @@ fn handle_rejects_inconsistent_routing() {
 }
 
 #[test]
+fn chain_on_the_wire() {
+    // Root 0 to 1..4 as a chain, 3 segments of 4 bytes: every segment to 1 only; 1 passes
+    // each on to 2 only, whose list is {3, 4}; later segments keep the shape.
+    let data: Vec<u8> = (0..10).collect();
+    let mut root = Forwarder::new(0, 5, 4);
+    let list = order_for(Shape::Chain, &[1, 2, 3, 4], None, None);
+    let s = root.start(&list, Shape::Chain, 2, &data, &none);
+    assert_eq!(s.send.len(), 3);
+    assert!(s.send.iter().all(|o| o.to == 1));
+    let mut hop = s.send;
+    for me in 1..=4u32 {
+        let mut f = Forwarder::new(me, 5, 4);
+        let mut next = Vec::new();
+        let mut got = Vec::new();
+        for o in &hop {
+            let seg = decode(&o.bytes, 4).unwrap();
+            assert_eq!(seg.h.shape, Shape::Chain);
+            if let Some(l) = seg.list {
+                let ranks: Vec<u32> = l.iter().map(|e| e.rank).collect();
+                assert_eq!(ranks, (me..=4).collect::<Vec<_>>(), "list at {me}");
+            }
+            let h = f.handle(me - 1, o.bytes.clone()).unwrap();
+            if let Some((_, at, r)) = h.data {
+                assert_eq!(at, got.len());
+                got.extend_from_slice(&o.bytes[r]);
+            }
+            next.extend(h.send);
+        }
+        assert_eq!(got, data, "data at {me}");
+        let want: Vec<u32> = if me < 4 { vec![me + 1; 3] } else { vec![] };
+        assert_eq!(next.iter().map(|o| o.to).collect::<Vec<_>>(), want);
+        hop = next;
+    }
+}
+
+#[test]
 fn root_numbers_messages_and_each_destinations_sequence() {
     let mut f = Forwarder::new(0, 6, 4);
-    let a = f.start(&order(&[1, 2, 3], None), 0, &[1; 9], &none);
+    let a = f.start(&order(&[1, 2, 3], None), Shape::Binomial, 0, &[1; 9], &none);
     let b = f.direct(2, 5, 1, &[], (7, 3));
-    let c = f.start(&order(&[3, 2], None), 0, &[2; 3], &|r| (u64::from(r), 0));
+    let c = f.start(&order(&[3, 2], None), Shape::Binomial, 0, &[2; 3], &|r| {
+        (u64::from(r), 0)
+    });
     assert_eq!((a.key.msg, b.key.msg, c.key.msg), (0, 1, 2));
     assert_eq!(
         (f.sent_to(1), f.sent_to(2), f.sent_to(3), f.sent_to(4)),
@@ -379,11 +425,11 @@ struct Got {
 }
 
 /// The parent of each entry of a root's `list` in the tree (the root for its children).
-fn parents(root: u32, list: &[Recipient]) -> HashMap<u32, u32> {
+fn parents(root: u32, list: &[Recipient], shape: Shape) -> HashMap<u32, u32> {
     let mut out = HashMap::new();
     let mut todo = vec![(root, 0, list.len())];
     while let Some((holder, base, len)) = todo.pop() {
-        for (c, sub) in tree::children(len) {
+        for (c, sub) in shape.children(len) {
             out.insert(list[base + c].rank, holder);
             todo.push((list[base + c].rank, base + sub.start, sub.len()));
         }
@@ -442,24 +488,33 @@ fn run_job(seed: u64) {
             let levels = 1 + r.below(4);
             let prios: Vec<i32> = dests.iter().map(|_| r.below(levels) as i32).collect();
             let msg_no = fw[root as usize].next_msg;
-            let (list, s) = if r.chance(20) {
+            let shape = if r.chance(30) {
+                Shape::Chain
+            } else {
+                Shape::Binomial
+            };
+            let (list, shape, s) = if r.chance(20) {
                 let list = vec![Recipient {
                     rank: dests[0],
                     priority: prios[0],
                 }];
                 let b = before_of(msg_no, dests[0]);
                 let s = fw[root as usize].direct(dests[0], prios[0], tag, &data, b);
-                (list, s)
+                (list, Shape::Binomial, s)
             } else {
-                let list = match r.below(3) {
-                    0 => order(&dests, None),
-                    1 => order(&dests, Some(&prios)),
-                    _ => order_by_key(&dests, Some(&prios), |k| u64::from(k % 7)),
+                let key = |k: u32| u64::from(k % 7);
+                let list = match (r.below(3), shape) {
+                    (0, _) => order_for(shape, &dests, None, None),
+                    (1, Shape::Binomial) => order(&dests, Some(&prios)),
+                    (1, _) => order_for(shape, &dests, Some(&prios), None),
+                    (_, Shape::Binomial) => order_by_key(&dests, Some(&prios), key),
+                    _ => order_for(shape, &dests, Some(&prios), Some(&key)),
                 };
-                let s = fw[root as usize].start(&list, tag, &data, &|d| before_of(msg_no, d));
-                (list, s)
+                let before = |d| before_of(msg_no, d);
+                let s = fw[root as usize].start(&list, shape, tag, &data, &before);
+                (list, shape, s)
             };
-            let par = parents(root, &list);
+            let par = parents(root, &list, shape);
             let to = list
                 .iter()
                 .map(|x| {

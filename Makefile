@@ -149,7 +149,9 @@ check:
 
 unit:
 	$(CARGO_OMPI) test
-	$(CARGO_OMPI) test --bin mpicast run::
+	$(CARGO_OMPI) test --bin mpicast -- run:: sim::
+	@echo "unit: a 2^16-rank binomial broadcast in the LogGOPS simulator (smoke, not timed)"
+	$(CARGO_OMPI) run -q --release --bin mpicast -- sim --gen binomial --ranks 65536
 
 # Both flavours run even when the first fails; the target fails if either did.
 ctest:

@@ -5,6 +5,7 @@ pub mod algo;
 pub mod config;
 pub mod goal;
 pub mod sched;
+pub mod sim;
 pub mod topology;
 pub mod typemap;
 pub mod wire;

@@ -20,11 +20,16 @@ mod goal;
 #[path = "../sched/mod.rs"]
 mod sched;
 #[allow(dead_code, unused_imports)]
+#[path = "../sim/mod.rs"]
+mod sim;
+#[allow(dead_code, unused_imports)]
 #[path = "../topology/mod.rs"]
 mod topology;
 
 #[path = "mpicast/run.rs"]
 mod run;
+#[path = "mpicast/sim.rs"]
+mod sim_cmd;
 #[path = "mpicast/topo.rs"]
 mod topo;
 
@@ -50,6 +55,8 @@ commands:
           (`mpicast goal --help`)
   topo    the topology IDs, routing tables and multicast trees of MPICAST_Imcast for a job
           of N ranks placed over a list of hosts (`mpicast topo --help`)
+  sim     time a GOAL program (a file or a generator) in the LogGOPS model
+          (`mpicast sim --help`)
 
 mpicast is the command line of libmpicast.so, the library that makes MPI_Bcast and
 MPI_Barrier use UDP multicast under an MPI program (LD_PRELOAD; see README.md). These
@@ -129,6 +136,10 @@ fn dispatch(args: &[String]) -> (Result<(), Fail>, &'static str) {
                 println!("{}", topo::USAGE);
                 (Ok(()), top)
             }
+            Some("sim") => {
+                println!("{}", sim_cmd::USAGE);
+                (Ok(()), top)
+            }
             Some(c) => (Err(Fail::Usage(format!("no command `{c}`"))), top),
         },
         Some("-V" | "--version") => {
@@ -137,6 +148,7 @@ fn dispatch(args: &[String]) -> (Result<(), Fail>, &'static str) {
         }
         Some("goal") => (goal_cmd(&args[1..]), "mpicast goal --help"),
         Some("topo") => (topo_cmd(&args[1..]), "mpicast topo --help"),
+        Some("sim") => (sim_cmd::run(&args[1..]), "mpicast sim --help"),
         Some(o) if o.starts_with('-') => (Err(Fail::Usage(format!("unknown option `{o}`"))), top),
         Some(other) => (Err(Fail::Usage(format!("unknown command `{other}`"))), top),
     }

@@ -22,7 +22,7 @@ use crate::sched::{ActionId, Schedule};
 use std::fmt;
 
 #[cfg(test)]
-mod sim;
+pub(crate) mod replay;
 #[cfg(test)]
 mod tests;
 

@@ -3,7 +3,7 @@
 use super::binary::{assemble, load};
 use super::gen::{generate, Algo};
 use super::print::{to_loggopsim, to_paper};
-use super::sim::{self, Buffers};
+use super::replay::{self as sim, Buffers};
 use super::validate::{validate, BufferSizes};
 use super::*;
 use crate::sched::func::{Dtype, Func, Opcode, Predef};

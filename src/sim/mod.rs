@@ -1,0 +1,17 @@
+//! The timing simulator: runs a GOAL `Program` (one `sched::Schedule` per rank) in the LogGOPS
+//! model of LogGOPSim (Hoefler, Schneider, Lumsdaine, HPDC 2010) and says when each rank ends,
+//! which rank ends last and, on request, which chain of actions made it end then.
+//!
+//! Not to be confused with `goal/replay.rs`, the functional replay that tests use: that one moves
+//! real bytes in a random order and checks results; this one moves no bytes and computes times.
+//! Pure code: no I/O, no clock, no MPI, no `unsafe`. The model and its rules are in `loggops`
+//! (and in docs/sim.md); the command line is `mpicast sim` (src/bin/mpicast/sim.rs).
+
+pub mod loggops;
+
+pub use loggops::{
+    critical_path, describe, simulate, Link, Options, Outcome, Params, SimError, Step, Via, Waiting,
+};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,583 @@
+//! Golden values worked out by hand from the rules in `loggops` (defaults L=2500, o=1500,
+//! g=1000, G=6, O=0, S=65535 unless a test says otherwise), and a property test that checks
+//! random programs against a lower bound and against the functional replay of `goal/replay.rs`.
+
+use super::*;
+use crate::goal::{self, gen, Program};
+use crate::sched::testutil::Rng;
+use crate::sched::{BufRef, Builder, Op};
+
+use crate::goal::replay;
+
+fn parse(src: &str) -> Program {
+    goal::parse_any(src.as_bytes())
+        .unwrap_or_else(|e| panic!("{e}"))
+        .program
+}
+
+fn run(p: &Program) -> Outcome {
+    run_with(p, &Params::default())
+}
+
+fn run_with(p: &Program, prm: &Params) -> Outcome {
+    simulate(p, prm, Options { trace: true }).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn single_message_both_dialects() {
+    let lgs = parse(
+        "num_ranks 2\nrank 0 {\nl1: send 1b to 1 tag 0\n}\nrank 1 {\nl1: recv 1b from 0 tag 0\n}\n",
+    );
+    let paper = parse("rank #0 { send 0,1 to 1; }\nrank #1 { recv 0,1 from 0; }");
+    for p in [&lgs, &paper] {
+        let o = run(p);
+        // Sender: CPU busy 0..o = 1500. Message arrives at o + L = 4000, the receiver's CPU
+        // processes it until 4000 + o = 5500 = o + L + o.
+        assert_eq!(o.end, [1500, 5500]);
+        assert_eq!((o.max, o.max_rank), (5500, 1));
+        assert_eq!(o.times(1, 0), (0, 5500));
+    }
+}
+
+#[test]
+fn chain_of_four() {
+    let p = parse(
+        "rank #0 { send 0,1 to 1; }
+         rank #1 { r: recv 0,1 from 0; s: send 0,1 to 2; requ s -> r; }
+         rank #2 { r: recv 0,1 from 1; s: send 0,1 to 3; requ s -> r; }
+         rank #3 { recv 0,1 from 2; }",
+    );
+    let o = run(&p);
+    // Each hop is o + L + o = 5500 after the previous receive completed:
+    // rank 1's receive ends at 5500, its send occupies the CPU 5500..7000;
+    // rank 2's receive ends at 11000, its send 11000..12500; rank 3's receive ends at 16500.
+    assert_eq!(o.end, [1500, 7000, 12500, 16500]);
+    assert_eq!(o.max, 16500);
+}
+
+#[test]
+fn binomial_tree_of_eight_and_its_critical_path() {
+    let p = gen::generate(gen::Algo::BinomialBcast, 8, 0, 1).unwrap();
+    let o = run(&p);
+    // Root 0 sends to 1, 2, 4 in that order; each send waits for the CPU (o > g):
+    //   to 1 at 0, to 2 at 1500, to 4 at 3000; root ends at 4500.
+    // Arrivals (+o+L = 4000) and receive ends (+o): rank 1 4000/5500, rank 2 5500/7000,
+    //   rank 4 7000/8500.
+    // Rank 1 sends to 3 at 5500 and to 5 at 7000 (ends 8500); rank 2 sends to 6 at 7000
+    //   (ends 8500).
+    // Rank 3 receives at 9500/11000 and sends to 7 at 11000 (ends 12500); rank 5 receives
+    //   at 11000/12500; rank 6 at 11000/12500; rank 7 at 15000/16500.
+    assert_eq!(o.end, [4500, 8500, 8500, 12500, 8500, 12500, 12500, 16500]);
+    assert_eq!((o.max, o.max_rank), (16500, 7));
+    // The chain that ends last: 0 -> 1 -> 3 -> 7, each receive followed by the send it enables.
+    let path: Vec<(u32, u32, u64, u64, Via)> = critical_path(&o)
+        .iter()
+        .map(|s| (s.rank, s.action, s.start, s.end, s.via))
+        .collect();
+    assert_eq!(
+        path,
+        [
+            (0, 0, 0, 1500, Via::None),
+            (1, 0, 0, 5500, Via::Message),
+            (1, 1, 5500, 7000, Via::Requires),
+            (3, 0, 0, 11000, Via::Message),
+            (3, 1, 11000, 12500, Via::Requires),
+            (7, 0, 0, 16500, Via::Message),
+        ]
+    );
+}
+
+fn dissemination(n: u32) -> String {
+    // LogGOPSim's dialect: in round r rank i sends to i + 2^r and receives from i - 2^r;
+    // the send of round r + 1 requires the receive of round r.
+    let mut s = format!("num_ranks {n}\n");
+    let rounds = 32 - (n - 1).leading_zeros();
+    for i in 0..n {
+        s += &format!("rank {i} {{\n");
+        for r in 0..rounds {
+            let d = 1 << r;
+            s += &format!("s{r}: send 1b to {} tag {r}\n", (i + d) % n);
+            s += &format!("r{r}: recv 1b from {} tag {r}\n", (i + n - d) % n);
+            if r > 0 {
+                s += &format!("s{r} requires r{}\n", r - 1);
+            }
+        }
+        s += "}\n";
+    }
+    s
+}
+
+#[test]
+fn dissemination_among_sixteen() {
+    let p = parse(&dissemination(16));
+    let o = run(&p);
+    // Every rank does the same: round r's send starts when round r - 1's receive ended, and
+    // the matching message arrives o + L later and is processed for o: 5500 per round, four
+    // rounds: 22000, the figure LogGOPSim's README gives for its dissemination_16 example.
+    assert_eq!(o.end, vec![22000; 16]);
+    assert_eq!(o.max, 22000);
+}
+
+#[test]
+fn rendezvous_above_s_waits_for_the_receiver() {
+    let prog = |late: bool| {
+        let r1 = if late {
+            "c: calc 10000\nr: recv 70000b from 0 tag 0\nr requires c\n"
+        } else {
+            "r: recv 70000b from 0 tag 0\n"
+        };
+        parse(&format!(
+            "num_ranks 2\nrank 0 {{\ns: send 70000b to 1 tag 0\nc: calc 100\nc requires s\n}}\nrank 1 {{\n{r1}}}\n"
+        ))
+    };
+    // s = 70000 > S: 69999 * G = 419994.
+    // Receive posted at 0: the message arrives at 4000 and matches at once, so the send
+    // completes at 4000 (not at o = 1500) and the calc runs 4000..4100. The receiver's CPU
+    // works on the message until 4000 + o + 419994 = 425494.
+    let o = run(&prog(false));
+    assert_eq!(o.times(0, 0), (0, 4000));
+    assert_eq!(o.end, [4100, 425494]);
+    // Eager (S raised above the size): the send completes at o = 1500, the calc ends at 1600.
+    let eager = Params {
+        eager_limit: 70000,
+        ..Params::default()
+    };
+    let o = run_with(&prog(false), &eager);
+    assert_eq!(o.end, [1600, 425494]);
+    // Receive posted only after a 10000 ns calc: the message (at 4000) waits for the busy
+    // CPU until 10000 and is processed 10000..10000 + 1500 + 419994 = 431494; the receive,
+    // posted at 10000, finds it and matches at once, so the send completes at 10000 and its
+    // calc runs 10000..10100; the receive ends when the processing does, at 431494.
+    let o = run(&prog(true));
+    assert_eq!(o.times(0, 0), (0, 10000));
+    assert_eq!(o.end, [10100, 431494]);
+}
+
+#[test]
+fn calc_is_cpu_time() {
+    let p = parse(
+        "rank #0 { c: calc 1000; s: send 0,1 to 1; requ s -> c; }
+         rank #1 { r: recv 0,1 from 0; c: calc 2000; requ c -> r; }",
+    );
+    let o = run(&p);
+    // Rank 0: calc 0..1000, send 1000..2500. Rank 1: message at 1000 + o + L = 5000,
+    // received by 6500, calc 6500..8500.
+    assert_eq!(o.end, [2500, 8500]);
+}
+
+#[test]
+fn nic_gap_and_per_byte_costs() {
+    let p = parse(
+        "rank #0 { send 0,1000 to 1; send 1000,1000 to 1; }
+         rank #1 { recv 0,1000 from 0; recv 1000,1000 from 0; }",
+    );
+    let o = run(&p);
+    // 1000 bytes: (s-1)G = 5994. First send at 0: NIC busy until g + 5994 = 6994, so the
+    // second send starts at 6994 (CPU until 8494). Arrivals 4000 and 10994. The first is
+    // processed 4000..4000 + o + 5994 = 11494 (NIC receive side busy until 10994); the second
+    // waits for the CPU until 11494 and is done at 11494 + 7494 = 18988.
+    assert_eq!(o.times(0, 1), (6994, 8494));
+    assert_eq!(o.end, [8494, 18988]);
+    assert_eq!(o.times(1, 0).1, 11494);
+    assert_eq!(o.times(1, 1).1, 18988);
+    // What decided the end: the receiver's CPU, busy with the first message.
+    let path: Vec<(u32, u32, Via)> = critical_path(&o)
+        .iter()
+        .map(|s| (s.rank, s.action, s.via))
+        .collect();
+    assert_eq!(
+        path,
+        [(0, 0, Via::None), (1, 0, Via::Message), (1, 1, Via::Cpu)]
+    );
+}
+
+#[test]
+fn multicast_is_one_send_reaching_everyone() {
+    let p = parse(
+        "rank #0 { mcast 0,1; }
+         rank #1, #2 { mrecv 0,1 from 0; }
+         rank #3 { calc 5000; }",
+    );
+    let o = run(&p);
+    // The root pays o once (0..1500) and one NIC gap; the message reaches every other rank at
+    // o + L = 4000 and each receiver's CPU pays o: receives end at 5500. Rank 3 posts no
+    // receive but still processes the message, after its calc: 5000..6500.
+    assert_eq!(o.end, [1500, 5500, 5500, 6500]);
+    assert_eq!(o.matched(1, 0), Some((0, 0)));
+    // Six binomial rounds against one multicast: 64 ranks.
+    let tree = run(&gen::generate(gen::Algo::BinomialBcast, 64, 0, 1).unwrap());
+    let mut b = Builder::new();
+    b.add(Op::McastSend { buf: one() });
+    let mut schedules = vec![b.build().unwrap()];
+    for _ in 1..64 {
+        let mut b = Builder::new();
+        b.add(Op::McastRecv {
+            root: 0,
+            buf: one(),
+        });
+        schedules.push(b.build().unwrap());
+    }
+    let m = run(&Program::from_schedules(schedules, &[]));
+    assert_eq!(m.max, 5500);
+    assert!(tree.max > m.max);
+}
+
+fn one() -> BufRef {
+    BufRef {
+        slot: 0,
+        offset: 0,
+        len: 1,
+    }
+}
+
+#[test]
+fn deadlock_names_ranks_and_actions() {
+    let p = parse(
+        "rank #0 { r: recv 0,1 from 1; s: send 0,1 to 1; requ s -> r; }
+         rank #1 { r: recv 0,1 from 0; s: send 0,1 to 0; requ s -> r; }
+         rank #2 { calc 5; }",
+    );
+    let e = simulate(&p, &Params::default(), Options::default()).unwrap_err();
+    let SimError::Deadlock {
+        waiting,
+        unfinished,
+        ..
+    } = &e
+    else {
+        panic!("{e}")
+    };
+    assert_eq!(*unfinished, 4);
+    let who: Vec<(u32, u32)> = waiting.iter().map(|w| (w.rank, w.action)).collect();
+    assert_eq!(who, [(0, 0), (1, 0), (0, 1), (1, 1)]);
+    let text = e.to_string();
+    assert!(
+        text.contains("rank 0 action 0: recv 1 bytes from 1 tag 0 posted at 0 ns, never matched"),
+        "{text}"
+    );
+    assert!(
+        text.contains("rank 1 action 1: send 1 bytes to 0 tag 0 waits for 1"),
+        "{text}"
+    );
+    // A rendezvous send whose receive never comes is named as well.
+    let p = parse("num_ranks 2\nrank 0 {\ns: send 70000b to 1 tag 0\n}\nrank 1 {\n}\n");
+    let e = simulate(&p, &Params::default(), Options::default()).unwrap_err();
+    assert!(
+        e.to_string().contains("its receiver never matched it"),
+        "{e}"
+    );
+}
+
+#[test]
+fn irequires_starts_with_its_prerequisite() {
+    let p = parse(
+        "rank #0 { a: calc 3000; b: send 0,1 to 1; irequ b -> a; }
+         rank #1 { recv 0,1 from 0; }",
+    );
+    let o = run(&p);
+    // b may start when a starts (0), but a holds the CPU until 3000: b runs 3000..4500 and
+    // its message is received at 3000 + 4000 + 1500 = 8500.
+    assert_eq!(o.times(0, 1), (3000, 4500));
+    assert_eq!(o.end, [4500, 8500]);
+    let path = critical_path(&o);
+    assert_eq!(
+        path.last().map(|s| (s.rank, s.via)),
+        Some((1, Via::Message))
+    );
+    assert_eq!(path[path.len() - 2].via, Via::Cpu);
+}
+
+// ------------------------------------------------------------------ random programs
+
+/// A random program whose matching is decided by its structure: messages are made in a global
+/// order, every action requires only earlier actions of its rank (so nothing deadlocks), and
+/// sends and receives of one (sender, receiver, tag) channel, and multicasts of one root, are
+/// chained in order on both sides, so that MPI's order fixes which receive takes which send
+/// in any execution. Wildcard receives are left out: with them the replay may legally match
+/// differently.
+struct Random {
+    p: Program,
+    meta: Meta,
+}
+
+/// Per rank, per action: (message index, the designated send of a receive).
+type Meta = Vec<Vec<(usize, Option<(u32, u32)>)>>;
+
+/// Adds `op` to rank `r` with up to two random edges from earlier actions of `r`.
+fn add(
+    b: &mut [Builder],
+    meta: &mut Meta,
+    rng: &mut Rng,
+    r: u32,
+    op: Op,
+    k: usize,
+    peer: Option<(u32, u32)>,
+) -> u32 {
+    let bl = &mut b[r as usize];
+    let earlier = bl.len();
+    let id = bl.add(op);
+    for _ in 0..rng.below(3) {
+        if earlier > 0 {
+            let first = rng.below(earlier) as u32;
+            if rng.chance(20) {
+                bl.irequ(first, id);
+            } else {
+                bl.requ(first, id);
+            }
+        }
+    }
+    meta[r as usize].push((k, peer));
+    id
+}
+
+fn random_program(rng: &mut Rng, n: u32, msgs: usize) -> Random {
+    let nu = n as usize;
+    let mut b: Vec<Builder> = (0..n).map(|_| Builder::new()).collect();
+    let mut meta: Meta = vec![Vec::new(); nu];
+    let mut cursor = vec![0usize; nu];
+    let mut last_send = std::collections::HashMap::new();
+    let mut last_recv = std::collections::HashMap::new();
+    for k in 0..msgs {
+        let len = if rng.chance(30) { 32 } else { 8 };
+        match rng.below(10) {
+            0 => {
+                let r = rng.below(nu) as u32;
+                let nanos = rng.below(5000) as u64;
+                add(&mut b, &mut meta, rng, r, Op::Calc { nanos }, k, None);
+            }
+            1 => {
+                let root = rng.below(nu) as u32;
+                let buf = BufRef {
+                    slot: 0,
+                    offset: cursor[root as usize],
+                    len: 8,
+                };
+                cursor[root as usize] += 8;
+                let s = add(&mut b, &mut meta, rng, root, Op::McastSend { buf }, k, None);
+                if let Some(prev) = last_send.insert((root, u32::MAX, u32::MAX), s) {
+                    b[root as usize].requ(prev, s);
+                }
+                for q in (0..n).filter(|&q| q != root) {
+                    let buf = BufRef {
+                        slot: 0,
+                        offset: cursor[q as usize],
+                        len: 8,
+                    };
+                    cursor[q as usize] += 8;
+                    let op = Op::McastRecv { root, buf };
+                    let r = add(&mut b, &mut meta, rng, q, op, k, Some((root, s)));
+                    if let Some(prev) = last_recv.insert((root, q, u32::MAX), r) {
+                        b[q as usize].requ(prev, r);
+                    }
+                }
+            }
+            _ => {
+                let src = rng.below(nu) as u32;
+                let dst = (src + 1 + rng.below(nu - 1) as u32) % n;
+                let tag = rng.below(3) as u32;
+                let sbuf = BufRef {
+                    slot: 0,
+                    offset: cursor[src as usize],
+                    len,
+                };
+                cursor[src as usize] += len;
+                let s = add(
+                    &mut b,
+                    &mut meta,
+                    rng,
+                    src,
+                    Op::Send {
+                        peer: dst,
+                        tag,
+                        buf: sbuf,
+                    },
+                    k,
+                    None,
+                );
+                if let Some(prev) = last_send.insert((src, dst, tag), s) {
+                    b[src as usize].requ(prev, s);
+                }
+                let rbuf = BufRef {
+                    slot: 0,
+                    offset: cursor[dst as usize],
+                    len,
+                };
+                cursor[dst as usize] += len;
+                let op = Op::Recv {
+                    peer: src,
+                    tag,
+                    buf: rbuf,
+                };
+                let r = add(&mut b, &mut meta, rng, dst, op, k, Some((src, s)));
+                if let Some(prev) = last_recv.insert((src, dst, tag), r) {
+                    b[dst as usize].requ(prev, r);
+                }
+            }
+        }
+    }
+    let schedules = b.into_iter().map(|b| b.build().unwrap()).collect();
+    Random {
+        p: Program::from_schedules(schedules, &[]),
+        meta,
+    }
+}
+
+/// Lower bounds on every action's start and end: a message hop costs at least o + L + o from
+/// the send's start to the receive's end, a calc its time, a send at least o.
+fn lower_bounds(r: &Random, prm: &Params) -> Vec<Vec<(u64, u64)>> {
+    let p = &r.p;
+    let mut lb: Vec<Vec<(u64, u64)>> = p
+        .ranks
+        .iter()
+        .map(|rp| vec![(0, 0); rp.schedule.len()])
+        .collect();
+    // Actions of message k depend only on actions of messages below k, or on the send of k.
+    let mut order: Vec<(usize, u32, u32)> = Vec::new();
+    for (rank, m) in r.meta.iter().enumerate() {
+        for (id, &(k, peer)) in m.iter().enumerate() {
+            order.push((k, u32::from(peer.is_some()), 0));
+            let last = order.len() - 1;
+            order[last].2 = ((rank as u64) << 16 | id as u64) as u32;
+        }
+    }
+    order.sort_unstable();
+    let hop = prm.overhead + prm.latency + prm.overhead;
+    for &(_, _, key) in &order {
+        let (rank, id) = ((key >> 16) as usize, key & 0xffff);
+        let s = &p.ranks[rank].schedule;
+        let mut start = 0;
+        for (first, _) in s.actions() {
+            if s.dependents(first).contains(&id) {
+                start = start.max(lb[rank][first as usize].1);
+            }
+            if s.start_dependents(first).contains(&id) {
+                start = start.max(lb[rank][first as usize].0);
+            }
+        }
+        let end = match *s.op(id) {
+            Op::Send { .. } | Op::McastSend { .. } => start + prm.overhead,
+            Op::Calc { nanos } => start + nanos,
+            Op::Exec { .. } => start,
+            Op::Recv { .. } | Op::McastRecv { .. } => {
+                let (src, send) = r.meta[rank][id as usize].1.unwrap();
+                start.max(lb[src as usize][send as usize].0 + hop)
+            }
+        };
+        lb[rank][id as usize] = (start, end);
+    }
+    lb
+}
+
+#[test]
+fn random_programs_respect_bounds_and_match_like_the_replay() {
+    let mut rng = Rng::new(2026);
+    for case in 0..1000u64 {
+        let n = 2 + rng.below(6) as u32;
+        let msgs = 1 + rng.below(30);
+        let r = random_program(&mut rng, n, msgs);
+        let prm = Params {
+            latency: rng.below(5000) as u64,
+            overhead: rng.below(3000) as u64,
+            gap: rng.below(3000) as u64,
+            gap_per_byte: rng.below(20) as u64,
+            overhead_per_byte: rng.below(5) as u64,
+            eager_limit: if rng.chance(50) { 16 } else { 65535 },
+        };
+        let o = simulate(&r.p, &prm, Options { trace: true })
+            .unwrap_or_else(|e| panic!("case {case}: {e}"));
+        let lb = lower_bounds(&r, &prm);
+        let mut bound = 0;
+        for (rank, acts) in lb.iter().enumerate() {
+            for (id, &(s, e)) in acts.iter().enumerate() {
+                let (ts, te) = o.times(rank as u32, id as u32);
+                assert!(
+                    ts >= s && te >= e,
+                    "case {case}: rank {rank} action {id}: ({ts}, {te}) below ({s}, {e})"
+                );
+                bound = bound.max(e);
+            }
+        }
+        assert!(o.max >= bound, "case {case}");
+        // Every CPU holding ends with an action here, so the critical path ends at the maximum.
+        let path = critical_path(&o);
+        assert_eq!(path.last().map(|s| s.end), Some(o.max), "case {case}");
+        assert_eq!(path[0].via, Via::None);
+        if r.meta.iter().flatten().any(|m| m.1.is_some()) {
+            assert!(o.max >= prm.overhead + prm.latency + prm.overhead);
+        }
+        // Every receive matched its designated send (which MPI order forces here).
+        for (rank, m) in r.meta.iter().enumerate() {
+            for (id, &(_, peer)) in m.iter().enumerate() {
+                if peer.is_some() {
+                    assert_eq!(
+                        o.matched(rank as u32, id as u32),
+                        peer,
+                        "case {case}: rank {rank} action {id}, {prm}\n{}",
+                        crate::goal::print::to_paper(&r.p)
+                    );
+                }
+            }
+        }
+        // The replay moves real bytes in a random order: each send's bytes name it, so each
+        // receive's bytes say which send it got.
+        let bufs: Vec<replay::Buffers> = r
+            .p
+            .ranks
+            .iter()
+            .enumerate()
+            .map(|(rank, rp)| {
+                let mut b = vec![0u8; 4096];
+                for (id, op) in rp.schedule.actions() {
+                    if let Op::Send { buf, .. } | Op::McastSend { buf } = op {
+                        b[buf.offset..buf.offset + 4].copy_from_slice(&(rank as u32).to_le_bytes());
+                        b[buf.offset + 4..buf.offset + 8].copy_from_slice(&id.to_le_bytes());
+                    }
+                }
+                vec![b]
+            })
+            .collect();
+        let out = replay::run(&r.p, bufs, case).unwrap_or_else(|e| panic!("case {case}: {e}"));
+        for (rank, rp) in r.p.ranks.iter().enumerate() {
+            for (id, op) in rp.schedule.actions() {
+                if let Op::Recv { buf, .. } | Op::McastRecv { buf, .. } = op {
+                    let b = &out[rank][0][buf.offset..buf.offset + 8];
+                    let got = (
+                        u32::from_le_bytes(b[..4].try_into().unwrap()),
+                        u32::from_le_bytes(b[4..].try_into().unwrap()),
+                    );
+                    assert_eq!(
+                        o.matched(rank as u32, id),
+                        Some(got),
+                        "case {case}: rank {rank} action {id}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn params_by_name() {
+    let mut p = Params::default();
+    for (i, n) in Params::NAMES.iter().enumerate() {
+        assert!(p.set(n, 10 + i as u64));
+    }
+    assert!(!p.set("x", 1));
+    assert_eq!(p.to_string(), "L=10 o=11 g=12 G=13 O=14 S=15");
+}
+
+#[test]
+fn every_generator_finishes() {
+    for name in gen::NAMES {
+        for n in [1u32, 2, 3, 7, 8, 33] {
+            let algo = gen::algo_from_name(name, None, None).unwrap();
+            let p = gen::generate(algo, n, n / 2, 64).unwrap();
+            let o = simulate(&p, &Params::default(), Options { trace: true })
+                .unwrap_or_else(|e| panic!("{name} over {n}: {e}"));
+            // Anything that moves a message takes at least one hop: o + L + o.
+            if n > 1 {
+                assert!(o.max >= 5500, "{name} over {n}: {}", o.max);
+            }
+            assert!(!critical_path(&o).is_empty() || p.action_count() == 0);
+        }
+    }
+}

@@ -1,6 +1,6 @@
 //! The `mpicast` command line as a user meets it: help, version, usage errors and their exit
 //! status, the environment that `goal run` gives the ranks (with --dry-run, so no MPI
-//! is launched), and what `topo` prints for a job over a hostfile.
+//! is launched), what `topo` prints for a job over a hostfile, and `sim` on a generated program.
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -301,4 +301,46 @@ fn topo_over_hostfiles() {
         format!("mpicast: {badhosts}:1: slots=`two` is not a number\n")
     );
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn sim_times_a_generated_program_and_names_bad_parameters() {
+    // Binomial broadcast of 8 bytes to 4 ranks with the defaults (docs/sim.md's rules): 0
+    // sends to 1 at 0 (CPU until o = 1500); the message reaches 1 at o + L = 4000 and 1 is
+    // done with it at 4000 + o + 7·G = 5542; 1 sends to 3 at 5542 (CPU until 7042), which
+    // reaches 3 at 5542 + o + L = 9542, done at 9542 + o + 7·G = 11084.
+    let o = mpicast(&["sim", "--gen", "binomial", "--ranks", "4"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(out.contains("rank 3: 11084 ns"), "{out}");
+    assert!(out.contains("maximum: 11084 ns at rank 3"), "{out}");
+    // -L moves every hop: two hops to rank 3, 500 ns more each.
+    let o = mpicast(&["sim", "--gen", "binomial", "--ranks", "4", "-L", "3000"]);
+    assert!(text(&o.stdout).contains("maximum: 12084 ns at rank 3"));
+    // A parameter file: errors name the file and the line.
+    let dir = std::env::temp_dir().join(format!("mpicast-cli-sim-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("params");
+    for (body, want) in [
+        ("L 3000\nX 5\n", ":2: unknown parameter `X`"),
+        ("o -1\n", ":1: o must not be negative"),
+    ] {
+        std::fs::write(&f, body).unwrap();
+        let o = mpicast(&[
+            "sim",
+            "--gen",
+            "binomial",
+            "--ranks",
+            "4",
+            "--params",
+            f.to_str().unwrap(),
+        ]);
+        assert_eq!(o.status.code(), Some(1), "{body:?}");
+        let err = text(&o.stderr);
+        assert!(
+            err.contains(f.to_str().unwrap()) && err.contains(want),
+            "{body:?}: {err}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).ok();
 }

@@ -16,7 +16,7 @@
 //! Priorities: the paper reorders the list so that recipients of higher priority sit closer to
 //! the root and get the data earlier. Here `order` places recipients on positions by the step
 //! at which the position receives, the highest priorities on the earliest steps. Inside one
-//! priority the caller's order is kept, or (`order_by_key`) an order by a key such as the
+//! priority the caller's order is kept, or (`order_for` with a key) an order by a key such as the
 //! topology ID, so that a subtree, which is a contiguous range of the list, holds ranks that
 //! are close to each other.
 //!
@@ -143,8 +143,12 @@ pub fn order(recipients: &[u32], priorities: Option<&[i32]>) -> Vec<Recipient> {
     arrange(Shape::Binomial, recipients, priorities, None)
 }
 
-/// `order` (key None) or `order_by_key` for a tree of `shape`: the positions that receive
-/// earlier in that shape go to the higher priorities.
+/// The order for a tree of `shape` (the positions that receive earlier in that shape go to
+/// the higher priorities), as `order` with `key` None. With a key (MPICAST_DBCAST_TREE=topo,
+/// the topology ID value: ranks of one host have nearby keys), inside each priority class the
+/// recipients are sorted by `key(rank)` (equal keys keep the caller's order) before they take
+/// the class's ascending positions, so that subtrees, which are contiguous ranges of the list,
+/// hold ranks that are close.
 ///
 /// Panics if `priorities` is given and its length is not the recipients'.
 pub fn order_for(
@@ -154,21 +158,6 @@ pub fn order_for(
     key: Option<&dyn Fn(u32) -> u64>,
 ) -> Vec<Recipient> {
     arrange(shape, recipients, priorities, key)
-}
-
-/// Topology-aware order (MPICAST_DBCAST_TREE=topo): as `order`, but inside each priority class
-/// the recipients are sorted by `key(rank)` (e.g. the topology ID value: ranks of one host have
-/// nearby keys; equal keys keep the caller's order) before they take the class's ascending
-/// positions, so that subtrees, which are contiguous ranges of the list, hold ranks that are
-/// close.
-///
-/// Panics if `priorities` is given and its length is not the recipients'.
-pub fn order_by_key(
-    recipients: &[u32],
-    priorities: Option<&[i32]>,
-    key: impl Fn(u32) -> u64,
-) -> Vec<Recipient> {
-    arrange(Shape::Binomial, recipients, priorities, Some(&key))
 }
 
 fn arrange(
@@ -308,7 +297,6 @@ mod tests {
             };
             let key = |k: u32| u64::from(k).reverse_bits();
             let out = match (by_topo, shape) {
-                (true, Shape::Binomial) => order_by_key(&ranks, Some(&prios), key),
                 (false, Shape::Binomial) => order(&ranks, Some(&prios)),
                 (true, _) => order_for(shape, &ranks, Some(&prios), Some(&key)),
                 (false, _) => order_for(shape, &ranks, Some(&prios), None),
@@ -398,7 +386,7 @@ mod tests {
         let ranks: Vec<u32> = out.iter().map(|r| r.rank).collect();
         assert_eq!(ranks, vec![1, 5, 2, 6, 3, 4]);
         // Topology: inside the class, by key.
-        let out = order_by_key(&[10, 3, 7, 1], None, u64::from);
+        let out = order_for(Shape::Binomial, &[10, 3, 7, 1], None, Some(&u64::from));
         let ranks: Vec<u32> = out.iter().map(|r| r.rank).collect();
         assert_eq!(ranks, vec![1, 3, 7, 10]);
     }

@@ -57,9 +57,9 @@ use std::collections::BinaryHeap;
 use std::fmt;
 
 /// LogGOPS parameters; times in nanoseconds, `eager_limit` in bytes. Build with
-/// `Params { latency: 5000, ..Params::default() }` so that later fields (the multicast loss
-/// probability and NACK repair cost of issue 26 will be `mcast_loss` and friends, default 0)
-/// can be added without touching callers.
+/// `Params { latency: 5000, ..Params::default() }` so that later fields (a multicast loss
+/// probability and the cost of its NACK repair, default 0) can be added without touching
+/// callers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Params {
     /// `L`: time a message spends on the wire.

@@ -6,7 +6,7 @@
 //! ordering cases and against a brute-force reference.
 
 use super::*;
-use crate::algo::dbcast::{order, order_by_key, order_for, Shape};
+use crate::algo::dbcast::{order, order_for, Shape};
 use crate::sched::testutil::Rng;
 use std::collections::BTreeSet;
 
@@ -507,7 +507,6 @@ fn run_job(seed: u64) {
                     (0, _) => order_for(shape, &dests, None, None),
                     (1, Shape::Binomial) => order(&dests, Some(&prios)),
                     (1, _) => order_for(shape, &dests, Some(&prios), None),
-                    (_, Shape::Binomial) => order_by_key(&dests, Some(&prios), key),
                     _ => order_for(shape, &dests, Some(&prios), Some(&key)),
                 };
                 let before = |d| before_of(msg_no, d);

@@ -56,10 +56,15 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::fmt;
 
-/// LogGOPS parameters; times in nanoseconds, `eager_limit` in bytes. Build with
-/// `Params { latency: 5000, ..Params::default() }` so that later fields (a multicast loss
-/// probability and the cost of its NACK repair, default 0) can be added without touching
-/// callers.
+/// LogGOPS parameters; times in nanoseconds, sizes in bytes. Build with
+/// `Params { latency: 5000, ..Params::default() }` so that later fields can be added without
+/// touching callers.
+///
+/// The first six are LogGOPSim's. The multicast channel (mpicast's reliable UDP multicast, not
+/// an MPI point-to-point message) has its own `L o g G` (`mL mo mg mG`; unset, the
+/// point-to-point values), its datagram payload `mF`, a loss probability per datagram and
+/// receiver `mloss`, and `mnack`, the time a receiver waits before it asks again for a datagram
+/// that no later one showed missing (the wire protocol's first NACK timer).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Params {
     /// `L`: time a message spends on the wire.
@@ -74,6 +79,19 @@ pub struct Params {
     pub overhead_per_byte: u64,
     /// `S`: the largest message sent eagerly; larger ones use rendezvous.
     pub eager_limit: u64,
+    /// `mL`, `mo`, `mg`, `mG`: the multicast channel's own values (`None`: as point-to-point).
+    pub mcast_latency: Option<u64>,
+    pub mcast_overhead: Option<u64>,
+    pub mcast_gap: Option<u64>,
+    pub mcast_gap_per_byte: Option<u64>,
+    /// `mF`: payload bytes per multicast datagram (a lost datagram is repaired alone).
+    pub mcast_frag: u64,
+    /// `mloss`: probability that a receiver loses a given multicast datagram, in parts per
+    /// million (written as a fraction, `mloss 0.01`, in parameter files).
+    pub mcast_loss_ppm: u32,
+    /// `mnack`: how long a receiver waits before it asks for a datagram that no later datagram
+    /// showed missing (the tail of a message).
+    pub mcast_nack: u64,
 }
 
 impl Default for Params {
@@ -85,6 +103,13 @@ impl Default for Params {
             gap_per_byte: 6,
             overhead_per_byte: 0,
             eager_limit: 65535,
+            mcast_latency: None,
+            mcast_overhead: None,
+            mcast_gap: None,
+            mcast_gap_per_byte: None,
+            mcast_frag: 1400,
+            mcast_loss_ppm: 0,
+            mcast_nack: 2_000_000,
         }
     }
 }
@@ -93,7 +118,11 @@ impl Params {
     /// The one-letter names LogGOPSim's options use, in its order.
     pub const NAMES: [&'static str; 6] = ["L", "o", "g", "G", "O", "S"];
 
-    /// Sets the parameter called `name` (`L o g G O S`); false for an unknown name.
+    /// The multicast channel's parameters, in the order `Display` prints them.
+    pub const MCAST_NAMES: [&'static str; 7] = ["mL", "mo", "mg", "mG", "mF", "mloss", "mnack"];
+
+    /// Sets the integer parameter called `name` (`L o g G O S mL mo mg mG mF mnack`); false
+    /// for an unknown name (and for `mloss`, a fraction: see `set_text`).
     pub fn set(&mut self, name: &str, value: u64) -> bool {
         match name {
             "L" => self.latency = value,
@@ -102,9 +131,121 @@ impl Params {
             "G" => self.gap_per_byte = value,
             "O" => self.overhead_per_byte = value,
             "S" => self.eager_limit = value,
+            "mL" => self.mcast_latency = Some(value),
+            "mo" => self.mcast_overhead = Some(value),
+            "mg" => self.mcast_gap = Some(value),
+            "mG" => self.mcast_gap_per_byte = Some(value),
+            "mF" => self.mcast_frag = value.max(1),
+            "mnack" => self.mcast_nack = value,
             _ => return false,
         }
         true
+    }
+
+    /// Sets `name` from its written value: a non-negative integer, or for `mloss` a fraction
+    /// in [0, 1). The error says what was wrong, without file or line.
+    pub fn set_text(&mut self, name: &str, value: &str) -> Result<(), String> {
+        let known = || {
+            format!(
+                "unknown parameter `{name}` (known: {} {})",
+                Self::NAMES.join(" "),
+                Self::MCAST_NAMES.join(" ")
+            )
+        };
+        if value.starts_with('-') {
+            return Err(format!("{name} must not be negative, got `{value}`"));
+        }
+        if name == "mloss" {
+            let f: f64 = value
+                .parse()
+                .ok()
+                .filter(|f: &f64| f.is_finite())
+                .ok_or_else(|| format!("mloss wants a fraction such as 0.01, not `{value}`"))?;
+            if !(0.0..1.0).contains(&f) {
+                return Err(format!(
+                    "mloss must be at least 0 and below 1, got `{value}`"
+                ));
+            }
+            self.mcast_loss_ppm = (f * 1e6).round() as u32;
+            return Ok(());
+        }
+        if !Self::NAMES.contains(&name) && !Self::MCAST_NAMES.contains(&name) {
+            return Err(known());
+        }
+        let v: u64 = value
+            .parse()
+            .map_err(|_| format!("{name} wants a non-negative integer, not `{value}`"))?;
+        if name == "mF" && v == 0 {
+            return Err("mF must be at least 1 byte".to_string());
+        }
+        self.set(name, v);
+        Ok(())
+    }
+
+    /// The multicast channel's `L`, `o`, `g`, `G`.
+    pub fn mcast_l(&self) -> u64 {
+        self.mcast_latency.unwrap_or(self.latency)
+    }
+    pub fn mcast_o(&self) -> u64 {
+        self.mcast_overhead.unwrap_or(self.overhead)
+    }
+    pub fn mcast_g(&self) -> u64 {
+        self.mcast_gap.unwrap_or(self.gap)
+    }
+    pub fn mcast_gb(&self) -> u64 {
+        self.mcast_gap_per_byte.unwrap_or(self.gap_per_byte)
+    }
+
+    /// Whether any multicast parameter differs from its default (`Display` then prints them).
+    fn mcast_set(&self) -> bool {
+        let d = Params::default();
+        (
+            self.mcast_latency,
+            self.mcast_overhead,
+            self.mcast_gap,
+            self.mcast_gap_per_byte,
+            self.mcast_frag,
+            self.mcast_loss_ppm,
+            self.mcast_nack,
+        ) != (
+            d.mcast_latency,
+            d.mcast_overhead,
+            d.mcast_gap,
+            d.mcast_gap_per_byte,
+            d.mcast_frag,
+            d.mcast_loss_ppm,
+            d.mcast_nack,
+        )
+    }
+
+    /// The parameters as a file `--params` reads back (`name value` lines).
+    pub fn as_file(&self) -> String {
+        let mut s = format!(
+            "L {}\no {}\ng {}\nG {}\nO {}\nS {}\n",
+            self.latency,
+            self.overhead,
+            self.gap,
+            self.gap_per_byte,
+            self.overhead_per_byte,
+            self.eager_limit
+        );
+        for (name, v) in [
+            ("mL", self.mcast_latency),
+            ("mo", self.mcast_overhead),
+            ("mg", self.mcast_gap),
+            ("mG", self.mcast_gap_per_byte),
+        ] {
+            if let Some(v) = v {
+                s += &format!("{name} {v}\n");
+            }
+        }
+        s += &format!(
+            "mF {}\nmloss {}\nmnack {}\n",
+            self.mcast_frag,
+            self.mcast_loss_ppm as f64 / 1e6,
+            self.mcast_nack
+        );
+        s
     }
 }
 
@@ -119,7 +260,21 @@ impl fmt::Display for Params {
             self.gap_per_byte,
             self.overhead_per_byte,
             self.eager_limit
-        )
+        )?;
+        if self.mcast_set() {
+            write!(
+                f,
+                " mL={} mo={} mg={} mG={} mF={} mloss={} mnack={}",
+                self.mcast_l(),
+                self.mcast_o(),
+                self.mcast_g(),
+                self.mcast_gb(),
+                self.mcast_frag,
+                self.mcast_loss_ppm as f64 / 1e6,
+                self.mcast_nack
+            )?;
+        }
+        Ok(())
     }
 }
 

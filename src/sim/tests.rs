@@ -481,6 +481,7 @@ fn random_programs_respect_bounds_and_match_like_the_replay() {
             gap_per_byte: rng.below(20) as u64,
             overhead_per_byte: rng.below(5) as u64,
             eager_limit: if rng.chance(50) { 16 } else { 65535 },
+            ..Params::default()
         };
         let o = simulate(&r.p, &prm, Options { trace: true })
             .unwrap_or_else(|e| panic!("case {case}: {e}"));

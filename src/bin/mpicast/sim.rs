@@ -26,7 +26,11 @@ options (times in ns, sizes in bytes; defaults are LogGOPSim's):
   -G N              NIC gap per byte (6)
   -O N              CPU overhead per byte (0)
   -S N              largest eager message; larger ones use rendezvous (65535)
-  --params FILE     `name value` lines (names L o g G O S, `#` comments); options given on
+  --set NAME=VALUE  any parameter, also the multicast channel's: mL mo mg mG (its own
+                    L o g G; default: as point-to-point), mF (datagram payload, 1400),
+                    mloss (loss probability per datagram and receiver, 0), mnack (ns before
+                    a receiver asks again for a lost tail, 2000000)
+  --params FILE     `name value` lines of the same names, `#` comments; options given on
                     the command line override the file
   --critical-path   print the chain of actions that ends last
   --dialect D       read FILE as paper or loggopsim text only
@@ -45,24 +49,10 @@ pub fn parse_params(text: &str, file: &str, prm: &mut Params) -> Result<(), Stri
         let [name, value] = words[..] else {
             return Err(format!("{at}: expected `name value`, got `{line}`"));
         };
-        let v = value_of(name, value).map_err(|m| format!("{at}: {m}"))?;
-        if !prm.set(name, v) {
-            return Err(format!(
-                "{at}: unknown parameter `{name}` (known: {})",
-                Params::NAMES.join(" ")
-            ));
-        }
+        prm.set_text(name, value)
+            .map_err(|m| format!("{at}: {m}"))?;
     }
     Ok(())
-}
-
-/// A parameter's value: a non-negative integer.
-fn value_of(name: &str, v: &str) -> Result<u64, String> {
-    if v.starts_with('-') {
-        return Err(format!("{name} must not be negative, got `{v}`"));
-    }
-    v.parse()
-        .map_err(|_| format!("{name} wants a non-negative integer, not `{v}`"))
 }
 
 struct SimOpts {
@@ -75,7 +65,7 @@ struct SimOpts {
     op: Option<crate::sched::Func>,
     dialect: Option<Dialect>,
     params_file: Option<String>,
-    set: Vec<(String, u64)>,
+    set: Vec<(String, String)>,
     critical: bool,
 }
 
@@ -103,8 +93,18 @@ fn sim_opts(args: &[String]) -> Result<SimOpts, Fail> {
         match a.as_str() {
             "-L" | "-o" | "-g" | "-G" | "-O" | "-S" => {
                 let v = value(a)?;
-                let v = value_of(&a[1..], &v).map_err(Fail::Usage)?;
+                Params::default()
+                    .set_text(&a[1..], &v)
+                    .map_err(Fail::Usage)?;
                 o.set.push((a[1..].to_string(), v));
+            }
+            "--set" => {
+                let v = value(a)?;
+                let Some((name, val)) = v.split_once('=') else {
+                    return Err(Fail::Usage(format!("--set wants NAME=VALUE, got `{v}`")));
+                };
+                Params::default().set_text(name, val).map_err(Fail::Usage)?;
+                o.set.push((name.to_string(), val.to_string()));
             }
             "--params" => o.params_file = Some(value(a)?),
             "--critical-path" => o.critical = true,
@@ -153,7 +153,7 @@ pub fn run(args: &[String]) -> Result<(), Fail> {
         parse_params(&text, f, &mut prm).map_err(Fail::Io)?;
     }
     for (name, v) in &o.set {
-        prm.set(name, *v);
+        prm.set_text(name, v).map_err(Fail::Usage)?;
     }
     let (name, program) = match (&o.file, &o.gen) {
         (Some(_), Some(_)) => {
@@ -272,7 +272,7 @@ mod tests {
         let err = |t: &str| parse_params(t, "p.txt", &mut Params::default()).unwrap_err();
         assert_eq!(
             err("L 1\nx 3\n"),
-            "p.txt:2: unknown parameter `x` (known: L o g G O S)"
+            "p.txt:2: unknown parameter `x` (known: L o g G O S mL mo mg mG mF mloss mnack)"
         );
         assert_eq!(err("\n\ng -5"), "p.txt:3: g must not be negative, got `-5`");
         assert_eq!(
@@ -280,5 +280,27 @@ mod tests {
             "p.txt:1: G wants a non-negative integer, not `1.5`"
         );
         assert_eq!(err("L"), "p.txt:1: expected `name value`, got `L`");
+        assert_eq!(
+            err("mloss 1"),
+            "p.txt:1: mloss must be at least 0 and below 1, got `1`"
+        );
+        assert_eq!(
+            err("mloss x"),
+            "p.txt:1: mloss wants a fraction such as 0.01, not `x`"
+        );
+        assert_eq!(err("mF 0"), "p.txt:1: mF must be at least 1 byte");
+    }
+
+    #[test]
+    fn multicast_parameters_round_trip_through_a_file() {
+        let mut p = Params::default();
+        parse_params("mL 9000\nmG 80\nmloss 0.025\nmF 8192\n", "p", &mut p).unwrap();
+        assert_eq!((p.mcast_l(), p.mcast_o(), p.mcast_gb()), (9000, 1500, 80));
+        assert_eq!((p.mcast_loss_ppm, p.mcast_frag), (25_000, 8192));
+        let mut q = Params::default();
+        parse_params(&p.as_file(), "q", &mut q).unwrap();
+        assert_eq!(p, q);
+        assert!(p.to_string().contains("mL=9000 mo=1500"));
+        assert!(!Params::default().to_string().contains("mL"));
     }
 }

@@ -26,6 +26,8 @@ mod sim;
 #[path = "../topology/mod.rs"]
 mod topology;
 
+#[path = "mpicast/progress.rs"]
+mod progress;
 #[path = "mpicast/run.rs"]
 mod run;
 #[path = "mpicast/sim.rs"]

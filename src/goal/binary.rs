@@ -372,14 +372,28 @@ fn read_header(bytes: &[u8]) -> Result<Header, LoadError> {
 }
 
 pub fn load(bytes: &[u8]) -> Result<Program, LoadError> {
+    let mut ranks = Vec::new();
+    let mut p = load_each(bytes, |_, rp| {
+        ranks.push(rp);
+        Ok(())
+    })?;
+    p.ranks = ranks;
+    Ok(p)
+}
+
+/// `load` one rank at a time: `each` gets every rank's program in order and may drop it (the
+/// simulator at a million ranks keeps only its own form). Returns the program without its
+/// ranks. An error of `each` stops the walk and comes back at the offset of that rank.
+pub fn load_each(
+    bytes: &[u8],
+    mut each: impl FnMut(u32, RankProgram) -> Result<(), String>,
+) -> Result<Program, LoadError> {
     let Header {
         flags,
         local_view,
         buffers,
         table,
     } = read_header(bytes)?;
-    let num_ranks = table.len();
-    let mut ranks = Vec::with_capacity(num_ranks);
     for (rank, &(off, len)) in table.iter().enumerate() {
         let mut sr = Reader {
             b: &bytes[off..off + len],
@@ -396,13 +410,16 @@ pub fn load(bytes: &[u8]) -> Result<Program, LoadError> {
                 len - sr.pos
             )));
         }
-        ranks.push(rp);
-    }
-    if local_view && ranks[0].schedule.is_empty() {
-        return Err(LoadError {
-            offset: table[0].0,
-            message: "a local-view program needs at least one action".into(),
-        });
+        if rank == 0 && local_view && rp.schedule.is_empty() {
+            return Err(LoadError {
+                offset: table[0].0,
+                message: "a local-view program needs at least one action".into(),
+            });
+        }
+        each(rank as u32, rp).map_err(|message| LoadError {
+            offset: off,
+            message,
+        })?;
     }
     Ok(Program {
         dialect: if flags & FLAG_LOGGOPSIM != 0 {
@@ -412,7 +429,7 @@ pub fn load(bytes: &[u8]) -> Result<Program, LoadError> {
         },
         local_view,
         buffers,
-        ranks,
+        ranks: Vec::new(),
     })
 }
 

@@ -5,6 +5,7 @@
 use super::Program;
 use crate::algo::{self, dissemination, Sync};
 use crate::sched::func::{Dtype, Func, Opcode, Predef};
+use crate::sched::Schedule;
 
 /// A collective algorithm that emits GOAL.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,6 +52,27 @@ pub fn algo_from_name(name: &str, ways: Option<u32>, func: Option<Func>) -> Opti
 /// The program of `algo` over `n` ranks moving `size` bytes (per rank for the allreduce) from
 /// `root` (ignored by the allreduce and the barrier).
 pub fn generate(algo: Algo, n: u32, root: u32, size: usize) -> Result<Program, String> {
+    let mut schedules = Vec::with_capacity(n as usize);
+    generate_each(algo, n, root, size, |s| {
+        schedules.push(s);
+        Ok(())
+    })?;
+    let extra: &[&str] = match algo {
+        Algo::DisseminationAllreduce { .. } => &["tmp"],
+        _ => &[],
+    };
+    Ok(Program::from_schedules(schedules, extra))
+}
+
+/// The same program handed over one rank at a time, rank 0 first, so that a consumer (the
+/// simulator at a million ranks) never holds it whole; an error of `each` stops the walk.
+pub fn generate_each(
+    algo: Algo,
+    n: u32,
+    root: u32,
+    size: usize,
+    mut each: impl FnMut(Schedule) -> Result<(), String>,
+) -> Result<(), String> {
     if n == 0 {
         return Err("a group needs at least one rank".into());
     }
@@ -69,8 +91,8 @@ pub fn generate(algo: Algo, n: u32, root: u32, size: usize) -> Result<Program, S
             crate::sched::func::check_lengths(p, size, size).map_err(|e| e.to_string())?;
         }
     }
-    let schedules = (0..n)
-        .map(|me| match algo {
+    for me in 0..n {
+        each(match algo {
             Algo::BinomialBcast => algo::binomial::bcast(n, root, me, size),
             Algo::DisseminationAllreduce { ways, func } => {
                 dissemination::allreduce(n, ways, me, size, func)
@@ -78,11 +100,7 @@ pub fn generate(algo: Algo, n: u32, root: u32, size: usize) -> Result<Program, S
             Algo::ScoutTreeBcast => algo::bcast(Sync::Tree, n, root, me, size),
             Algo::ScoutLinearBcast => algo::bcast(Sync::Linear, n, root, me, size),
             Algo::McastBarrier => algo::barrier(n, me),
-        })
-        .collect();
-    let extra: &[&str] = match algo {
-        Algo::DisseminationAllreduce { .. } => &["tmp"],
-        _ => &[],
-    };
-    Ok(Program::from_schedules(schedules, extra))
+        })?;
+    }
+    Ok(())
 }

@@ -46,14 +46,15 @@
 //!   the order they became ready (schedule order at the start), each by its own event.
 //!
 //! A rank ends when its last action completed or its CPU was last busy, whichever is later
-//! (LogGOPSim reports the CPU's time). Events are kept in a binary heap ordered by (time,
-//! creation order); the state is a few numbers per action and per rank, so memory is linear in
-//! the program (plus the messages in flight, at most one event per receiver of a multicast).
+//! (LogGOPSim reports the CPU's time). Events are kept in a radix heap (`queue`) ordered by
+//! (time, creation order); the program is read in the simulator's flat form (`flat`), and the
+//! state is a few numbers per action and per rank, so memory is linear in the program (plus
+//! the messages in flight, at most one event per receiver of a multicast).
 
+use super::flat::{Act, Flat, Kind as FlatKind};
+use super::queue::RadixQueue;
 use crate::goal::Program;
 use crate::sched::{ActionId, Op, ANY_PEER, ANY_TAG};
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::fmt;
 
 /// LogGOPS parameters; times in nanoseconds, sizes in bytes. Build with
@@ -371,6 +372,8 @@ pub enum SimError {
         unfinished: u64,
         at: u64,
     },
+    /// The program is larger than the simulator addresses.
+    TooBig(String),
     /// A send names a rank outside the program.
     BadPeer {
         rank: u32,
@@ -402,6 +405,7 @@ impl fmt::Display for SimError {
                 }
                 Ok(())
             }
+            SimError::TooBig(m) => write!(f, "{m}"),
             SimError::BadPeer { rank, action, peer } => write!(
                 f,
                 "rank {rank} action {action} sends to rank {peer}, which is not in the program"
@@ -422,8 +426,8 @@ pub struct Outcome {
     pub max_rank: u32,
     /// Events processed (including retries of actions that found a resource busy).
     pub events: u64,
-    /// Global index of each rank's first action.
-    base: Vec<usize>,
+    /// Global index of each rank's first action (and one past the last).
+    base: Vec<u32>,
     start: Vec<u64>,
     finish: Vec<u64>,
     trace: Option<Trace>,
@@ -440,14 +444,14 @@ struct Trace {
 impl Outcome {
     /// When action `id` of `rank` started and completed.
     pub fn times(&self, rank: u32, id: ActionId) -> (u64, u64) {
-        let g = self.base[rank as usize] + id as usize;
+        let g = self.base[rank as usize] as usize + id as usize;
         (self.start[g], self.finish[g])
     }
 
     /// The send that receive `id` of `rank` matched (needs `Options::trace`).
     pub fn matched(&self, rank: u32, id: ActionId) -> Option<(u32, ActionId)> {
         let t = self.trace.as_ref()?;
-        let m = t.matched[self.base[rank as usize] + id as usize];
+        let m = t.matched[self.base[rank as usize] as usize + id as usize];
         (m.1 != NO_ACTION).then_some(m)
     }
 }
@@ -455,30 +459,21 @@ impl Outcome {
 const NO_ACTION: ActionId = ActionId::MAX;
 const NOT_YET: u64 = u64::MAX;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum Kind {
-    /// Try to start action `a` of `rank`.
-    Try,
-    /// The message of send `b` of rank `a` reaches `rank`.
-    Arrive,
+/// What an event does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ev {
+    /// Try to start global action `g` of `rank`.
+    Try { rank: u32, g: u32 },
+    /// The message of global send `g` of `src` reaches `dst`.
+    Arrive { dst: u32, src: u32, g: u32 },
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-struct Event {
-    time: u64,
-    seq: u64,
-    kind: Kind,
-    rank: u32,
-    a: u32,
-    b: u32,
-}
-
-/// A message that arrived before its receive: sender, send action, when its processing ends
-/// and what decided that end.
+/// A message that arrived before its receive: sender, its global send action, when its
+/// processing ends and what decided that end.
 #[derive(Clone, Copy, Debug)]
 struct Unexpected {
     src: u32,
-    send: ActionId,
+    send: u32,
     done: u64,
     why: Link,
 }
@@ -490,77 +485,97 @@ struct Busy {
     owner: Link,
 }
 
-impl Busy {
-    const FREE: Busy = Busy {
-        until: 0,
-        owner: Link::NONE,
-    };
+/// One kind of resource (CPUs, NICs' send or receive sides) of every rank: busy-until times,
+/// and what made each busy only when the run is traced (the times alone are what the events
+/// touch, so they are kept dense).
+struct Res {
+    until: Vec<u64>,
+    owner: Vec<Link>,
+}
 
-    fn hold(&mut self, until: u64, owner: Link) {
-        if until >= self.until {
-            self.until = until;
-            self.owner = owner;
+impl Res {
+    fn new(n: usize, traced: bool) -> Res {
+        Res {
+            until: vec![0; n],
+            owner: if traced {
+                vec![Link::NONE; n]
+            } else {
+                Vec::new()
+            },
+        }
+    }
+
+    fn get(&self, i: usize) -> Busy {
+        Busy {
+            until: self.until[i],
+            owner: self.owner.get(i).copied().unwrap_or(Link::NONE),
+        }
+    }
+
+    fn hold(&mut self, i: usize, until: u64, owner: Link) {
+        if until >= self.until[i] {
+            self.until[i] = until;
+            if let Some(o) = self.owner.get_mut(i) {
+                *o = owner;
+            }
         }
     }
 }
 
+/// The costs of one message: the channel's `o`, `L`, `g`, `G` (multicast has its own).
+#[derive(Clone, Copy)]
+struct Costs {
+    o: u64,
+    l: u64,
+    g: u64,
+    gb: u64,
+    ob: u64,
+}
+
 struct Engine<'p> {
-    p: &'p Program,
+    p: &'p Flat,
     prm: Params,
     ncpu: usize,
     nnic: usize,
-    base: Vec<usize>,
-    remaining: Vec<u32>,
-    /// Ready time until the action starts, then its start time.
-    start: Vec<u64>,
-    finish: Vec<u64>,
+    /// Per action, what changes during the run (kept together: an event touches all three).
+    st: Vec<St>,
     trace: Option<Trace>,
-    cpu: Vec<Busy>,
-    nic_send: Vec<Busy>,
-    nic_recv: Vec<Busy>,
-    posted: Vec<Vec<ActionId>>,
+    cpu: Res,
+    nic_send: Res,
+    nic_recv: Res,
+    /// Posted receives per rank (global action numbers), in posting order.
+    posted: Vec<Vec<u32>>,
     unexpected: Vec<Vec<Unexpected>>,
-    heap: BinaryHeap<Reverse<Event>>,
+    queue: RadixQueue<Ev>,
     seq: u64,
     now: u64,
     events: u64,
     done: u64,
+    progress: &'p mut dyn FnMut(u64, u64),
+}
+
+/// How many events pass between two calls of a run's progress function.
+pub const PROGRESS_EVERY: u64 = 1 << 20;
+
+/// An action's state: the time it became ready until it starts, then its start time; its
+/// completion time (`NOT_YET`); its prerequisites still to complete.
+#[derive(Clone, Copy)]
+struct St {
+    start: u64,
+    finish: u64,
+    remaining: u32,
 }
 
 /// Message cost factor: LogGOPSim's `s - 1`, never below 0.
-fn extra(len: usize) -> u64 {
-    (len as u64).saturating_sub(1)
-}
-
-/// The size of the message an op sends, and whether it is a multicast (`None` for non-sends).
-fn sent(op: &Op) -> Option<(usize, u32, bool)> {
-    match *op {
-        Op::Send { tag, buf, .. } => Some((buf.len, tag, false)),
-        Op::McastSend { buf } => Some((buf.len, 0, true)),
-        _ => None,
-    }
+fn extra(len: u64) -> u64 {
+    len.saturating_sub(1)
 }
 
 impl<'p> Engine<'p> {
-    fn new(p: &'p Program, prm: Params, opts: Options) -> Self {
-        let n = p.ranks.len();
-        let mut base = Vec::with_capacity(n + 1);
-        let mut total = 0usize;
-        let (mut ncpu, mut nnic) = (1usize, 1usize);
-        for r in &p.ranks {
-            base.push(total);
-            total += r.schedule.len();
-            for h in &r.hints {
-                ncpu = ncpu.max(h.cpu as usize + 1);
-                nnic = nnic.max(h.nic as usize + 1);
-            }
-        }
-        base.push(total);
-        let mut remaining = Vec::with_capacity(total);
-        for r in &p.ranks {
-            let s = &r.schedule;
-            remaining.extend((0..s.len() as ActionId).map(|id| s.prerequisites(id) as u32));
-        }
+    fn new(p: &'p Flat, prm: Params, opts: Options, progress: &'p mut dyn FnMut(u64, u64)) -> Self {
+        let n = p.num_ranks() as usize;
+        let total = p.action_count();
+        let (ncpu, nnic) = (p.cpus(), p.nics());
         let trace = opts.trace.then(|| Trace {
             start_pred: vec![Link::NONE; total],
             end_pred: vec![Link::NONE; total],
@@ -571,60 +586,79 @@ impl<'p> Engine<'p> {
             prm,
             ncpu,
             nnic,
-            base,
-            remaining,
-            start: vec![0; total],
-            finish: vec![NOT_YET; total],
+            st: p
+                .acts()
+                .iter()
+                .map(|a| St {
+                    start: 0,
+                    finish: NOT_YET,
+                    remaining: a.prereq,
+                })
+                .collect(),
             trace,
-            cpu: vec![Busy::FREE; n * ncpu],
-            nic_send: vec![Busy::FREE; n * nnic],
-            nic_recv: vec![Busy::FREE; n * nnic],
+            cpu: Res::new(n * ncpu, opts.trace),
+            nic_send: Res::new(n * nnic, opts.trace),
+            nic_recv: Res::new(n * nnic, opts.trace),
             posted: vec![Vec::new(); n],
             unexpected: vec![Vec::new(); n],
-            heap: BinaryHeap::new(),
+            queue: RadixQueue::new(),
             seq: 0,
             now: 0,
             events: 0,
             done: 0,
+            progress,
         }
     }
 
-    fn push(&mut self, time: u64, kind: Kind, rank: u32, a: u32, b: u32) {
+    fn costs(&self, mcast: bool) -> Costs {
+        let p = &self.prm;
+        if mcast {
+            Costs {
+                o: p.mcast_o(),
+                l: p.mcast_l(),
+                g: p.mcast_g(),
+                gb: p.mcast_gb(),
+                ob: p.overhead_per_byte,
+            }
+        } else {
+            Costs {
+                o: p.overhead,
+                l: p.latency,
+                g: p.gap,
+                gb: p.gap_per_byte,
+                ob: p.overhead_per_byte,
+            }
+        }
+    }
+
+    fn push(&mut self, time: u64, ev: Ev) {
         self.seq += 1;
-        self.heap.push(Reverse(Event {
-            time,
-            seq: self.seq,
-            kind,
-            rank,
-            a,
-            b,
-        }));
+        self.queue.push(time, self.seq, ev);
     }
 
     /// Puts an event back for a later time with its original place in the order of ties, so
     /// that a message that waited for a busy receiver still goes before a later message of
     /// the same sender that arrives just when the receiver becomes free (MPI's
     /// non-overtaking rule).
-    fn postpone(&mut self, e: Event, time: u64) {
-        self.heap.push(Reverse(Event { time, ..e }));
+    fn postpone(&mut self, seq: u64, ev: Ev, time: u64) {
+        self.queue.push(time, seq, ev);
     }
 
-    fn g(&self, rank: u32, id: ActionId) -> usize {
-        self.base[rank as usize] + id as usize
+    fn local(&self, rank: u32, g: usize) -> ActionId {
+        (g - self.p.bases()[rank as usize] as usize) as ActionId
     }
 
-    fn op(&self, rank: u32, id: ActionId) -> &'p Op {
-        self.p.ranks[rank as usize].schedule.op(id)
-    }
-
-    fn cpu_of(&self, rank: u32, id: ActionId) -> usize {
-        let h = self.p.ranks[rank as usize].hints.get(id as usize);
-        rank as usize * self.ncpu + h.map_or(0, |h| h.cpu as usize)
-    }
-
-    fn nic_of(&self, rank: u32, id: ActionId) -> usize {
-        let h = self.p.ranks[rank as usize].hints.get(id as usize);
-        rank as usize * self.nnic + h.map_or(0, |h| h.nic as usize)
+    /// A point of the run, for the trace (nothing to compute without one).
+    fn point(&self, rank: u32, g: usize, at_end: bool, via: Via) -> Link {
+        if self.trace.is_none() {
+            return Link::NONE;
+        }
+        Link {
+            rank,
+            action: self.local(rank, g),
+            at_end,
+            via,
+        }
     }
 
     fn set_start_pred(&mut self, g: usize, l: Link) {
@@ -639,97 +673,104 @@ impl<'p> Engine<'p> {
         }
     }
 
-    fn point(rank: u32, action: ActionId, at_end: bool, via: Via) -> Link {
-        Link {
-            rank,
-            action,
-            at_end,
-            via,
-        }
-    }
-
-    /// Counts down the prerequisite of `deps` that `rank`'s action `id` fulfilled at `time`.
-    fn release(&mut self, rank: u32, id: ActionId, time: u64, at_end: bool) {
-        let s = &self.p.ranks[rank as usize].schedule;
+    /// Counts down the prerequisite of the dependents that `rank`'s action `g` fulfilled at
+    /// `time` (its completion, or its start for `irequ`).
+    fn release(&mut self, rank: u32, g: usize, time: u64, at_end: bool) {
+        let p = self.p;
+        let a = p.act(g);
         let deps = if at_end {
-            s.dependents(id)
+            p.dependents(a)
         } else {
-            s.start_dependents(id)
+            p.start_dependents(a)
         };
+        if deps.is_empty() {
+            return;
+        }
         let via = if at_end {
             Via::Requires
         } else {
             Via::Irequires
         };
+        let me = self.point(rank, g, at_end, via);
         for &d in deps {
-            let gd = self.g(rank, d);
-            if time >= self.start[gd] {
-                self.start[gd] = time;
-                self.set_start_pred(gd, Self::point(rank, id, at_end, via));
+            let gd = d as usize;
+            if time >= self.st[gd].start {
+                self.st[gd].start = time;
+                self.set_start_pred(gd, me);
             }
-            self.remaining[gd] -= 1;
-            if self.remaining[gd] == 0 {
-                let t = self.start[gd];
-                self.push(t, Kind::Try, rank, d, 0);
+            self.st[gd].remaining -= 1;
+            if self.st[gd].remaining == 0 {
+                let t = self.st[gd].start;
+                self.push(t, Ev::Try { rank, g: d });
             }
         }
     }
 
-    fn started(&mut self, rank: u32, id: ActionId, t: u64) {
-        let g = self.g(rank, id);
-        self.start[g] = t;
-        self.release(rank, id, t, false);
+    fn started(&mut self, rank: u32, g: usize, t: u64) {
+        self.st[g].start = t;
+        self.release(rank, g, t, false);
     }
 
-    fn complete(&mut self, rank: u32, id: ActionId, t: u64, why: Link) {
-        let g = self.g(rank, id);
-        self.finish[g] = t;
+    fn complete(&mut self, rank: u32, g: usize, t: u64, why: Link) {
+        self.st[g].finish = t;
         self.done += 1;
         self.set_end_pred(g, why);
-        self.release(rank, id, t, true);
+        self.release(rank, g, t, true);
     }
 
-    /// Rendezvous send `send` of `src` matched at `m` by what `why` names.
-    fn rendezvous(&mut self, src: u32, send: ActionId, m: u64, why: Link) {
-        let (c, n) = (self.cpu_of(src, send), self.nic_of(src, send));
-        self.cpu[c].hold(m, why);
-        self.nic_send[n].hold(m, why);
-        let g = self.g(src, send);
-        let len = sent(self.op(src, send)).map_or(0, |s| s.0);
-        let own = self.start[g] + self.prm.overhead + extra(len) * self.prm.overhead_per_byte;
+    /// Rendezvous send `g` of `src` matched at `m` by what `why` names.
+    fn rendezvous(&mut self, src: u32, g: usize, m: u64, why: Link) {
+        let a = *self.p.act(g);
+        let (c, n) = (
+            src as usize * self.ncpu + a.cpu as usize,
+            src as usize * self.nnic + a.nic as usize,
+        );
+        self.cpu.hold(c, m, why);
+        self.nic_send.hold(n, m, why);
+        let own = self.st[g].start + self.prm.overhead + extra(a.arg) * self.prm.overhead_per_byte;
         if m > own {
-            self.complete(src, send, m, why);
+            self.complete(src, g, m, why);
         } else {
-            self.complete(src, send, own, Link::NONE);
+            self.complete(src, g, own, Link::NONE);
         }
     }
 
-    fn record_match(&mut self, rank: u32, recv: ActionId, src: u32, send: ActionId) {
-        let g = self.g(rank, recv);
-        if let Some(t) = &mut self.trace {
-            t.matched[g] = (src, send);
+    fn record_match(&mut self, recv: usize, src: u32, send: usize) {
+        if self.trace.is_some() {
+            let action = self.local(src, send);
+            if let Some(t) = &mut self.trace {
+                t.matched[recv] = (src, action);
+            }
         }
     }
 
-    fn compatible(&self, recv: &Op, src: u32, tag: u32, mcast: bool) -> bool {
-        match *recv {
-            Op::Recv {
-                peer, tag: want, ..
-            } => !mcast && (peer == ANY_PEER || peer == src) && (want == ANY_TAG || want == tag),
-            Op::McastRecv { root, .. } => mcast && (root == ANY_PEER || root == src),
+    /// Whether receive `recv` takes a message of `send` from `src`.
+    fn compatible(recv: &Act, src: u32, send: &Act) -> bool {
+        match recv.kind {
+            FlatKind::Recv => {
+                send.kind == FlatKind::Send
+                    && (recv.peer == ANY_PEER || recv.peer == src)
+                    && (recv.tag == ANY_TAG || recv.tag == send.tag)
+            }
+            FlatKind::Mrecv => {
+                send.kind == FlatKind::Mcast && (recv.peer == ANY_PEER || recv.peer == src)
+            }
             _ => false,
         }
     }
 
-    fn try_start(&mut self, t: u64, rank: u32, id: ActionId) -> Result<(), SimError> {
-        let op = self.op(rank, id);
-        let c = self.cpu_of(rank, id);
-        let cpu = self.cpu[c];
-        let g = self.g(rank, id);
-        match *op {
-            Op::Send { .. } | Op::McastSend { .. } => {
-                let n = self.nic_of(rank, id);
-                let nic = self.nic_send[n];
+    fn is_rendezvous(&self, send: &Act) -> bool {
+        send.kind == FlatKind::Send && send.arg > self.prm.eager_limit
+    }
+
+    fn try_start(&mut self, t: u64, rank: u32, g: usize) -> Result<(), SimError> {
+        let a = *self.p.act(g);
+        let c = rank as usize * self.ncpu + a.cpu as usize;
+        let cpu = self.cpu.get(c);
+        match a.kind {
+            FlatKind::Send | FlatKind::Mcast => {
+                let n = rank as usize * self.nnic + a.nic as usize;
+                let nic = self.nic_send.get(n);
                 let busy = cpu.until.max(nic.until);
                 if busy > t {
                     let owner = if cpu.until >= nic.until {
@@ -744,71 +785,74 @@ impl<'p> Engine<'p> {
                         }
                     };
                     self.set_start_pred(g, owner);
-                    self.push(busy, Kind::Try, rank, id, 0);
+                    self.push(busy, Ev::Try { rank, g: g as u32 });
                     return Ok(());
                 }
-                let (len, _, mcast) = sent(op).expect("a send");
-                let prm = self.prm;
-                let me = Self::point(rank, id, false, Via::Cpu);
-                let cpu_end = t + prm.overhead + extra(len) * prm.overhead_per_byte;
-                self.cpu[c].hold(cpu_end, me);
-                self.nic_send[n].hold(
-                    t + prm.gap + extra(len) * prm.gap_per_byte,
+                let mcast = a.kind == FlatKind::Mcast;
+                let k = self.costs(mcast);
+                let me = self.point(rank, g, false, Via::Cpu);
+                let cpu_end = t + k.o + extra(a.arg) * k.ob;
+                self.cpu.hold(c, cpu_end, me);
+                self.nic_send.hold(
+                    n,
+                    t + k.g + extra(a.arg) * k.gb,
                     Link {
                         via: Via::NicSend,
                         ..me
                     },
                 );
-                self.started(rank, id, t);
-                let arrive = t + prm.overhead + prm.latency;
+                self.started(rank, g, t);
+                let arrive = t + k.o + k.l;
                 let nranks = self.p.num_ranks();
+                let ev = |dst| Ev::Arrive {
+                    dst,
+                    src: rank,
+                    g: g as u32,
+                };
                 if mcast {
                     for q in (0..nranks).filter(|&q| q != rank) {
-                        self.push(arrive, Kind::Arrive, q, rank, id);
+                        self.push(arrive, ev(q));
                     }
                 } else {
-                    let Op::Send { peer, .. } = *op else {
-                        unreachable!()
-                    };
-                    if peer >= nranks {
+                    if a.peer >= nranks {
                         return Err(SimError::BadPeer {
                             rank,
-                            action: id,
-                            peer,
+                            action: self.local(rank, g),
+                            peer: a.peer,
                         });
                     }
-                    self.push(arrive, Kind::Arrive, peer, rank, id);
+                    self.push(arrive, ev(a.peer));
                 }
-                if mcast || len as u64 <= prm.eager_limit {
-                    self.complete(rank, id, cpu_end, Link::NONE);
+                if !self.is_rendezvous(&a) {
+                    self.complete(rank, g, cpu_end, Link::NONE);
                 }
             }
-            Op::Recv { .. } | Op::McastRecv { .. } => {
+            FlatKind::Recv | FlatKind::Mrecv => {
                 // Posting is free and needs no CPU: o is paid when the message arrives.
-                self.started(rank, id, t);
-                let hit = self.unexpected[rank as usize].iter().position(|u| {
-                    let (_, tag, mcast) = sent(self.op(u.src, u.send)).expect("a send");
-                    self.compatible(op, u.src, tag, mcast)
-                });
+                self.started(rank, g, t);
+                let p = self.p;
+                let hit = self.unexpected[rank as usize]
+                    .iter()
+                    .position(|u| Self::compatible(&a, u.src, p.act(u.send as usize)));
                 match hit {
                     Some(i) => {
                         let u = self.unexpected[rank as usize].remove(i);
-                        self.record_match(rank, id, u.src, u.send);
-                        let (len, _, mcast) = sent(self.op(u.src, u.send)).expect("a send");
-                        if !mcast && len as u64 > self.prm.eager_limit {
-                            let why = Self::point(rank, id, false, Via::Rendezvous);
-                            self.rendezvous(u.src, u.send, t, why);
+                        let send = u.send as usize;
+                        self.record_match(g, u.src, send);
+                        if self.is_rendezvous(p.act(send)) {
+                            let why = self.point(rank, g, false, Via::Rendezvous);
+                            self.rendezvous(u.src, send, t, why);
                         }
                         if u.done > t {
-                            self.complete(rank, id, u.done, u.why);
+                            self.complete(rank, g, u.done, u.why);
                         } else {
-                            self.complete(rank, id, t, Link::NONE);
+                            self.complete(rank, g, t, Link::NONE);
                         }
                     }
-                    None => self.posted[rank as usize].push(id),
+                    None => self.posted[rank as usize].push(g as u32),
                 }
             }
-            Op::Exec { .. } | Op::Calc { .. } => {
+            FlatKind::Exec | FlatKind::Calc => {
                 if cpu.until > t {
                     self.set_start_pred(
                         g,
@@ -817,42 +861,46 @@ impl<'p> Engine<'p> {
                             ..cpu.owner
                         },
                     );
-                    self.push(cpu.until, Kind::Try, rank, id, 0);
+                    self.push(cpu.until, Ev::Try { rank, g: g as u32 });
                     return Ok(());
                 }
-                let nanos = match *op {
-                    Op::Calc { nanos } => nanos,
-                    _ => 0,
-                };
+                let nanos = if a.kind == FlatKind::Calc { a.arg } else { 0 };
                 if nanos > 0 {
-                    self.cpu[c].hold(t + nanos, Self::point(rank, id, false, Via::Cpu));
+                    let me = self.point(rank, g, false, Via::Cpu);
+                    self.cpu.hold(c, t + nanos, me);
                 }
-                self.started(rank, id, t);
-                self.complete(rank, id, t + nanos, Link::NONE);
+                self.started(rank, g, t);
+                self.complete(rank, g, t + nanos, Link::NONE);
             }
         }
         Ok(())
     }
 
-    fn arrive(&mut self, e: Event) {
-        let (t, dst, src, send) = (e.time, e.rank, e.a, e.b);
+    fn arrive(&mut self, t: u64, seq: u64, dst: u32, src: u32, send: usize) {
         let c = dst as usize * self.ncpu;
         let n = dst as usize * self.nnic;
-        let (cpu, nic) = (self.cpu[c], self.nic_recv[n]);
+        let (cpu, nic) = (self.cpu.get(c), self.nic_recv.get(n));
         let busy = cpu.until.max(nic.until);
         if busy > t {
-            self.postpone(e, busy);
+            self.postpone(
+                seq,
+                Ev::Arrive {
+                    dst,
+                    src,
+                    g: send as u32,
+                },
+                busy,
+            );
             return;
         }
-        let op = self.op(src, send);
-        let (len, tag, mcast) = sent(op).expect("a send");
-        let prm = self.prm;
-        let x = extra(len);
-        let done = t + prm.overhead + (x * prm.overhead_per_byte).max(x * prm.gap_per_byte);
-        let msg = Self::point(src, send, false, Via::Message);
+        let sa = *self.p.act(send);
+        let k = self.costs(sa.kind == FlatKind::Mcast);
+        let x = extra(sa.arg);
+        let done = t + k.o + (x * k.ob).max(x * k.gb);
+        let msg = self.point(src, send, false, Via::Message);
         // A message that had to wait for the receiver ends when the CPU or NIC that held it
         // up allowed, so that is what its receive waited for.
-        let natural = self.start[self.g(src, send)] + prm.overhead + prm.latency;
+        let natural = self.st[send].start + k.o + k.l;
         let why = if t <= natural {
             msg
         } else if cpu.until == t {
@@ -866,22 +914,25 @@ impl<'p> Engine<'p> {
                 ..nic.owner
             }
         };
-        self.nic_recv[n].hold(
-            t + prm.gap + x * prm.gap_per_byte,
+        self.nic_recv.hold(
+            n,
+            t + k.g + x * k.gb,
             Link {
                 via: Via::NicRecv,
                 ..msg
             },
         );
+        let p = self.p;
         let hit = self.posted[dst as usize]
             .iter()
-            .position(|&r| self.compatible(self.op(dst, r), src, tag, mcast));
+            .position(|&r| Self::compatible(p.act(r as usize), src, &sa));
         match hit {
             Some(i) => {
-                let recv = self.posted[dst as usize].remove(i);
-                self.cpu[c].hold(done, Self::point(dst, recv, true, Via::Cpu));
-                self.record_match(dst, recv, src, send);
-                if !mcast && len as u64 > prm.eager_limit {
+                let recv = self.posted[dst as usize].remove(i) as usize;
+                let me = self.point(dst, recv, true, Via::Cpu);
+                self.cpu.hold(c, done, me);
+                self.record_match(recv, src, send);
+                if self.is_rendezvous(&sa) {
                     let why = Link {
                         via: Via::Rendezvous,
                         ..msg
@@ -891,7 +942,8 @@ impl<'p> Engine<'p> {
                 self.complete(dst, recv, done, why);
             }
             None => {
-                self.cpu[c].hold(
+                self.cpu.hold(
+                    c,
                     done,
                     Link {
                         via: Via::Cpu,
@@ -900,7 +952,7 @@ impl<'p> Engine<'p> {
                 );
                 self.unexpected[dst as usize].push(Unexpected {
                     src,
-                    send,
+                    send: send as u32,
                     done,
                     why,
                 });
@@ -909,20 +961,32 @@ impl<'p> Engine<'p> {
     }
 
     fn run(&mut self) -> Result<(), SimError> {
-        for (r, rp) in self.p.ranks.iter().enumerate() {
-            for id in rp.schedule.initially_ready() {
-                self.push(0, Kind::Try, r as u32, id, 0);
+        let p = self.p;
+        // The actions ready at the start are the first events, at time 0 and in rank and
+        // action order: they are taken in that order straight from the program, and every
+        // event they make is numbered after them, which is exactly the order the queue would
+        // give. (A million of them would otherwise all sit in the queue at once.)
+        self.seq = p.acts().iter().filter(|a| a.prereq == 0).count() as u64;
+        for r in 0..p.num_ranks() {
+            for g in p.range(r) {
+                if p.act(g).prereq == 0 {
+                    self.events += 1;
+                    self.try_start(0, r, g)?;
+                }
             }
         }
-        while let Some(Reverse(e)) = self.heap.pop() {
+        while let Some((time, seq, ev)) = self.queue.pop_with_seq() {
             self.events += 1;
-            self.now = e.time;
-            match e.kind {
-                Kind::Try => self.try_start(e.time, e.rank, e.a)?,
-                Kind::Arrive => self.arrive(e),
+            if self.events % PROGRESS_EVERY == 0 {
+                (self.progress)(self.done, p.action_count() as u64);
+            }
+            self.now = time;
+            match ev {
+                Ev::Try { rank, g } => self.try_start(time, rank, g as usize)?,
+                Ev::Arrive { dst, src, g } => self.arrive(time, seq, dst, src, g as usize),
             }
         }
-        let total = *self.base.last().unwrap_or(&0) as u64;
+        let total = p.action_count() as u64;
         if self.done < total {
             return Err(self.deadlock(total - self.done));
         }
@@ -932,42 +996,43 @@ impl<'p> Engine<'p> {
     fn deadlock(&self, unfinished: u64) -> SimError {
         let mut started = Vec::new();
         let mut blocked = Vec::new();
-        for (r, rp) in self.p.ranks.iter().enumerate() {
-            let r = r as u32;
+        let p = self.p;
+        for r in 0..p.num_ranks() {
             let posted = &self.posted[r as usize];
-            for (id, op) in rp.schedule.actions() {
-                let g = self.g(r, id);
-                if self.finish[g] != NOT_YET {
+            for g in p.range(r) {
+                if self.st[g].finish != NOT_YET {
                     continue;
                 }
-                if posted.contains(&id) {
+                let a = p.act(g);
+                let action = self.local(r, g);
+                if posted.contains(&(g as u32)) {
                     started.push(Waiting {
                         rank: r,
-                        action: id,
+                        action,
                         why: format!(
                             "{} posted at {} ns, never matched",
-                            describe(op),
-                            self.start[g]
+                            a.describe(),
+                            self.st[g].start
                         ),
                     });
-                } else if self.remaining[g] == 0 {
+                } else if self.st[g].remaining == 0 {
                     started.push(Waiting {
                         rank: r,
-                        action: id,
+                        action,
                         why: format!(
                             "{} started at {} ns, its receiver never matched it",
-                            describe(op),
-                            self.start[g]
+                            a.describe(),
+                            self.st[g].start
                         ),
                     });
                 } else if blocked.len() < MAX_LISTED {
                     blocked.push(Waiting {
                         rank: r,
-                        action: id,
+                        action,
                         why: format!(
                             "{} waits for {} unfinished prerequisites",
-                            describe(op),
-                            self.remaining[g]
+                            a.describe(),
+                            self.st[g].remaining
                         ),
                     });
                 }
@@ -983,17 +1048,13 @@ impl<'p> Engine<'p> {
     }
 
     fn outcome(self) -> Outcome {
-        let n = self.p.ranks.len();
+        let p = self.p;
+        let n = p.num_ranks() as usize;
         let mut end = vec![0u64; n];
         for (r, e) in end.iter_mut().enumerate() {
-            let cpus = &self.cpu[r * self.ncpu..(r + 1) * self.ncpu];
-            let acts = &self.finish[self.base[r]..self.base[r + 1]];
-            *e = cpus
-                .iter()
-                .map(|b| b.until)
-                .chain(acts.iter().copied())
-                .max()
-                .unwrap_or(0);
+            let cpus = &self.cpu.until[r * self.ncpu..(r + 1) * self.ncpu];
+            let acts = self.st[p.range(r as u32)].iter().map(|s| s.finish);
+            *e = cpus.iter().copied().chain(acts).max().unwrap_or(0);
         }
         let (mut max, mut max_rank) = (0u64, 0u32);
         for (r, &e) in end.iter().enumerate() {
@@ -1006,9 +1067,9 @@ impl<'p> Engine<'p> {
             max,
             max_rank,
             events: self.events,
-            base: self.base,
-            start: self.start,
-            finish: self.finish,
+            base: p.bases().to_vec(),
+            start: self.st.iter().map(|s| s.start).collect(),
+            finish: self.st.iter().map(|s| s.finish).collect(),
             trace: self.trace,
         }
     }
@@ -1016,7 +1077,25 @@ impl<'p> Engine<'p> {
 
 /// Simulates `p` with parameters `prm`. Errors when some action can never complete.
 pub fn simulate(p: &Program, prm: &Params, opts: Options) -> Result<Outcome, SimError> {
-    let mut e = Engine::new(p, *prm, opts);
+    let flat = Flat::from_program(p).map_err(SimError::TooBig)?;
+    simulate_flat(&flat, prm, opts)
+}
+
+/// Simulates a program already in the simulator's form (`Flat`, built rank by rank from a
+/// generator or a binary schedule without the whole `Program` in memory).
+pub fn simulate_flat(p: &Flat, prm: &Params, opts: Options) -> Result<Outcome, SimError> {
+    simulate_flat_with(p, prm, opts, &mut |_, _| {})
+}
+
+/// `simulate_flat` that calls `progress(completed actions, all actions)` every
+/// `PROGRESS_EVERY` events, for a progress bar.
+pub fn simulate_flat_with(
+    p: &Flat,
+    prm: &Params,
+    opts: Options,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<Outcome, SimError> {
+    let mut e = Engine::new(p, *prm, opts, progress);
     e.run()?;
     Ok(e.outcome())
 }
@@ -1029,7 +1108,7 @@ pub fn critical_path(o: &Outcome) -> Vec<Step> {
         return Vec::new();
     };
     let r = o.max_rank as usize;
-    let (lo, hi) = (o.base[r], o.base[r + 1]);
+    let (lo, hi) = (o.base[r] as usize, o.base[r + 1] as usize);
     let Some(last) = (lo..hi).max_by_key(|&g| (o.finish[g], g)) else {
         return Vec::new();
     };
@@ -1042,7 +1121,7 @@ pub fn critical_path(o: &Outcome) -> Vec<Step> {
     };
     // Every link points to an earlier point of the run, so the walk ends; the bound is a guard.
     for _ in 0..=2 * o.start.len() {
-        let g = o.base[at.rank as usize] + at.action as usize;
+        let g = o.base[at.rank as usize] as usize + at.action as usize;
         if steps
             .last()
             .map_or(true, |s| (s.rank, s.action) != (at.rank, at.action))
@@ -1079,38 +1158,5 @@ pub fn critical_path(o: &Outcome) -> Vec<Step> {
 
 /// An action in words, for errors and critical paths.
 pub fn describe(op: &Op) -> String {
-    let peer = |p: u32| {
-        if p == ANY_PEER {
-            "any".to_string()
-        } else {
-            p.to_string()
-        }
-    };
-    let tag = |t: u32| {
-        if t == ANY_TAG {
-            "any".to_string()
-        } else {
-            t.to_string()
-        }
-    };
-    match *op {
-        Op::Send {
-            peer: p,
-            tag: t,
-            buf,
-        } => {
-            format!("send {} bytes to {} tag {}", buf.len, p, tag(t))
-        }
-        Op::Recv {
-            peer: p,
-            tag: t,
-            buf,
-        } => {
-            format!("recv {} bytes from {} tag {}", buf.len, peer(p), tag(t))
-        }
-        Op::McastSend { buf } => format!("mcast {} bytes", buf.len),
-        Op::McastRecv { root, buf } => format!("mrecv {} bytes from {}", buf.len, peer(root)),
-        Op::Exec { .. } => "exec".to_string(),
-        Op::Calc { nanos } => format!("calc {nanos}"),
-    }
+    Act::of(op).describe()
 }

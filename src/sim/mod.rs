@@ -7,10 +7,14 @@
 //! Pure code: no I/O, no clock, no MPI, no `unsafe`. The model and its rules are in `loggops`
 //! (and in docs/sim.md); the command line is `mpicast sim` (src/bin/mpicast/sim.rs).
 
+pub mod flat;
 pub mod loggops;
+pub mod queue;
 
+pub use flat::Flat;
 pub use loggops::{
-    critical_path, describe, simulate, Link, Options, Outcome, Params, SimError, Step, Via, Waiting,
+    critical_path, describe, simulate, simulate_flat, simulate_flat_with, Link, Options, Outcome,
+    Params, SimError, Step, Via, Waiting,
 };
 
 #[cfg(test)]

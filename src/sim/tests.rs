@@ -582,3 +582,36 @@ fn every_generator_finishes() {
         }
     }
 }
+
+#[test]
+fn a_binary_schedule_streamed_rank_by_rank_simulates_like_its_program() {
+    // `mpicast sim FILE.bin` never builds the whole Program: it flattens each rank as the
+    // loader hands it over. Labels and placement hints come along.
+    let mut p = gen::generate(gen::Algo::ScoutTreeBcast, 13, 4, 3000).unwrap();
+    p.ranks[2].hints[0] = goal::Hint { cpu: 1, nic: 1 };
+    p.ranks[5].labels[0] = Some("first".into());
+    let bytes = goal::binary::assemble(&p).unwrap();
+    let mut flat = Flat::new();
+    goal::binary::load_each(&bytes, |_, rp| flat.push_rank(&rp)).unwrap();
+    assert_eq!(
+        (flat.num_ranks(), flat.action_count()),
+        (13, p.action_count())
+    );
+    assert_eq!((flat.cpus(), flat.nics()), (2, 2));
+    assert_eq!(flat.label(flat.global(5, 0)), Some("first"));
+    assert_eq!(flat.label(flat.global(5, 1)), None);
+    let a = simulate(&p, &Params::default(), Options { trace: true }).unwrap();
+    let b = simulate_flat(&flat, &Params::default(), Options { trace: true }).unwrap();
+    assert_eq!((&a.end, a.events), (&b.end, b.events));
+    assert_eq!(critical_path(&a), critical_path(&b));
+    // A loader error of the consumer stops the walk.
+    let err = goal::binary::load_each(&bytes, |r, _| {
+        if r == 3 {
+            Err("enough".to_string())
+        } else {
+            Ok(())
+        }
+    })
+    .unwrap_err();
+    assert_eq!(err.message, "enough");
+}

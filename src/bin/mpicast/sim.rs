@@ -3,10 +3,12 @@
 //! the maximum and, on request, the critical path. This file owns the options and the output;
 //! the model is the library's (`src/sim/`).
 
-use crate::goal::{gen, Dialect, Program};
-use crate::sim::{critical_path, describe, simulate, Options, Params, SimError};
-use crate::{load, num, parse_func, Fail};
+use crate::goal::{binary, gen, Dialect};
+use crate::progress::Progress;
+use crate::sim::{critical_path, simulate_flat_with, Flat, Options, Params, SimError};
+use crate::{load, num, parse_func, read_input, Fail};
 use std::fmt::Write;
+use std::time::Instant;
 
 /// `mpicast sim --help`.
 pub const USAGE: &str = "\
@@ -33,6 +35,8 @@ options (times in ns, sizes in bytes; defaults are LogGOPSim's):
   --params FILE     `name value` lines of the same names, `#` comments; options given on
                     the command line override the file
   --critical-path   print the chain of actions that ends last
+  --timing          say on stderr how long building and simulating took (events per second)
+  --no-progress     no progress bar on stderr (it shows only when stderr is a terminal)
   --dialect D       read FILE as paper or loggopsim text only
 
 Exit status: 0 fine, 1 errors found (a bad file, a program that cannot finish), 2 bad usage.";
@@ -67,6 +71,8 @@ struct SimOpts {
     params_file: Option<String>,
     set: Vec<(String, String)>,
     critical: bool,
+    timing: bool,
+    progress: bool,
 }
 
 fn sim_opts(args: &[String]) -> Result<SimOpts, Fail> {
@@ -82,6 +88,8 @@ fn sim_opts(args: &[String]) -> Result<SimOpts, Fail> {
         params_file: None,
         set: Vec::new(),
         critical: false,
+        timing: false,
+        progress: true,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -108,6 +116,8 @@ fn sim_opts(args: &[String]) -> Result<SimOpts, Fail> {
             }
             "--params" => o.params_file = Some(value(a)?),
             "--critical-path" => o.critical = true,
+            "--timing" => o.timing = true,
+            "--no-progress" => o.progress = false,
             "--gen" => o.gen = Some(value(a)?),
             "--ranks" | "-n" => o.ranks = Some(num(a, &value(a)?)?),
             "--size" => o.size = Some(num(a, &value(a)?)?),
@@ -155,17 +165,52 @@ pub fn run(args: &[String]) -> Result<(), Fail> {
     for (name, v) in &o.set {
         prm.set_text(name, v).map_err(Fail::Usage)?;
     }
-    let (name, program) = match (&o.file, &o.gen) {
+    let built = Instant::now();
+    let (name, flat) = match (&o.file, &o.gen) {
         (Some(_), Some(_)) => {
             return Err(Fail::Usage("give a FILE or --gen ALGO, not both".into()));
         }
         (None, None) => return Err(Fail::Usage("sim needs a FILE or --gen ALGO".into())),
-        (Some(f), None) => (f.clone(), load(f, o.dialect)?.program),
+        (Some(f), None) => (f.clone(), from_file(f, o.dialect)?),
         (None, Some(algo)) => (algo.clone(), generated(&o, algo)?),
     };
-    match simulate(&program, &prm, Options { trace: o.critical }) {
+    let built = built.elapsed();
+    let ran = Instant::now();
+    let cpu_before = cpu_seconds();
+    let mut bar = Progress::new("simulating", o.progress);
+    let result = simulate_flat_with(
+        &flat,
+        &prm,
+        Options { trace: o.critical },
+        &mut |done, all| bar.update(done, all),
+    );
+    bar.finish();
+    let ran = ran.elapsed();
+    let cpu = cpu_seconds().zip(cpu_before).map(|(a, b)| a - b);
+    match result {
         Ok(out) => {
-            print!("{}", report(&name, &program, &prm, &out, o.critical));
+            print!("{}", report(&name, &flat, &prm, &out, o.critical));
+            if o.timing {
+                let per_cpu = cpu
+                    .filter(|&c| c > 0.0)
+                    .map(|c| {
+                        format!(
+                            "; {c:.2} s of CPU: {:.2} M events per CPU second",
+                            out.events as f64 / c / 1e6
+                        )
+                    })
+                    .unwrap_or_default();
+                eprintln!(
+                    "timing: program built in {:.3} s ({} actions, {:.1} MiB in the simulator's \
+                     form); simulated in {:.3} s: {} events, {:.2} M events/s{per_cpu}",
+                    built.as_secs_f64(),
+                    flat.action_count(),
+                    flat.bytes() as f64 / (1 << 20) as f64,
+                    ran.as_secs_f64(),
+                    out.events,
+                    out.events as f64 / ran.as_secs_f64().max(1e-9) / 1e6
+                );
+            }
             Ok(())
         }
         Err(e) => {
@@ -178,7 +223,40 @@ pub fn run(args: &[String]) -> Result<(), Fail> {
     }
 }
 
-fn generated(o: &SimOpts, name: &str) -> Result<Program, Fail> {
+/// CPU time (user and system) this process has used, from /proc/self/stat (Linux; `None`
+/// elsewhere): on a shared machine it says more than the wall clock.
+fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name (which may hold spaces) start after its ')'.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+    // USER_HZ is 100 on every Linux architecture mpicast builds for.
+    Some(ticks / 100.0)
+}
+
+/// The program of FILE in the simulator's form. A binary schedule is read rank by rank
+/// without building the whole `Program`; text is parsed first.
+fn from_file(f: &str, dialect: Option<Dialect>) -> Result<Flat, Fail> {
+    let mut flat = Flat::new();
+    let bytes = read_input(f)?;
+    if bytes.starts_with(&binary::MAGIC) {
+        binary::load_each(&bytes, |_, rp| flat.push_rank(&rp)).map_err(|e| {
+            eprintln!("{f}: error: {e}");
+            Fail::Errors
+        })?;
+        return Ok(flat);
+    }
+    drop(bytes);
+    let program = load(f, dialect)?.program;
+    for r in &program.ranks {
+        flat.push_rank(r)
+            .map_err(|e| Fail::Io(format!("{f}: {e}")))?;
+    }
+    Ok(flat)
+}
+
+fn generated(o: &SimOpts, name: &str) -> Result<Flat, Fail> {
     let algo = gen::algo_from_name(name, o.ways, o.op).ok_or_else(|| {
         Fail::UsageLine(format!(
             "unknown algorithm `{name}`; known: {}",
@@ -188,18 +266,29 @@ fn generated(o: &SimOpts, name: &str) -> Result<Program, Fail> {
     let n = o
         .ranks
         .ok_or_else(|| Fail::Usage("--gen needs --ranks N".into()))?;
-    gen::generate(algo, n, o.root.unwrap_or(0), o.size.unwrap_or(8)).map_err(Fail::Usage)
+    let mut flat = Flat::new();
+    let mut too_big = None;
+    let mut bar = Progress::new("generating", o.progress);
+    gen::generate_each(algo, n, o.root.unwrap_or(0), o.size.unwrap_or(8), |s| {
+        let r = flat.num_ranks() as u64;
+        if r % 4096 == 0 {
+            bar.update(r, n as u64);
+        }
+        flat.push_schedule(&s, &[]).map_err(|e| {
+            too_big = Some(e.clone());
+            e
+        })
+    })
+    .map_err(|e| match too_big {
+        Some(_) => Fail::Io(format!("{name}: {e}")),
+        None => Fail::Usage(e),
+    })?;
+    Ok(flat)
 }
 
 /// The printed result: a header, per-rank end times up to 64 ranks, the maximum, and the
 /// critical path when asked.
-fn report(
-    name: &str,
-    p: &Program,
-    prm: &Params,
-    out: &crate::sim::Outcome,
-    critical: bool,
-) -> String {
+fn report(name: &str, p: &Flat, prm: &Params, out: &crate::sim::Outcome, critical: bool) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -235,11 +324,8 @@ fn report(
             "start", "end", "rank", "action", "waited for"
         );
         for st in &path {
-            let rp = &p.ranks[st.rank as usize];
-            let label = rp
-                .label(st.action)
-                .map(|l| format!(" ({l})"))
-                .unwrap_or_default();
+            let g = p.global(st.rank, st.action);
+            let label = p.label(g).map(|l| format!(" ({l})")).unwrap_or_default();
             let _ = writeln!(
                 s,
                 "  {:>12} {:>12} {:>6} {:>7}  {:<16} {}{label}",
@@ -248,7 +334,7 @@ fn report(
                 st.rank,
                 st.action,
                 st.via.name(),
-                describe(rp.schedule.op(st.action))
+                p.act(g).describe()
             );
         }
     }

@@ -344,3 +344,200 @@ fn sim_times_a_generated_program_and_names_bad_parameters() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn sim_timeline_draws_a_lane_per_rank_and_a_line_per_message() {
+    let dir = std::env::temp_dir().join(format!("mpicast-cli-timeline-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let svg = dir.join("t.svg");
+    let o = mpicast(&[
+        "sim",
+        "--gen",
+        "binomial-bcast",
+        "--ranks",
+        "8",
+        "--size",
+        "1",
+        "--timeline",
+        svg.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    // The report is printed as without --timeline.
+    assert!(text(&o.stdout).contains("maximum: 16500 ns at rank 7"));
+    let s = std::fs::read_to_string(&svg).unwrap();
+    assert!(s.starts_with("<?xml") && s.ends_with("</svg>\n"));
+    assert_eq!(s.matches("class=\"lane\"").count(), 8);
+    // A binomial broadcast to 8 ranks sends 7 messages.
+    assert_eq!(s.matches("class=\"msg\"").count(), 7);
+    assert!(s.contains(">16000</text>") && s.contains(">time (ns)</text>"));
+
+    // Too many ranks or actions: refused before anything is simulated or written.
+    let big = dir.join("big.svg");
+    for (args, want) in [
+        (
+            &["--gen", "binomial", "--ranks", "257"][..],
+            "mpicast: --timeline draws at most 256 ranks; this program has 257\n",
+        ),
+        (
+            &[
+                "--gen",
+                "dissemination",
+                "--ranks",
+                "256",
+                "--ways",
+                "255",
+                "--size",
+                "4",
+            ],
+            "mpicast: --timeline draws at most 20000 actions; this program has 195840\n",
+        ),
+    ] {
+        let mut a = vec!["sim"];
+        a.extend_from_slice(args);
+        a.extend_from_slice(&["--timeline", big.to_str().unwrap()]);
+        let o = mpicast(&a);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert_eq!(text(&o.stderr), want);
+        assert!(o.stdout.is_empty());
+        assert!(!big.exists());
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// `maximum: M ns at rank R (...); E events` of `mpicast sim`'s report: (M, E).
+fn sim_max_and_events(out: &str) -> (u64, u64) {
+    let line = out.lines().find(|l| l.starts_with("maximum: ")).unwrap();
+    let max = line["maximum: ".len()..].split(' ').next().unwrap();
+    let events = line.rsplit("; ").next().unwrap().split(' ').next().unwrap();
+    (max.parse().unwrap(), events.parse().unwrap())
+}
+
+#[test]
+fn sim_sweep_rows_equal_single_runs() {
+    let dir = std::env::temp_dir().join(format!("mpicast-cli-sweep-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (csv, svg) = (dir.join("s.csv"), dir.join("s.svg"));
+    let o = mpicast(&[
+        "sim",
+        "sweep",
+        "--gen",
+        "binomial,dissemination-allreduce",
+        "--ranks",
+        "4..16",
+        "--size",
+        "64",
+        "-L",
+        "4000",
+        "--csv",
+        csv.to_str().unwrap(),
+        "--svg",
+        svg.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(o.stdout.is_empty());
+    // Standard error is not a terminal here: one line per finished point.
+    let err = text(&o.stderr);
+    assert_eq!(err.lines().count(), 6, "{err}");
+    assert!(err.lines().all(|l| l.starts_with("sweep [")), "{err}");
+    let rows = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = rows.lines();
+    assert_eq!(
+        lines.next(),
+        Some("algo,size,ranks,max_ns,events,seconds_of_simulation")
+    );
+    let rows: Vec<Vec<String>> = lines
+        .map(|l| l.split(',').map(str::to_string).collect())
+        .collect();
+    assert_eq!(rows.len(), 6, "{rows:?}");
+    let mut seen = Vec::new();
+    for r in &rows {
+        assert_eq!(r.len(), 6, "{r:?}");
+        let o = mpicast(&[
+            "sim", "--gen", &r[0], "--ranks", &r[2], "--size", &r[1], "-L", "4000",
+        ]);
+        assert_eq!(o.status.code(), Some(0));
+        let (max, events) = sim_max_and_events(&text(&o.stdout));
+        assert_eq!(r[3], max.to_string(), "{r:?}");
+        assert_eq!(r[4], events.to_string(), "{r:?}");
+        assert!(r[5].parse::<f64>().unwrap() >= 0.0);
+        seen.push(format!("{} {}", r[0], r[2]));
+    }
+    // The aliases are written out; the range 4..16 is 4, 8, 16.
+    assert_eq!(
+        seen,
+        [
+            "binomial-bcast 4",
+            "binomial-bcast 8",
+            "binomial-bcast 16",
+            "dissemination-allreduce 4",
+            "dissemination-allreduce 8",
+            "dissemination-allreduce 16",
+        ]
+    );
+    // -L reached the simulation: 3 hops of 4000 + 2·1500 + 63·6 ns to the 8th rank.
+    assert_eq!(rows[1][3], (3 * (4000 + 3000 + 63 * 6)).to_string());
+    let s = std::fs::read_to_string(&svg).unwrap();
+    assert_eq!(s.matches("<path class=\"series\"").count(), 2);
+    assert_eq!(s.matches("<circle class=\"point\"").count(), 6);
+    assert!(s.contains(">binomial-bcast, 64 B</text>"));
+    for r in ["4", "8", "16"] {
+        assert!(s.contains(&format!(">{r}</text>")), "tick {r}");
+    }
+
+    // Without --csv, the rows go to standard output.
+    let o = mpicast(&["sim", "sweep", "--gen", "binomial", "--ranks", "2,3"]);
+    assert_eq!(o.status.code(), Some(0));
+    let out = text(&o.stdout);
+    assert_eq!(out.lines().count(), 3, "{out}");
+    assert!(out
+        .lines()
+        .nth(2)
+        .unwrap()
+        .starts_with("binomial-bcast,8,3,"));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn sim_sweep_errors_exit_2() {
+    let fail = |args: &[&str]| {
+        let mut a = vec!["sim", "sweep"];
+        a.extend_from_slice(args);
+        let o = mpicast(&a);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(o.stdout.is_empty(), "{args:?}: nothing runs");
+        text(&o.stderr)
+    };
+    assert!(fail(&[]).starts_with("usage: mpicast sim sweep "));
+    assert_eq!(
+        fail(&["--gen", "binomial"]),
+        "mpicast: sim sweep needs --ranks LIST (see `mpicast sim sweep --help`)\n"
+    );
+    assert!(fail(&["--ranks", "8"]).contains("sim sweep needs --gen ALGO"));
+    assert!(fail(&["--gen", "binomial,nope", "--ranks", "8"])
+        .contains("unknown algorithm `nope`; known: binomial-bcast,"));
+    assert!(fail(&["--gen", "binomial", "--ranks", "64..8"]).contains("the range 64..8 is empty"));
+    assert!(fail(&["--gen", "binomial", "--ranks", "0,8"])
+        .contains("--ranks wants numbers of at least 1, not 0"));
+    assert!(fail(&["--gen", "binomial", "--ranks", "8", "--root", "8"])
+        .contains("--root 8 is not below the smallest rank count, 8"));
+    assert!(
+        fail(&["--gen", "binomial", "--ranks", "8", "-L", "-3"]).contains("L must not be negative")
+    );
+    assert!(
+        fail(&["--gen", "binomial", "--ranks", "8", "extra"]).contains("unknown argument `extra`")
+    );
+    // An allreduce of int32 cannot take 3 bytes: refused before the first point.
+    let err = fail(&[
+        "--gen",
+        "binomial,dissemination",
+        "--ranks",
+        "8",
+        "--size",
+        "3",
+    ]);
+    assert!(
+        err.starts_with("mpicast: dissemination-allreduce with --size 3: "),
+        "{err}"
+    );
+    assert!(!err.contains("sweep ["), "{err}");
+}

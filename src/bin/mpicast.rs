@@ -32,6 +32,12 @@ mod progress;
 mod run;
 #[path = "mpicast/sim.rs"]
 mod sim_cmd;
+#[path = "mpicast/sim_sweep.rs"]
+mod sim_sweep;
+#[path = "mpicast/sim_timeline.rs"]
+mod sim_timeline;
+#[path = "mpicast/svg.rs"]
+mod svg;
 #[path = "mpicast/topo.rs"]
 mod topo;
 
@@ -150,6 +156,9 @@ fn dispatch(args: &[String]) -> (Result<(), Fail>, &'static str) {
         }
         Some("goal") => (goal_cmd(&args[1..]), "mpicast goal --help"),
         Some("topo") => (topo_cmd(&args[1..]), "mpicast topo --help"),
+        Some("sim") if args.get(1).is_some_and(|a| a == "sweep") => {
+            (sim_sweep::run(&args[2..]), "mpicast sim sweep --help")
+        }
         Some("sim") => (sim_cmd::run(&args[1..]), "mpicast sim --help"),
         Some(o) if o.starts_with('-') => (Err(Fail::Usage(format!("unknown option `{o}`"))), top),
         Some(other) => (Err(Fail::Usage(format!("unknown command `{other}`"))), top),

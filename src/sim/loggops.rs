@@ -439,6 +439,32 @@ struct Trace {
     end_pred: Vec<Link>,
     /// For receives: the (rank, action) of the send they matched.
     matched: Vec<(u32, ActionId)>,
+    /// Every message, in the order its receiver took it.
+    arrivals: Vec<Arrival>,
+}
+
+/// A message as its receiver processed it (kept with `Options::trace`; a multicast gives one
+/// per receiver). Whether a receive was posted plays no part in these times.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Arrival {
+    /// The receiver.
+    pub rank: u32,
+    /// The sender and its send action.
+    pub src: u32,
+    pub send: ActionId,
+    /// When the receiver's CPU and NIC took the message: its arrival, or later if they were
+    /// busy.
+    pub at: u64,
+    /// When the receiver's CPU, and its NIC's receive side, were done with it.
+    pub cpu_end: u64,
+    pub nic_end: u64,
+}
+
+impl Outcome {
+    /// Every message in the order its receiver took it (empty without `Options::trace`).
+    pub fn arrivals(&self) -> &[Arrival] {
+        self.trace.as_ref().map_or(&[], |t| &t.arrivals)
+    }
 }
 
 impl Outcome {
@@ -580,6 +606,7 @@ impl<'p> Engine<'p> {
             start_pred: vec![Link::NONE; total],
             end_pred: vec![Link::NONE; total],
             matched: vec![(0, NO_ACTION); total],
+            arrivals: Vec::new(),
         });
         Engine {
             p,
@@ -922,6 +949,19 @@ impl<'p> Engine<'p> {
                 ..msg
             },
         );
+        if self.trace.is_some() {
+            let send_local = self.local(src, send);
+            if let Some(tr) = &mut self.trace {
+                tr.arrivals.push(Arrival {
+                    rank: dst,
+                    src,
+                    send: send_local,
+                    at: t,
+                    cpu_end: done,
+                    nic_end: t + k.g + x * k.gb,
+                });
+            }
+        }
         let p = self.p;
         let hit = self.posted[dst as usize]
             .iter()

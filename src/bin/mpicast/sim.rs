@@ -14,6 +14,8 @@ use std::time::Instant;
 pub const USAGE: &str = "\
 usage: mpicast sim FILE [options]
        mpicast sim --gen ALGO --ranks N [--size BYTES] [--root R] [--ways W] [--op FUNC] [options]
+       mpicast sim sweep --gen ALGO[,ALGO...] --ranks LIST [--size LIST] [--csv OUT.csv]
+                         [--svg OUT.svg] [parameter options]   (`mpicast sim sweep --help`)
 
 Simulates a GOAL program in the LogGOPS model (LogGOPSim's rules: docs/sim.md) and prints each
 rank's end time (for at most 64 ranks), the maximum, and with --critical-path the chain of
@@ -37,6 +39,8 @@ options (times in ns, sizes in bytes; defaults are LogGOPSim's):
   --critical-path   print the chain of actions that ends last
   --timing          say on stderr how long building and simulating took (events per second)
   --no-progress     no progress bar on stderr (it shows only when stderr is a terminal)
+  --timeline OUT    draw the run as an SVG, one lane per rank, time to the right (at most
+                    256 ranks and 20000 actions)
   --dialect D       read FILE as paper or loggopsim text only
 
 Exit status: 0 fine, 1 errors found (a bad file, a program that cannot finish), 2 bad usage.";
@@ -59,6 +63,57 @@ pub fn parse_params(text: &str, file: &str, prm: &mut Params) -> Result<(), Stri
     Ok(())
 }
 
+/// The options that set parameters, which `sim` and `sim sweep` share: -L -o -g -G -O -S,
+/// --set and --params.
+#[derive(Default)]
+pub struct ParamOpts {
+    file: Option<String>,
+    set: Vec<(String, String)>,
+}
+
+impl ParamOpts {
+    /// Whether `flag` is one of these options (each takes a value).
+    pub fn takes(flag: &str) -> bool {
+        matches!(
+            flag,
+            "-L" | "-o" | "-g" | "-G" | "-O" | "-S" | "--set" | "--params"
+        )
+    }
+
+    /// Records `flag value`, refusing a bad name or value at once.
+    pub fn take(&mut self, flag: &str, v: String) -> Result<(), Fail> {
+        match flag {
+            "--params" => self.file = Some(v),
+            "--set" => {
+                let Some((name, val)) = v.split_once('=') else {
+                    return Err(Fail::Usage(format!("--set wants NAME=VALUE, got `{v}`")));
+                };
+                Params::default().set_text(name, val).map_err(Fail::Usage)?;
+                self.set.push((name.to_string(), val.to_string()));
+            }
+            _ => {
+                let name = &flag[1..];
+                Params::default().set_text(name, &v).map_err(Fail::Usage)?;
+                self.set.push((name.to_string(), v));
+            }
+        }
+        Ok(())
+    }
+
+    /// The defaults, then the file, then the options in the order given.
+    pub fn params(&self) -> Result<Params, Fail> {
+        let mut prm = Params::default();
+        if let Some(f) = &self.file {
+            let text = std::fs::read_to_string(f).map_err(|e| Fail::Io(format!("{f}: {e}")))?;
+            parse_params(&text, f, &mut prm).map_err(Fail::Io)?;
+        }
+        for (name, v) in &self.set {
+            prm.set_text(name, v).map_err(Fail::Usage)?;
+        }
+        Ok(prm)
+    }
+}
+
 struct SimOpts {
     file: Option<String>,
     gen: Option<String>,
@@ -68,11 +123,11 @@ struct SimOpts {
     ways: Option<u32>,
     op: Option<crate::sched::Func>,
     dialect: Option<Dialect>,
-    params_file: Option<String>,
-    set: Vec<(String, String)>,
+    prm: ParamOpts,
     critical: bool,
     timing: bool,
     progress: bool,
+    timeline: Option<String>,
 }
 
 fn sim_opts(args: &[String]) -> Result<SimOpts, Fail> {
@@ -85,11 +140,11 @@ fn sim_opts(args: &[String]) -> Result<SimOpts, Fail> {
         ways: None,
         op: None,
         dialect: None,
-        params_file: None,
-        set: Vec::new(),
+        prm: ParamOpts::default(),
         critical: false,
         timing: false,
         progress: true,
+        timeline: None,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -99,25 +154,14 @@ fn sim_opts(args: &[String]) -> Result<SimOpts, Fail> {
                 .ok_or_else(|| Fail::Usage(format!("{flag} needs a value")))
         };
         match a.as_str() {
-            "-L" | "-o" | "-g" | "-G" | "-O" | "-S" => {
-                let v = value(a)?;
-                Params::default()
-                    .set_text(&a[1..], &v)
-                    .map_err(Fail::Usage)?;
-                o.set.push((a[1..].to_string(), v));
+            p if ParamOpts::takes(p) => {
+                let v = value(p)?;
+                o.prm.take(p, v)?;
             }
-            "--set" => {
-                let v = value(a)?;
-                let Some((name, val)) = v.split_once('=') else {
-                    return Err(Fail::Usage(format!("--set wants NAME=VALUE, got `{v}`")));
-                };
-                Params::default().set_text(name, val).map_err(Fail::Usage)?;
-                o.set.push((name.to_string(), val.to_string()));
-            }
-            "--params" => o.params_file = Some(value(a)?),
             "--critical-path" => o.critical = true,
             "--timing" => o.timing = true,
             "--no-progress" => o.progress = false,
+            "--timeline" => o.timeline = Some(value(a)?),
             "--gen" => o.gen = Some(value(a)?),
             "--ranks" | "-n" => o.ranks = Some(num(a, &value(a)?)?),
             "--size" => o.size = Some(num(a, &value(a)?)?),
@@ -157,14 +201,7 @@ pub fn run(args: &[String]) -> Result<(), Fail> {
         return Ok(());
     }
     let o = sim_opts(args)?;
-    let mut prm = Params::default();
-    if let Some(f) = &o.params_file {
-        let text = std::fs::read_to_string(f).map_err(|e| Fail::Io(format!("{f}: {e}")))?;
-        parse_params(&text, f, &mut prm).map_err(Fail::Io)?;
-    }
-    for (name, v) in &o.set {
-        prm.set_text(name, v).map_err(Fail::Usage)?;
-    }
+    let prm = o.prm.params()?;
     let built = Instant::now();
     let (name, flat) = match (&o.file, &o.gen) {
         (Some(_), Some(_)) => {
@@ -178,18 +215,23 @@ pub fn run(args: &[String]) -> Result<(), Fail> {
     let ran = Instant::now();
     let cpu_before = cpu_seconds();
     let mut bar = Progress::new("simulating", o.progress);
-    let result = simulate_flat_with(
-        &flat,
-        &prm,
-        Options { trace: o.critical },
-        &mut |done, all| bar.update(done, all),
-    );
+    if o.timeline.is_some() {
+        crate::sim_timeline::check(&flat).map_err(Fail::UsageLine)?;
+    }
+    let trace = o.critical || o.timeline.is_some();
+    let result = simulate_flat_with(&flat, &prm, Options { trace }, &mut |done, all| {
+        bar.update(done, all)
+    });
     bar.finish();
     let ran = ran.elapsed();
     let cpu = cpu_seconds().zip(cpu_before).map(|(a, b)| a - b);
     match result {
         Ok(out) => {
             print!("{}", report(&name, &flat, &prm, &out, o.critical));
+            if let Some(path) = &o.timeline {
+                let svg = crate::sim_timeline::render(&name, &flat, &prm, &out);
+                std::fs::write(path, svg).map_err(|e| Fail::Io(format!("{path}: {e}")))?;
+            }
             if o.timing {
                 let per_cpu = cpu
                     .filter(|&c| c > 0.0)
@@ -257,12 +299,7 @@ fn from_file(f: &str, dialect: Option<Dialect>) -> Result<Flat, Fail> {
 }
 
 fn generated(o: &SimOpts, name: &str) -> Result<Flat, Fail> {
-    let algo = gen::algo_from_name(name, o.ways, o.op).ok_or_else(|| {
-        Fail::UsageLine(format!(
-            "unknown algorithm `{name}`; known: {}",
-            gen::NAMES.join(", ")
-        ))
-    })?;
+    let algo = algo_named(name, o.ways, o.op)?;
     let n = o
         .ranks
         .ok_or_else(|| Fail::Usage("--gen needs --ranks N".into()))?;
@@ -284,6 +321,20 @@ fn generated(o: &SimOpts, name: &str) -> Result<Flat, Fail> {
         None => Fail::Usage(e),
     })?;
     Ok(flat)
+}
+
+/// The generator called `name`, or a usage error that lists the known ones.
+pub fn algo_named(
+    name: &str,
+    ways: Option<u32>,
+    op: Option<crate::sched::Func>,
+) -> Result<gen::Algo, Fail> {
+    gen::algo_from_name(name, ways, op).ok_or_else(|| {
+        Fail::UsageLine(format!(
+            "unknown algorithm `{name}`; known: {}",
+            gen::NAMES.join(", ")
+        ))
+    })
 }
 
 /// The printed result: a header, per-rank end times up to 64 ranks, the maximum, and the

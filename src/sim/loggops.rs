@@ -50,6 +50,7 @@
 //! creation order); the state is a few numbers per action and per rank, so memory is linear in
 //! the program (plus the messages in flight, at most one event per receiver of a multicast).
 
+use super::contention::Contention;
 use crate::goal::Program;
 use crate::sched::{ActionId, Op, ANY_PEER, ANY_TAG};
 use std::cmp::Reverse;
@@ -525,6 +526,8 @@ struct Engine<'p> {
     now: u64,
     events: u64,
     done: u64,
+    /// The network that decides arrivals (`simulate_on`); `None`: LogGOPS's `L`.
+    net: Option<&'p mut Contention>,
 }
 
 /// Message cost factor: LogGOPSim's `s - 1`, never below 0.
@@ -586,6 +589,7 @@ impl<'p> Engine<'p> {
             now: 0,
             events: 0,
             done: 0,
+            net: None,
         }
     }
 
@@ -763,7 +767,12 @@ impl<'p> Engine<'p> {
                 let arrive = t + prm.overhead + prm.latency;
                 let nranks = self.p.num_ranks();
                 if mcast {
+                    // With a network, each receiver's arrival is the network's (contention.rs).
+                    if let Some(net) = self.net.as_deref_mut() {
+                        net.multicast(rank, id, t + prm.overhead, len as u64, arrive);
+                    }
                     for q in (0..nranks).filter(|&q| q != rank) {
+                        let arrive = self.net.as_deref().map_or(arrive, |net| net.arrival(q));
                         self.push(arrive, Kind::Arrive, q, rank, id);
                     }
                 } else {
@@ -777,6 +786,12 @@ impl<'p> Engine<'p> {
                             peer,
                         });
                     }
+                    let arrive = match self.net.as_deref_mut() {
+                        Some(net) => {
+                            net.deliver(rank, id, peer, t + prm.overhead, len as u64, arrive)
+                        }
+                        None => arrive,
+                    };
                     self.push(arrive, Kind::Arrive, peer, rank, id);
                 }
                 if mcast || len as u64 <= prm.eager_limit {
@@ -852,7 +867,10 @@ impl<'p> Engine<'p> {
         let msg = Self::point(src, send, false, Via::Message);
         // A message that had to wait for the receiver ends when the CPU or NIC that held it
         // up allowed, so that is what its receive waited for.
-        let natural = self.start[self.g(src, send)] + prm.overhead + prm.latency;
+        let natural = match self.net.as_deref_mut() {
+            Some(net) => net.arrived(src, send, dst),
+            None => self.start[self.g(src, send)] + prm.overhead + prm.latency,
+        };
         let why = if t <= natural {
             msg
         } else if cpu.until == t {
@@ -1017,6 +1035,20 @@ impl<'p> Engine<'p> {
 /// Simulates `p` with parameters `prm`. Errors when some action can never complete.
 pub fn simulate(p: &Program, prm: &Params, opts: Options) -> Result<Outcome, SimError> {
     let mut e = Engine::new(p, *prm, opts);
+    e.run()?;
+    Ok(e.outcome())
+}
+
+/// As `simulate`, with the links of a network shared: `net` decides when each message arrives
+/// (the rules are in `contention`) and keeps what each link carried.
+pub fn simulate_on(
+    p: &Program,
+    prm: &Params,
+    opts: Options,
+    net: &mut Contention,
+) -> Result<Outcome, SimError> {
+    let mut e = Engine::new(p, *prm, opts);
+    e.net = Some(net);
     e.run()?;
     Ok(e.outcome())
 }

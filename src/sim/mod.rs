@@ -5,13 +5,21 @@
 //! Not to be confused with `goal/replay.rs`, the functional replay that tests use: that one moves
 //! real bytes in a random order and checks results; this one moves no bytes and computes times.
 //! Pure code: no I/O, no clock, no MPI, no `unsafe`. The model and its rules are in `loggops`
-//! (and in docs/sim.md); the command line is `mpicast sim` (src/bin/mpicast/sim.rs).
+//! (and in docs/sim.md), the optional network and its contention in `network` and
+//! `contention`; the command line is `mpicast sim` (src/bin/mpicast/sim.rs).
 
+pub mod contention;
 pub mod loggops;
+pub mod network;
 
+pub use contention::Contention;
 pub use loggops::{
-    critical_path, describe, simulate, Link, Options, Outcome, Params, SimError, Step, Via, Waiting,
+    critical_path, describe, simulate, simulate_on, Link, Options, Outcome, Params, SimError, Step,
+    Via, Waiting,
 };
+pub use network::Network;
 
+#[cfg(test)]
+mod network_tests;
 #[cfg(test)]
 mod tests;

@@ -4,7 +4,9 @@
 //! the model is the library's (`src/sim/`).
 
 use crate::goal::{gen, Dialect, Program};
-use crate::sim::{critical_path, describe, simulate, Options, Params, SimError};
+use crate::sim::{
+    critical_path, describe, simulate, simulate_on, Contention, Network, Options, Params, SimError,
+};
 use crate::{load, num, parse_func, Fail};
 use std::fmt::Write;
 
@@ -33,6 +35,10 @@ options (times in ns, sizes in bytes; defaults are LogGOPSim's):
   --params FILE     `name value` lines of the same names, `#` comments; options given on
                     the command line override the file
   --critical-path   print the chain of actions that ends last
+  --network FILE    share the links of a switched network: FILE declares `switch NAME`,
+                    `link SW1 SW2 BANDWIDTH [LATENCY]`, `host NAME SWITCH [BANDWIDTH]`
+                    and `ranks-per-host K` or `rank R HOST` lines (docs/sim.md: Contention
+                    and the network file); messages then queue on busy links
   --dialect D       read FILE as paper or loggopsim text only
 
 Exit status: 0 fine, 1 errors found (a bad file, a program that cannot finish), 2 bad usage.";
@@ -67,6 +73,7 @@ struct SimOpts {
     params_file: Option<String>,
     set: Vec<(String, String)>,
     critical: bool,
+    network: Option<String>,
 }
 
 fn sim_opts(args: &[String]) -> Result<SimOpts, Fail> {
@@ -82,6 +89,7 @@ fn sim_opts(args: &[String]) -> Result<SimOpts, Fail> {
         params_file: None,
         set: Vec::new(),
         critical: false,
+        network: None,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -108,6 +116,7 @@ fn sim_opts(args: &[String]) -> Result<SimOpts, Fail> {
             }
             "--params" => o.params_file = Some(value(a)?),
             "--critical-path" => o.critical = true,
+            "--network" => o.network = Some(value(a)?),
             "--gen" => o.gen = Some(value(a)?),
             "--ranks" | "-n" => o.ranks = Some(num(a, &value(a)?)?),
             "--size" => o.size = Some(num(a, &value(a)?)?),
@@ -163,9 +172,25 @@ pub fn run(args: &[String]) -> Result<(), Fail> {
         (Some(f), None) => (f.clone(), load(f, o.dialect)?.program),
         (None, Some(algo)) => (algo.clone(), generated(&o, algo)?),
     };
-    match simulate(&program, &prm, Options { trace: o.critical }) {
+    let mut net = match &o.network {
+        None => None,
+        Some(f) => {
+            let text = std::fs::read_to_string(f).map_err(|e| Fail::Io(format!("{f}: {e}")))?;
+            let n = Network::parse(&text, f).map_err(Fail::Io)?;
+            Some(Contention::new(&n, program.num_ranks(), &prm).map_err(Fail::Io)?)
+        }
+    };
+    let opts = Options { trace: o.critical };
+    let result = match net.as_mut() {
+        Some(c) => simulate_on(&program, &prm, opts, c),
+        None => simulate(&program, &prm, opts),
+    };
+    match result {
         Ok(out) => {
             print!("{}", report(&name, &program, &prm, &out, o.critical));
+            if let Some(c) = &net {
+                println!("{}", c.summary());
+            }
             Ok(())
         }
         Err(e) => {

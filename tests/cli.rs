@@ -541,3 +541,80 @@ fn sim_sweep_errors_exit_2() {
     );
     assert!(!err.contains("sweep ["), "{err}");
 }
+
+#[test]
+fn sim_on_a_network_file() {
+    let dir = std::env::temp_dir().join(format!("mpicast-cli-net-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = |name: &str, body: &str| {
+        let p = dir.join(name);
+        std::fs::write(&p, body).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    // Ranks 0 and 1 send 1000 bytes each to 2 and 3, across the one link between two switches.
+    let prog = path(
+        "two.goal",
+        "rank #0 { send 0,1000 to 2; }\nrank #1 { send 0,1000 to 3; }\n\
+         rank #2 { recv 0,1000 from 0; }\nrank #3 { recv 0,1000 from 1; }\n",
+    );
+    let net = path(
+        "racks.net",
+        "# two racks\nswitch s0 s1\nlink s0 s1 1Gbit\nhost h0 s0 1Gbit\nhost h1 s0 1Gbit\n\
+         host h2 s1 1Gbit\nhost h3 s1 1Gbit\n",
+    );
+    // G = 8 ns per byte is the links' 1 Gbit/s. Without the network both receives end at
+    // o + L + o + 999·G = 13492; with it the second message waits 8000 ns for the shared link.
+    let o = mpicast(&["sim", &prog, "-G", "8"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(text(&o.stdout).contains("rank 3: 13492 ns\n"));
+    let o = mpicast(&["sim", &prog, "-G", "8", "--network", &net]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    for line in [
+        "rank 2: 13492 ns\n",
+        "rank 3: 21492 ns\n",
+        "maximum: 21492 ns at rank 3",
+        &format!(
+            "network {net}: 2 switches, 1 link, 4 hosts; 1 of 2 arrivals delayed, by 8000 ns in \
+             all; busiest link s0->s1: held 16000 ns by 2 messages, 2000 bytes\n"
+        ),
+    ] {
+        assert!(out.contains(line), "lacks {line:?}:\n{out}");
+    }
+    // Errors: one line naming the file (and the line), exit 1.
+    let fail = |args: &[&str]| {
+        let o = mpicast(args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        assert!(o.stdout.is_empty());
+        text(&o.stderr)
+    };
+    let bad = path("bad.net", "switch s0\nhost h0 s0\nhost h1 s9\n");
+    assert_eq!(
+        fail(&["sim", &prog, "--network", &bad]),
+        format!("mpicast: {bad}:3: unknown switch `s9`\n")
+    );
+    let small = path("small.net", "switch s0\nhost h0 s0\nhost h1 s0\n");
+    assert_eq!(
+        fail(&["sim", &prog, "--network", &small]),
+        format!(
+            "mpicast: {small}: the program has 4 ranks but 2 hosts hold 2 (one rank per host; \
+             `ranks-per-host K` places more)\n"
+        )
+    );
+    let two = path(
+        "two.net",
+        "switch s0\nhost h0 s0\nhost h1 s0\nranks-per-host 2\n",
+    );
+    let o = mpicast(&["sim", &prog, "--network", &two]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let gone = dir.join("none.net");
+    let err = fail(&["sim", &prog, "--network", gone.to_str().unwrap()]);
+    assert!(
+        err.starts_with(&format!("mpicast: {}: ", gone.display())),
+        "{err}"
+    );
+    let o = mpicast(&["sim", &prog, "--network"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("--network needs a value"));
+    std::fs::remove_dir_all(&dir).ok();
+}

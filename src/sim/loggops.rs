@@ -51,6 +51,7 @@
 //! state is a few numbers per action and per rank, so memory is linear in the program (plus
 //! the messages in flight, at most one event per receiver of a multicast).
 
+use super::contention::Contention;
 use super::flat::{Act, Flat, Kind as FlatKind};
 use super::queue::RadixQueue;
 use crate::goal::Program;
@@ -578,6 +579,8 @@ struct Engine<'p> {
     events: u64,
     done: u64,
     progress: &'p mut dyn FnMut(u64, u64),
+    /// The network that decides arrivals (`simulate_on`); `None`: LogGOPS's `L`.
+    net: Option<&'p mut Contention>,
 }
 
 /// How many events pass between two calls of a run's progress function.
@@ -634,6 +637,7 @@ impl<'p> Engine<'p> {
             events: 0,
             done: 0,
             progress,
+            net: None,
         }
     }
 
@@ -837,7 +841,14 @@ impl<'p> Engine<'p> {
                     g: g as u32,
                 };
                 if mcast {
+                    // With a network, each receiver's arrival is the network's (contention.rs).
+                    if self.net.is_some() {
+                        let id = self.local(rank, g);
+                        let net = self.net.as_deref_mut().expect("a network");
+                        net.multicast(rank, id, t + k.o, a.arg, arrive);
+                    }
                     for q in (0..nranks).filter(|&q| q != rank) {
+                        let arrive = self.net.as_deref().map_or(arrive, |net| net.arrival(q));
                         self.push(arrive, ev(q));
                     }
                 } else {
@@ -848,6 +859,14 @@ impl<'p> Engine<'p> {
                             peer: a.peer,
                         });
                     }
+                    let arrive = match self.net.is_some() {
+                        true => {
+                            let id = self.local(rank, g);
+                            let net = self.net.as_deref_mut().expect("a network");
+                            net.deliver(rank, id, a.peer, t + k.o, a.arg, arrive)
+                        }
+                        false => arrive,
+                    };
                     self.push(arrive, ev(a.peer));
                 }
                 if !self.is_rendezvous(&a) {
@@ -927,7 +946,14 @@ impl<'p> Engine<'p> {
         let msg = self.point(src, send, false, Via::Message);
         // A message that had to wait for the receiver ends when the CPU or NIC that held it
         // up allowed, so that is what its receive waited for.
-        let natural = self.st[send].start + k.o + k.l;
+        let natural = match self.net.is_some() {
+            true => {
+                let id = self.local(src, send);
+                let net = self.net.as_deref_mut().expect("a network");
+                net.arrived(src, id, dst)
+            }
+            false => self.st[send].start + k.o + k.l,
+        };
         let why = if t <= natural {
             msg
         } else if cpu.until == t {
@@ -1136,6 +1162,32 @@ pub fn simulate_flat_with(
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<Outcome, SimError> {
     let mut e = Engine::new(p, *prm, opts, progress);
+    e.run()?;
+    Ok(e.outcome())
+}
+
+/// As `simulate`, with the links of a network shared: `net` decides when each message arrives
+/// (the rules are in `contention`) and keeps what each link carried.
+pub fn simulate_on(
+    p: &Program,
+    prm: &Params,
+    opts: Options,
+    net: &mut Contention,
+) -> Result<Outcome, SimError> {
+    let flat = Flat::from_program(p).map_err(SimError::TooBig)?;
+    simulate_flat_on(&flat, prm, opts, net, &mut |_, _| {})
+}
+
+/// `simulate_flat_with` on a network.
+pub fn simulate_flat_on(
+    p: &Flat,
+    prm: &Params,
+    opts: Options,
+    net: &mut Contention,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<Outcome, SimError> {
+    let mut e = Engine::new(p, *prm, opts, progress);
+    e.net = Some(net);
     e.run()?;
     Ok(e.outcome())
 }

@@ -5,17 +5,24 @@
 //! Not to be confused with `goal/replay.rs`, the functional replay that tests use: that one moves
 //! real bytes in a random order and checks results; this one moves no bytes and computes times.
 //! Pure code: no I/O, no clock, no MPI, no `unsafe`. The model and its rules are in `loggops`
-//! (and in docs/sim.md); the command line is `mpicast sim` (src/bin/mpicast/sim.rs).
+//! (and in docs/sim.md), the optional network and its contention in `network` and
+//! `contention`; the command line is `mpicast sim` (src/bin/mpicast/sim.rs).
 
+pub mod contention;
 pub mod flat;
 pub mod loggops;
+pub mod network;
 pub mod queue;
 
+pub use contention::Contention;
 pub use flat::Flat;
 pub use loggops::{
-    critical_path, describe, simulate, simulate_flat, simulate_flat_with, Link, Options, Outcome,
-    Params, SimError, Step, Via, Waiting,
+    critical_path, describe, simulate, simulate_flat, simulate_flat_on, simulate_flat_with,
+    simulate_on, Link, Options, Outcome, Params, SimError, Step, Via, Waiting,
 };
+pub use network::Network;
 
+#[cfg(test)]
+mod network_tests;
 #[cfg(test)]
 mod tests;

@@ -615,3 +615,76 @@ fn a_binary_schedule_streamed_rank_by_rank_simulates_like_its_program() {
     .unwrap_err();
     assert_eq!(err.message, "enough");
 }
+
+// ------------------------------------------------------------------ with a network
+
+/// Random programs on networks (`simulate_on`): a one-switch star whose host links run at the
+/// NIC's rate, or a random connected network. The network only delays messages, so the lower
+/// bounds still hold and receives still match their designated sends (MPI's order survives the
+/// network); when it delayed none, every time is exactly LogGOPS's.
+#[test]
+fn random_programs_on_networks() {
+    let mut rng = Rng::new(2027);
+    let mut undelayed = 0;
+    for case in 0..600u64 {
+        let n = 2 + rng.below(6) as u32;
+        let msgs = 1 + rng.below(30);
+        let r = random_program(&mut rng, n, msgs);
+        let prm = Params {
+            latency: rng.below(5000) as u64,
+            overhead: rng.below(3000) as u64,
+            gap: rng.below(3000) as u64,
+            gap_per_byte: [0, 1, 5, 8, 20][rng.below(5)],
+            overhead_per_byte: rng.below(5) as u64,
+            eager_limit: if rng.chance(50) { 16 } else { 65535 },
+            ..Params::default()
+        };
+        let text = if rng.chance(50) {
+            let mut s = "switch hub\n".to_string();
+            for h in 0..n {
+                s += &format!("host h{h} hub nic\n");
+            }
+            s
+        } else {
+            super::network_tests::random_network(&mut rng, n)
+        };
+        let net = Network::parse(&text, "net").unwrap_or_else(|e| panic!("case {case}: {e}"));
+        let mut c = Contention::new(&net, n, &prm).unwrap();
+        let o = simulate_on(&r.p, &prm, Options { trace: true }, &mut c)
+            .unwrap_or_else(|e| panic!("case {case}: {e}"));
+        let lb = lower_bounds(&r, &prm);
+        for (rank, acts) in lb.iter().enumerate() {
+            for (id, &(s, e)) in acts.iter().enumerate() {
+                let (ts, te) = o.times(rank as u32, id as u32);
+                assert!(ts >= s && te >= e, "case {case}: rank {rank} action {id}");
+            }
+        }
+        for (rank, m) in r.meta.iter().enumerate() {
+            for (id, &(_, peer)) in m.iter().enumerate() {
+                if peer.is_some() {
+                    assert_eq!(
+                        o.matched(rank as u32, id as u32),
+                        peer,
+                        "case {case}: rank {rank} action {id}, {prm}\n{text}\n{}",
+                        crate::goal::print::to_paper(&r.p)
+                    );
+                }
+            }
+        }
+        let path = critical_path(&o);
+        assert_eq!(path.last().map(|s| s.end), Some(o.max), "case {case}");
+        if c.delays().1 == 0 {
+            undelayed += 1;
+            let plain = simulate(&r.p, &prm, Options { trace: true }).unwrap();
+            assert_eq!(o.end, plain.end, "case {case}");
+            for (rank, rp) in r.p.ranks.iter().enumerate() {
+                for (id, _) in rp.schedule.actions() {
+                    let rank = rank as u32;
+                    assert_eq!(o.times(rank, id), plain.times(rank, id), "case {case}");
+                }
+            }
+            assert_eq!(path, critical_path(&plain), "case {case}");
+        }
+    }
+    assert!(undelayed > 100, "only {undelayed} cases without delays");
+}

@@ -5,7 +5,10 @@
 
 use crate::goal::{binary, gen, Dialect};
 use crate::progress::Progress;
-use crate::sim::{critical_path, simulate_flat_with, Flat, Options, Params, SimError};
+use crate::sim::{
+    critical_path, simulate_flat_on, simulate_flat_with, Contention, Flat, Network, Options,
+    Params, SimError,
+};
 use crate::{load, num, parse_func, read_input, Fail};
 use std::fmt::Write;
 use std::time::Instant;
@@ -41,6 +44,10 @@ options (times in ns, sizes in bytes; defaults are LogGOPSim's):
   --no-progress     no progress bar on stderr (it shows only when stderr is a terminal)
   --timeline OUT    draw the run as an SVG, one lane per rank, time to the right (at most
                     256 ranks and 20000 actions)
+  --network FILE    share the links of a switched network: FILE declares `switch NAME`,
+                    `link SW1 SW2 BANDWIDTH [LATENCY]`, `host NAME SWITCH [BANDWIDTH]`
+                    and `ranks-per-host K` or `rank R HOST` lines (docs/sim.md: Contention
+                    and the network file); messages then queue on busy links
   --dialect D       read FILE as paper or loggopsim text only
 
 Exit status: 0 fine, 1 errors found (a bad file, a program that cannot finish), 2 bad usage.";
@@ -128,6 +135,7 @@ struct SimOpts {
     timing: bool,
     progress: bool,
     timeline: Option<String>,
+    network: Option<String>,
 }
 
 fn sim_opts(args: &[String]) -> Result<SimOpts, Fail> {
@@ -145,6 +153,7 @@ fn sim_opts(args: &[String]) -> Result<SimOpts, Fail> {
         timing: false,
         progress: true,
         timeline: None,
+        network: None,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -162,6 +171,7 @@ fn sim_opts(args: &[String]) -> Result<SimOpts, Fail> {
             "--timing" => o.timing = true,
             "--no-progress" => o.progress = false,
             "--timeline" => o.timeline = Some(value(a)?),
+            "--network" => o.network = Some(value(a)?),
             "--gen" => o.gen = Some(value(a)?),
             "--ranks" | "-n" => o.ranks = Some(num(a, &value(a)?)?),
             "--size" => o.size = Some(num(a, &value(a)?)?),
@@ -218,16 +228,31 @@ pub fn run(args: &[String]) -> Result<(), Fail> {
     if o.timeline.is_some() {
         crate::sim_timeline::check(&flat).map_err(Fail::UsageLine)?;
     }
-    let trace = o.critical || o.timeline.is_some();
-    let result = simulate_flat_with(&flat, &prm, Options { trace }, &mut |done, all| {
-        bar.update(done, all)
-    });
+    let mut net = match &o.network {
+        None => None,
+        Some(f) => {
+            let text = std::fs::read_to_string(f).map_err(|e| Fail::Io(format!("{f}: {e}")))?;
+            let n = Network::parse(&text, f).map_err(Fail::Io)?;
+            Some(Contention::new(&n, flat.num_ranks(), &prm).map_err(Fail::Io)?)
+        }
+    };
+    let opts = Options {
+        trace: o.critical || o.timeline.is_some(),
+    };
+    let mut progress = |done, all| bar.update(done, all);
+    let result = match net.as_mut() {
+        Some(c) => simulate_flat_on(&flat, &prm, opts, c, &mut progress),
+        None => simulate_flat_with(&flat, &prm, opts, &mut progress),
+    };
     bar.finish();
     let ran = ran.elapsed();
     let cpu = cpu_seconds().zip(cpu_before).map(|(a, b)| a - b);
     match result {
         Ok(out) => {
             print!("{}", report(&name, &flat, &prm, &out, o.critical));
+            if let Some(c) = &net {
+                println!("{}", c.summary());
+            }
             if let Some(path) = &o.timeline {
                 let svg = crate::sim_timeline::render(&name, &flat, &prm, &out);
                 std::fs::write(path, svg).map_err(|e| Fail::Io(format!("{path}: {e}")))?;

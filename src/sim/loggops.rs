@@ -54,6 +54,7 @@
 use super::contention::Contention;
 use super::flat::{Act, Flat, Kind as FlatKind};
 use super::queue::RadixQueue;
+use super::repair::repair;
 use crate::goal::Program;
 use crate::sched::{ActionId, Op, ANY_PEER, ANY_TAG};
 use std::fmt;
@@ -94,6 +95,8 @@ pub struct Params {
     /// `mnack`: how long a receiver waits before it asks for a datagram that no later datagram
     /// showed missing (the tail of a message).
     pub mcast_nack: u64,
+    /// `mseed`: fixes the pseudo-random losses (`repair`), so that a run can be repeated.
+    pub mcast_seed: u64,
 }
 
 impl Default for Params {
@@ -112,6 +115,7 @@ impl Default for Params {
             mcast_frag: 1400,
             mcast_loss_ppm: 0,
             mcast_nack: 2_000_000,
+            mcast_seed: 1,
         }
     }
 }
@@ -121,7 +125,8 @@ impl Params {
     pub const NAMES: [&'static str; 6] = ["L", "o", "g", "G", "O", "S"];
 
     /// The multicast channel's parameters, in the order `Display` prints them.
-    pub const MCAST_NAMES: [&'static str; 7] = ["mL", "mo", "mg", "mG", "mF", "mloss", "mnack"];
+    pub const MCAST_NAMES: [&'static str; 8] =
+        ["mL", "mo", "mg", "mG", "mF", "mloss", "mnack", "mseed"];
 
     /// Sets the integer parameter called `name` (`L o g G O S mL mo mg mG mF mnack`); false
     /// for an unknown name (and for `mloss`, a fraction: see `set_text`).
@@ -139,6 +144,7 @@ impl Params {
             "mG" => self.mcast_gap_per_byte = Some(value),
             "mF" => self.mcast_frag = value.max(1),
             "mnack" => self.mcast_nack = value,
+            "mseed" => self.mcast_seed = value,
             _ => return false,
         }
         true
@@ -209,6 +215,7 @@ impl Params {
             self.mcast_frag,
             self.mcast_loss_ppm,
             self.mcast_nack,
+            self.mcast_seed,
         ) != (
             d.mcast_latency,
             d.mcast_overhead,
@@ -217,6 +224,7 @@ impl Params {
             d.mcast_frag,
             d.mcast_loss_ppm,
             d.mcast_nack,
+            d.mcast_seed,
         )
     }
 
@@ -242,10 +250,11 @@ impl Params {
             }
         }
         s += &format!(
-            "mF {}\nmloss {}\nmnack {}\n",
+            "mF {}\nmloss {}\nmnack {}\nmseed {}\n",
             self.mcast_frag,
             self.mcast_loss_ppm as f64 / 1e6,
-            self.mcast_nack
+            self.mcast_nack,
+            self.mcast_seed
         );
         s
     }
@@ -266,14 +275,15 @@ impl fmt::Display for Params {
         if self.mcast_set() {
             write!(
                 f,
-                " mL={} mo={} mg={} mG={} mF={} mloss={} mnack={}",
+                " mL={} mo={} mg={} mG={} mF={} mloss={} mnack={} mseed={}",
                 self.mcast_l(),
                 self.mcast_o(),
                 self.mcast_g(),
                 self.mcast_gb(),
                 self.mcast_frag,
                 self.mcast_loss_ppm as f64 / 1e6,
-                self.mcast_nack
+                self.mcast_nack,
+                self.mcast_seed
             )?;
         }
         Ok(())
@@ -427,6 +437,10 @@ pub struct Outcome {
     pub max_rank: u32,
     /// Events processed (including retries of actions that found a resource busy).
     pub events: u64,
+    /// Multicast datagrams lost (`mloss`) and the NACK rounds that repaired them, over all
+    /// receivers.
+    pub mcast_lost: u64,
+    pub mcast_repairs: u64,
     /// Global index of each rank's first action (and one past the last).
     base: Vec<u32>,
     start: Vec<u64>,
@@ -579,6 +593,8 @@ struct Engine<'p> {
     events: u64,
     done: u64,
     progress: &'p mut dyn FnMut(u64, u64),
+    mcast_lost: u64,
+    mcast_rounds: u64,
     /// The network that decides arrivals (`simulate_on`); `None`: LogGOPS's `L`.
     net: Option<&'p mut Contention>,
 }
@@ -637,6 +653,8 @@ impl<'p> Engine<'p> {
             events: 0,
             done: 0,
             progress,
+            mcast_lost: 0,
+            mcast_rounds: 0,
             net: None,
         }
     }
@@ -849,7 +867,11 @@ impl<'p> Engine<'p> {
                     }
                     for q in (0..nranks).filter(|&q| q != rank) {
                         let arrive = self.net.as_deref().map_or(arrive, |net| net.arrival(q));
-                        self.push(arrive, ev(q));
+                        // Datagrams lost on the way to q and their NACK repair (repair.rs).
+                        let r = repair(&self.prm, rank, g as u64, q, a.arg);
+                        self.mcast_lost += r.lost;
+                        self.mcast_rounds += r.rounds as u64;
+                        self.push(arrive + r.delay, ev(q));
                     }
                 } else {
                     if a.peer >= nranks {
@@ -1133,6 +1155,8 @@ impl<'p> Engine<'p> {
             max,
             max_rank,
             events: self.events,
+            mcast_lost: self.mcast_lost,
+            mcast_repairs: self.mcast_rounds,
             base: p.bases().to_vec(),
             start: self.st.iter().map(|s| s.start).collect(),
             finish: self.st.iter().map(|s| s.finish).collect(),

@@ -13,6 +13,7 @@ pub mod flat;
 pub mod loggops;
 pub mod network;
 pub mod queue;
+pub mod repair;
 
 pub use contention::Contention;
 pub use flat::Flat;

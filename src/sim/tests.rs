@@ -688,3 +688,43 @@ fn random_programs_on_networks() {
     }
     assert!(undelayed > 100, "only {undelayed} cases without delays");
 }
+
+#[test]
+fn multicast_channel_parameters_and_loss_with_repair() {
+    let p = parse(
+        "rank #0 { mcast 0,14000; }
+         rank #1, #2, #3, #4, #5, #6, #7 { mrecv 0,14000 from 0; }",
+    );
+    // The multicast channel's own o, L and G: the root's CPU 0..4000; arrival at 4000 + 9000 =
+    // 13000; each receiver processes mo + 13999 mG = 4000 + 13999 ns: it ends at 30999.
+    let own = Params {
+        mcast_overhead: Some(4000),
+        mcast_latency: Some(9000),
+        mcast_gap_per_byte: Some(1),
+        ..Params::default()
+    };
+    let o = run_with(&p, &own);
+    assert_eq!(o.end[0], 4000);
+    assert!(o.end[1..].iter().all(|&e| e == 13000 + 4000 + 13999));
+    // Loss: each receiver ends exactly its repair delay later than without loss (nothing else
+    // runs on it), as repair.rs draws it for (root 0, send 0, receiver q, 14000 bytes).
+    let lossy = Params {
+        mcast_loss_ppm: 150_000,
+        ..Params::default()
+    };
+    let clean = run(&p);
+    let lost = run_with(&p, &lossy);
+    let mut rounds = 0;
+    for q in 1..8u32 {
+        let r = repair::repair(&lossy, 0, 0, q, 14000);
+        assert_eq!(
+            lost.end[q as usize],
+            clean.end[q as usize] + r.delay,
+            "rank {q}"
+        );
+        rounds += r.rounds as u64;
+    }
+    assert!(rounds > 0, "10 datagrams x 7 receivers at 15 % lose some");
+    assert_eq!(lost.mcast_repairs, rounds);
+    assert_eq!(lost.end[0], clean.end[0]);
+}

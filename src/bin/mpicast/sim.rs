@@ -36,7 +36,8 @@ options (times in ns, sizes in bytes; defaults are LogGOPSim's):
   --set NAME=VALUE  any parameter, also the multicast channel's: mL mo mg mG (its own
                     L o g G; default: as point-to-point), mF (datagram payload, 1400),
                     mloss (loss probability per datagram and receiver, 0), mnack (ns before
-                    a receiver asks again for a lost tail, 2000000)
+                    a receiver asks again for a lost tail, 2000000), mseed (fixes the
+                    pseudo-random losses, 1)
   --params FILE     `name value` lines of the same names, `#` comments; options given on
                     the command line override the file
   --critical-path   print the chain of actions that ends last
@@ -385,6 +386,16 @@ fn report(name: &str, p: &Flat, prm: &Params, out: &crate::sim::Outcome, critica
         out.max as f64 / 1e9,
         out.events
     );
+    if prm.mcast_loss_ppm > 0 {
+        let _ = writeln!(
+            s,
+            "multicast loss: {} datagrams lost, repaired in {} NACK rounds (mloss {}, mseed {})",
+            out.mcast_lost,
+            out.mcast_repairs,
+            prm.mcast_loss_ppm as f64 / 1e6,
+            prm.mcast_seed
+        );
+    }
     if critical {
         let path = critical_path(out);
         let _ = writeln!(
@@ -434,7 +445,7 @@ mod tests {
         let err = |t: &str| parse_params(t, "p.txt", &mut Params::default()).unwrap_err();
         assert_eq!(
             err("L 1\nx 3\n"),
-            "p.txt:2: unknown parameter `x` (known: L o g G O S mL mo mg mG mF mloss mnack)"
+            "p.txt:2: unknown parameter `x` (known: L o g G O S mL mo mg mG mF mloss mnack mseed)"
         );
         assert_eq!(err("\n\ng -5"), "p.txt:3: g must not be negative, got `-5`");
         assert_eq!(

@@ -228,17 +228,25 @@ impl Params {
         )
     }
 
+    /// LogGOPSim's six, by name, in `NAMES` order.
+    fn loggops(&self) -> [(&'static str, u64); 6] {
+        [
+            ("L", self.latency),
+            ("o", self.overhead),
+            ("g", self.gap),
+            ("G", self.gap_per_byte),
+            ("O", self.overhead_per_byte),
+            ("S", self.eager_limit),
+        ]
+    }
+
     /// The parameters as a file `--params` reads back (`name value` lines).
     pub fn as_file(&self) -> String {
-        let mut s = format!(
-            "L {}\no {}\ng {}\nG {}\nO {}\nS {}\n",
-            self.latency,
-            self.overhead,
-            self.gap,
-            self.gap_per_byte,
-            self.overhead_per_byte,
-            self.eager_limit
-        );
+        let mut s: String = self
+            .loggops()
+            .iter()
+            .map(|(name, v)| format!("{name} {v}\n"))
+            .collect();
         for (name, v) in [
             ("mL", self.mcast_latency),
             ("mo", self.mcast_overhead),
@@ -262,16 +270,12 @@ impl Params {
 
 impl fmt::Display for Params {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "L={} o={} g={} G={} O={} S={}",
-            self.latency,
-            self.overhead,
-            self.gap,
-            self.gap_per_byte,
-            self.overhead_per_byte,
-            self.eager_limit
-        )?;
+        let all: Vec<String> = self
+            .loggops()
+            .iter()
+            .map(|(name, v)| format!("{name}={v}"))
+            .collect();
+        write!(f, "{}", all.join(" "))?;
         if self.mcast_set() {
             write!(
                 f,

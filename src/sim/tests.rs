@@ -467,6 +467,19 @@ fn lower_bounds(r: &Random, prm: &Params) -> Vec<Vec<(u64, u64)>> {
     lb
 }
 
+/// LogGOPS parameters drawn for a random case, with the given `G`.
+fn random_params(rng: &mut Rng, gap_per_byte: u64) -> Params {
+    Params {
+        latency: rng.below(5000) as u64,
+        overhead: rng.below(3000) as u64,
+        gap: rng.below(3000) as u64,
+        gap_per_byte,
+        overhead_per_byte: rng.below(5) as u64,
+        eager_limit: if rng.chance(50) { 16 } else { 65535 },
+        ..Params::default()
+    }
+}
+
 #[test]
 fn random_programs_respect_bounds_and_match_like_the_replay() {
     let mut rng = Rng::new(2026);
@@ -474,15 +487,8 @@ fn random_programs_respect_bounds_and_match_like_the_replay() {
         let n = 2 + rng.below(6) as u32;
         let msgs = 1 + rng.below(30);
         let r = random_program(&mut rng, n, msgs);
-        let prm = Params {
-            latency: rng.below(5000) as u64,
-            overhead: rng.below(3000) as u64,
-            gap: rng.below(3000) as u64,
-            gap_per_byte: rng.below(20) as u64,
-            overhead_per_byte: rng.below(5) as u64,
-            eager_limit: if rng.chance(50) { 16 } else { 65535 },
-            ..Params::default()
-        };
+        let g = rng.below(20) as u64;
+        let prm = random_params(&mut rng, g);
         let o = simulate(&r.p, &prm, Options { trace: true })
             .unwrap_or_else(|e| panic!("case {case}: {e}"));
         let lb = lower_bounds(&r, &prm);
@@ -630,15 +636,8 @@ fn random_programs_on_networks() {
         let n = 2 + rng.below(6) as u32;
         let msgs = 1 + rng.below(30);
         let r = random_program(&mut rng, n, msgs);
-        let prm = Params {
-            latency: rng.below(5000) as u64,
-            overhead: rng.below(3000) as u64,
-            gap: rng.below(3000) as u64,
-            gap_per_byte: [0, 1, 5, 8, 20][rng.below(5)],
-            overhead_per_byte: rng.below(5) as u64,
-            eager_limit: if rng.chance(50) { 16 } else { 65535 },
-            ..Params::default()
-        };
+        let g = [0, 1, 5, 8, 20][rng.below(5)];
+        let prm = random_params(&mut rng, g);
         let text = if rng.chance(50) {
             let mut s = "switch hub\n".to_string();
             for h in 0..n {

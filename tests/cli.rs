@@ -143,7 +143,8 @@ fn usage_errors_exit_2() {
     assert_eq!(
         text(&o.stderr),
         "mpicast: unknown algorithm `nosuch`; known: binomial-bcast, dissemination-allreduce, \
-         scout-tree-bcast, scout-linear-bcast, mcast-barrier\n"
+         scout-tree-bcast, scout-linear-bcast, mcast-barrier, chain-bcast, binary-tree-bcast, \
+         dbcast\n"
     );
 }
 

@@ -5,8 +5,10 @@
 
 pub mod binomial;
 pub mod dbcast;
+pub mod dbcast_sched;
 pub mod dissemination;
 pub mod hosts;
+pub mod pipeline;
 pub mod prefix;
 pub mod scout;
 pub mod tree;

@@ -83,10 +83,13 @@ usage: mpicast goal <command> ...
         assemble text into a binary schedule
   disasm FILE [--dialect paper|loggopsim]
         print a binary schedule (or a text file) as text, by default in its own dialect
-  gen ALGO --ranks N [--root R] [--size S] [--ways W] [--op FUNC] [--dialect D] [-o OUT]
+  gen ALGO --ranks N [--root R] [--size S] [--ways W] [--op FUNC] [--segment B] [--dialect D]
+        [-o OUT]
         print a generated schedule as text (or binary with -o OUT.bin); ALGO is one of
         binomial-bcast, dissemination-allreduce, scout-tree-bcast, scout-linear-bcast,
-        mcast-barrier; FUNC like sumInt32 (dissemination only)
+        mcast-barrier, chain-bcast, binary-tree-bcast, dbcast; FUNC like sumInt32
+        (dissemination only); B the segment bytes of chain-bcast and binary-tree-bcast
+        (65536) and dbcast (8192)
   dot FILE
         print the schedule as a Graphviz digraph
   bound FILE --every K [-o OUT] [--dialect D]
@@ -202,6 +205,7 @@ struct Opts {
     root: Option<u32>,
     size: Option<usize>,
     ways: Option<u32>,
+    segment: Option<usize>,
     every: Option<usize>,
     expect: Option<String>,
     op: Option<Func>,
@@ -255,6 +259,7 @@ fn opts(args: &[String]) -> Result<Opts, Fail> {
             "--root" => o.root = Some(num(a, &value(a)?)?),
             "--size" => o.size = Some(num(a, &value(a)?)?),
             "--ways" => o.ways = Some(num(a, &value(a)?)?),
+            "--segment" => o.segment = Some(num(a, &value(a)?)?),
             "--every" => {
                 let k: usize = num(a, &value(a)?)?;
                 if k == 0 {
@@ -430,12 +435,14 @@ fn goal_cmd(args: &[String]) -> Result<(), Fail> {
                     )))
                 }
             };
-            let algo = algo_from_name(&name, o.ways, o.op).ok_or_else(|| {
-                Fail::UsageLine(format!(
-                    "unknown algorithm `{name}`; known: {}",
-                    gen::NAMES.join(", ")
-                ))
-            })?;
+            let algo = algo_from_name(&name, o.ways, o.op)
+                .ok_or_else(|| {
+                    Fail::UsageLine(format!(
+                        "unknown algorithm `{name}`; known: {}",
+                        gen::NAMES.join(", ")
+                    ))
+                })?
+                .with_segment(o.segment);
             let n = o
                 .ranks
                 .ok_or_else(|| Fail::Usage("gen needs --ranks N".into()))?;

@@ -20,6 +20,44 @@ pub enum Algo {
     ScoutLinearBcast,
     /// Scouts up the binary tree to rank 0, whose zero-byte multicast releases everyone.
     McastBarrier,
+    /// A pipelined chain from the root (ranks in order from it, wrapping), in segments of
+    /// `segment` bytes (`algo::pipeline::chain`).
+    ChainBcast { segment: usize },
+    /// A pipelined binary tree, heap-ordered relative to the root, in segments of `segment`
+    /// bytes (`algo::pipeline::binary_tree`).
+    BinaryTreeBcast { segment: usize },
+    /// The dynamic broadcast as the library runs it, from the root to every other rank: the
+    /// binomial tree of `algo::dbcast`, or the pipelined chain for long messages, in segments
+    /// of `segment` bytes (`algo::dbcast_sched`).
+    Dbcast { segment: usize },
+}
+
+/// The segment size of `chain-bcast` and `binary-tree-bcast` unless `--segment` says
+/// otherwise (a message smaller than it is one segment).
+pub const DEFAULT_SEGMENT: usize = 65536;
+
+impl Algo {
+    /// The same algorithm with segments of `segment` bytes, for those that cut the message;
+    /// the others are returned unchanged. `None` changes nothing.
+    pub fn with_segment(self, segment: Option<usize>) -> Algo {
+        let Some(s) = segment else { return self };
+        match self {
+            Algo::ChainBcast { .. } => Algo::ChainBcast { segment: s },
+            Algo::BinaryTreeBcast { .. } => Algo::BinaryTreeBcast { segment: s },
+            Algo::Dbcast { .. } => Algo::Dbcast { segment: s },
+            other => other,
+        }
+    }
+
+    /// The segment size, for the algorithms that cut the message.
+    pub fn segment(self) -> Option<usize> {
+        match self {
+            Algo::ChainBcast { segment }
+            | Algo::BinaryTreeBcast { segment }
+            | Algo::Dbcast { segment } => Some(segment),
+            _ => None,
+        }
+    }
 }
 
 /// The names `algo_from_name` knows, for help texts.
@@ -29,10 +67,15 @@ pub const NAMES: &[&str] = &[
     "scout-tree-bcast",
     "scout-linear-bcast",
     "mcast-barrier",
+    "chain-bcast",
+    "binary-tree-bcast",
+    "dbcast",
 ];
 
 /// The algorithm called `name`; `ways` and `func` matter for the dissemination only
-/// (defaults 1 and `sumInt32`).
+/// (defaults 1 and `sumInt32`). The segmented ones take their default segment size
+/// (`DEFAULT_SEGMENT`, and for `dbcast` the library's `MPICAST_SEGMENT_BYTES` default);
+/// `Algo::with_segment` changes it.
 pub fn algo_from_name(name: &str, ways: Option<u32>, func: Option<Func>) -> Option<Algo> {
     Some(match name {
         "binomial-bcast" | "binomial" => Algo::BinomialBcast,
@@ -45,6 +88,15 @@ pub fn algo_from_name(name: &str, ways: Option<u32>, func: Option<Func>) -> Opti
         "scout-tree-bcast" | "scout-tree" => Algo::ScoutTreeBcast,
         "scout-linear-bcast" | "scout-linear" => Algo::ScoutLinearBcast,
         "mcast-barrier" | "barrier" => Algo::McastBarrier,
+        "chain-bcast" | "chain" => Algo::ChainBcast {
+            segment: DEFAULT_SEGMENT,
+        },
+        "binary-tree-bcast" | "binary-tree" => Algo::BinaryTreeBcast {
+            segment: DEFAULT_SEGMENT,
+        },
+        "dbcast" | "dynamic-bcast" => Algo::Dbcast {
+            segment: algo::dbcast_sched::library_defaults().0,
+        },
         _ => return None,
     })
 }
@@ -78,10 +130,28 @@ pub fn generate_each(
     }
     let rooted = matches!(
         algo,
-        Algo::BinomialBcast | Algo::ScoutTreeBcast | Algo::ScoutLinearBcast
+        Algo::BinomialBcast
+            | Algo::ScoutTreeBcast
+            | Algo::ScoutLinearBcast
+            | Algo::ChainBcast { .. }
+            | Algo::BinaryTreeBcast { .. }
+            | Algo::Dbcast { .. }
     );
     if rooted && root >= n {
         return Err(format!("root {root} is not below the {n} ranks"));
+    }
+    if let Some(seg) = algo.segment() {
+        if seg == 0 {
+            return Err("a segment needs at least one byte".into());
+        }
+        // Segment k goes with tag k, and a forwarding rank has a receive and up to two
+        // sends per segment: both must fit in u32.
+        let nsegs = algo::pipeline::num_segments(size, seg) as u64;
+        if nsegs > u64::from(u32::MAX / 4) {
+            return Err(format!(
+                "{size} bytes in segments of {seg} are {nsegs} segments, too many"
+            ));
+        }
     }
     if let Algo::DisseminationAllreduce { ways, func } = algo {
         if ways == 0 {
@@ -100,6 +170,11 @@ pub fn generate_each(
             Algo::ScoutTreeBcast => algo::bcast(Sync::Tree, n, root, me, size),
             Algo::ScoutLinearBcast => algo::bcast(Sync::Linear, n, root, me, size),
             Algo::McastBarrier => algo::barrier(n, me),
+            Algo::ChainBcast { segment } => algo::pipeline::chain(n, root, me, size, segment),
+            Algo::BinaryTreeBcast { segment } => {
+                algo::pipeline::binary_tree(n, root, me, size, segment)
+            }
+            Algo::Dbcast { segment } => algo::dbcast_sched::bcast(n, root, me, size, segment),
         })?;
     }
     Ok(())

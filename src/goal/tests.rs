@@ -932,3 +932,90 @@ fn streams_refuse_backward_edges_and_report_bad_counters() {
     );
     assert_eq!(ex.completed(), 0);
 }
+
+// ------------------------------------------------------------------ segmented broadcasts
+
+/// The pipelined and dynamic broadcasts over 1..=40 ranks, several roots, sizes and segment
+/// sizes: each validates, round-trips through both texts and the binary form, and its replay
+/// (real bytes, random event order) leaves the root's bytes in every rank's buffer.
+#[test]
+fn segmented_broadcasts_validate_and_deliver() {
+    let mut rng = Rng::new(0x5E6);
+    for n in 1..=40u32 {
+        for root in [0, n / 3, n - 1] {
+            for (size, segment) in [(0usize, 4usize), (1, 1), (13, 4), (64, 64), (100, 7)] {
+                for algo in [
+                    Algo::ChainBcast { segment },
+                    Algo::BinaryTreeBcast { segment },
+                    Algo::Dbcast { segment },
+                ] {
+                    let what = format!("{algo:?} n {n} root {root} size {size}");
+                    let p = generate(algo, n, root, size).unwrap();
+                    let d = validate(&p, None, &BufferSizes::default());
+                    assert!(d.is_empty(), "{what}: {d:#?}");
+                    if n <= 12 {
+                        round_trip(&p);
+                    }
+                    let data: Vec<u8> = (0..size).map(|i| (i * 7 + 1) as u8).collect();
+                    let bufs: Vec<Buffers> = (0..n)
+                        .map(|r| {
+                            vec![if r == root {
+                                data.clone()
+                            } else {
+                                vec![0; size]
+                            }]
+                        })
+                        .collect();
+                    let out = sim::run(&p, bufs, rng.below(1 << 30) as u64)
+                        .unwrap_or_else(|e| panic!("{what}: {e}"));
+                    for (r, b) in out.iter().enumerate() {
+                        assert_eq!(b[0], data, "{what}: rank {r}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn segmented_broadcasts_by_name_and_refusals() {
+    use super::gen::{algo_from_name, DEFAULT_SEGMENT, NAMES};
+    for name in ["chain-bcast", "binary-tree-bcast", "dbcast"] {
+        assert!(NAMES.contains(&name));
+    }
+    assert_eq!(
+        algo_from_name("chain", None, None),
+        Some(Algo::ChainBcast {
+            segment: DEFAULT_SEGMENT
+        })
+    );
+    let dbcast = algo_from_name("dbcast", None, None).unwrap();
+    assert_eq!(
+        dbcast,
+        Algo::Dbcast {
+            segment: crate::config::Config::default().segment_bytes
+        }
+    );
+    assert_eq!(
+        algo_from_name("binary-tree-bcast", None, None)
+            .unwrap()
+            .with_segment(Some(5)),
+        Algo::BinaryTreeBcast { segment: 5 }
+    );
+    assert_eq!(
+        Algo::BinomialBcast.with_segment(Some(5)),
+        Algo::BinomialBcast
+    );
+    assert_eq!(dbcast.with_segment(None), dbcast);
+    // The default segment, or the whole message when it is smaller: one send per hop.
+    let p = generate(algo_from_name("chain", None, None).unwrap(), 3, 0, 1000).unwrap();
+    assert_eq!(p.action_count(), 4);
+    let p = generate(algo_from_name("chain", None, None).unwrap(), 3, 0, 65537).unwrap();
+    assert_eq!(p.action_count(), 8);
+    let e = generate(Algo::ChainBcast { segment: 0 }, 3, 0, 8).unwrap_err();
+    assert!(e.contains("at least one byte"), "{e}");
+    let e = generate(Algo::Dbcast { segment: 1 }, 3, 3, 8).unwrap_err();
+    assert!(e.contains("root 3"), "{e}");
+    let e = generate(Algo::BinaryTreeBcast { segment: 1 }, 3, 0, 1 << 31).unwrap_err();
+    assert!(e.contains("too many"), "{e}");
+}

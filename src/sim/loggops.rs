@@ -19,12 +19,12 @@
 //!   NIC are held busy until `M` at least. As in LogGOPSim, no extra control messages are
 //!   charged: the rendezvous only makes the sender wait for the receiver.
 //! - **message arrival** at the receiver at `T`: waits until the receiver's CPU 0 and NIC 0
-//!   (receive side) are free, then occupies the CPU until `T + o + max((s-1)·O, (s-1)·G)` and the
-//!   NIC until `T + g + (s-1)·G`. The CPU pays this whether or not a receive is posted (an
-//!   unexpected message is processed on arrival). It then matches the first posted compatible
-//!   receive (in posting order); that receive completes when the CPU is done with the message,
-//!   and a rendezvous send is matched at `M = T`. Otherwise the message waits in the
-//!   unexpected queue.
+//!   (receive side) are free, then occupies the CPU until `T + o + (s-1)·O` and the NIC until
+//!   `T + g + (s-1)·G`; the message is in at `T + o + max((s-1)·O, (s-1)·G)`. The CPU pays this
+//!   whether or not a receive is posted (an unexpected message is processed on arrival). It then
+//!   matches the first posted compatible receive (in posting order); that receive completes
+//!   when the message is in, and a rendezvous send is matched at `M = T`. Otherwise the
+//!   message waits in the unexpected queue.
 //! - **recv** (posting): as soon as it is ready, at no cost and without waiting for the CPU
 //!   (LogGOPSim posts it at the CPU's next free time as known when it became ready). It takes the first compatible
 //!   message of the unexpected queue (in arrival order) and completes when that message's
@@ -968,6 +968,9 @@ impl<'p> Engine<'p> {
         let sa = *self.p.act(send);
         let k = self.costs(sa.kind == FlatKind::Mcast);
         let x = extra(sa.arg);
+        // The CPU pays o and the per-byte O; the receive completes when the NIC has also taken
+        // in every byte (LogGOPSim's rule), but the CPU is free meanwhile for other actions.
+        let cpu_done = t + k.o + x * k.ob;
         let done = t + k.o + (x * k.ob).max(x * k.gb);
         let msg = self.point(src, send, false, Via::Message);
         // A message that had to wait for the receiver ends when the CPU or NIC that held it
@@ -1009,7 +1012,7 @@ impl<'p> Engine<'p> {
                     src,
                     send: send_local,
                     at: t,
-                    cpu_end: done,
+                    cpu_end: cpu_done,
                     nic_end: t + k.g + x * k.gb,
                 });
             }
@@ -1022,7 +1025,7 @@ impl<'p> Engine<'p> {
             Some(i) => {
                 let recv = self.posted[dst as usize].remove(i) as usize;
                 let me = self.point(dst, recv, true, Via::Cpu);
-                self.cpu.hold(c, done, me);
+                self.cpu.hold(c, cpu_done, me);
                 self.record_match(recv, src, send);
                 if self.is_rendezvous(&sa) {
                     let why = Link {
@@ -1036,7 +1039,7 @@ impl<'p> Engine<'p> {
             None => {
                 self.cpu.hold(
                     c,
-                    done,
+                    cpu_done,
                     Link {
                         via: Via::Cpu,
                         ..msg

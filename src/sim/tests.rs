@@ -173,21 +173,26 @@ fn nic_gap_and_per_byte_costs() {
     );
     let o = run(&p);
     // 1000 bytes: (s-1)G = 5994. First send at 0: NIC busy until g + 5994 = 6994, so the
-    // second send starts at 6994 (CPU until 8494). Arrivals 4000 and 10994. The first is
-    // processed 4000..4000 + o + 5994 = 11494 (NIC receive side busy until 10994); the second
-    // waits for the CPU until 11494 and is done at 11494 + 7494 = 18988.
+    // second send starts at 6994 (CPU until 8494). Arrivals 4000 and 10994. The first keeps the
+    // receiver's CPU for o (4000..5500) and its NIC until 4000 + g + 5994 = 10994; its receive
+    // completes when every byte is in, 4000 + o + 5994 = 11494. The second finds CPU and NIC
+    // free at 10994 and completes at 10994 + 7494 = 18488.
     assert_eq!(o.times(0, 1), (6994, 8494));
-    assert_eq!(o.end, [8494, 18988]);
+    assert_eq!(o.end, [8494, 18488]);
     assert_eq!(o.times(1, 0).1, 11494);
-    assert_eq!(o.times(1, 1).1, 18988);
-    // What decided the end: the receiver's CPU, busy with the first message.
+    assert_eq!(o.times(1, 1).1, 18488);
+    // What decided the end: the sender's NIC gap after the first send, then the message.
     let path: Vec<(u32, u32, Via)> = critical_path(&o)
         .iter()
         .map(|s| (s.rank, s.action, s.via))
         .collect();
     assert_eq!(
         path,
-        [(0, 0, Via::None), (1, 0, Via::Message), (1, 1, Via::Cpu)]
+        [
+            (0, 0, Via::None),
+            (0, 1, Via::NicSend),
+            (1, 1, Via::Message)
+        ]
     );
 }
 
@@ -726,4 +731,142 @@ fn multicast_channel_parameters_and_loss_with_repair() {
     assert!(rounds > 0, "10 datagrams x 7 receivers at 15 % lose some");
     assert_eq!(lost.mcast_repairs, rounds);
     assert_eq!(lost.end[0], clean.end[0]);
+}
+
+// ------------------------------------------------------------------ segmented broadcasts
+
+/// Chain of four ranks, root 0, two segments of one byte (size 2, `--segment 1`): no
+/// per-byte costs. Ties at one time go to the older event (`queue` order), and a message
+/// waiting for the CPU keeps its place.
+///   Rank 0 sends segment 0 at 0..1500 (arrives at rank 1 at 4000) and segment 1 at
+///     1500..3000 (arrives at 5500). Rank 0 ends at 3000.
+///   Rank 1 processes segment 0 at 4000..5500; its forward f0 becomes ready at 5500, but
+///     segment 1, sent at 1500, is the older event at 5500 and takes the CPU until 7000.
+///     f0 runs 7000..8500 (arrives at rank 2 at 7000 + o + L = 11000); f1 may start only
+///     after f0 started (irequ) and waits for the CPU: 8500..10000 (arrives at 12500).
+///     Rank 1 ends at 10000.
+///   Rank 2: the same 7000 later (11000 + 1500 + 1500 = 14000, sends 14000..15500 and
+///     15500..17000, arrivals 18000 and 19500); ends at 17000.
+///   Rank 3 processes 18000..19500 and 19500..21000: ends at 21000.
+#[test]
+fn chain_bcast_of_four_in_two_segments() {
+    let p = gen::generate(gen::Algo::ChainBcast { segment: 1 }, 4, 0, 2).unwrap();
+    let o = run(&p);
+    assert_eq!(o.end, [3000, 10000, 17000, 21000]);
+    // Rank 1's forwards: segment 0 (action 2) before segment 1 (action 3).
+    assert_eq!(o.times(1, 2), (7000, 8500));
+    assert_eq!(o.times(1, 3), (8500, 10000));
+    // Rooted anywhere: the same times shifted around the ring.
+    let p = gen::generate(gen::Algo::ChainBcast { segment: 1 }, 4, 2, 2).unwrap();
+    assert_eq!(run(&p).end, [17000, 21000, 3000, 10000]);
+}
+
+/// Binary tree of four ranks (0 -> 1, 2; 1 -> 3), two segments of one byte.
+///   Rank 0 sends segment-major: to 1 at 0..1500 (arrives 4000), to 2 at 1500..3000
+///     (5500), to 1 at 3000..4500 (7000), to 2 at 4500..6000 (8500); ends at 6000.
+///   Rank 1: segment 0 at 4000..5500, forwards it to 3 at 5500..7000 (arrives 9500);
+///     segment 1 arrives at 7000 as the CPU frees, 7000..8500, forwarded 8500..10000
+///     (arrives 12500); ends at 10000.
+///   Rank 2: 5500..7000 and 8500..10000. Rank 3: 9500..11000 and 12500..14000.
+#[test]
+fn binary_tree_bcast_of_four_in_two_segments() {
+    let p = gen::generate(gen::Algo::BinaryTreeBcast { segment: 1 }, 4, 0, 2).unwrap();
+    let o = run(&p);
+    assert_eq!(o.end, [6000, 10000, 10000, 14000]);
+    assert_eq!(o.times(1, 2), (5500, 7000));
+    assert_eq!(o.times(1, 3), (8500, 10000));
+}
+
+/// The dynamic broadcast over four ranks, root 0, two segments of one byte (far below the
+/// chain threshold: the binomial tree of Fig. 1 over the list 1, 2, 3: 0 sends to 2, whose
+/// subtree is {3}, then to 1). The root sends child-major, as the library does: both
+/// segments to 2 at 0..1500 and 1500..3000 (arriving 4000 and 5500), then both to 1 at
+///   3000..4500 and 4500..6000 (7000, 8500); it ends at 6000.
+///   Rank 2 is rank 1 of the chain above: forwards at 7000..8500 and 8500..10000 (arriving at
+///     rank 3 at 11000 and 12500); ends at 10000. Rank 3 ends at 12500 + 1500 = 14000.
+///   Rank 1: 7000..8500 and 8500..10000.
+#[test]
+fn dbcast_of_four_in_two_segments() {
+    let p = gen::generate(gen::Algo::Dbcast { segment: 1 }, 4, 0, 2).unwrap();
+    let o = run(&p);
+    assert_eq!(o.end, [6000, 10000, 10000, 14000]);
+    assert_eq!(o.times(2, 2), (7000, 8500));
+}
+
+/// The point of pipelining: 4 MiB over 32 ranks, segments of 64 KiB, the chain beats the
+/// binomial tree (about nsegs + n - 2 = 94 segment times against 5 whole messages, i.e. 320
+/// segment times); 8 bytes the chain takes 31 hops against the tree's 5 rounds.
+#[test]
+fn chain_beats_binomial_for_long_messages_only() {
+    let time = |algo, size| {
+        let p = gen::generate(algo, 32, 0, size).unwrap();
+        run(&p).max
+    };
+    let chain = gen::Algo::ChainBcast {
+        segment: gen::DEFAULT_SEGMENT,
+    };
+    let big = 4 << 20;
+    let (c, b) = (time(chain, big), time(gen::Algo::BinomialBcast, big));
+    assert!(c * 2 < b, "4 MiB: chain {c} binomial {b}");
+    let (c, b) = (time(chain, 8), time(gen::Algo::BinomialBcast, 8));
+    assert!(c > 3 * b, "8 B: chain {c} binomial {b}");
+    // The binary tree sits in between for the long message.
+    let t = time(
+        gen::Algo::BinaryTreeBcast {
+            segment: gen::DEFAULT_SEGMENT,
+        },
+        big,
+    );
+    let c = time(chain, big);
+    assert!(c < t && t < time(gen::Algo::BinomialBcast, big), "{c} {t}");
+}
+
+/// The dynamic broadcast takes the library's shapes: a long message to 7 recipients goes
+/// down the chain (the same program as `chain-bcast` with the library's 8 KiB segments,
+/// so the same times), a short one down the binomial tree, which for one segment to 2^k - 1
+/// recipients takes k rounds like the binomial broadcast.
+#[test]
+fn dbcast_follows_the_library_shapes() {
+    let dbcast = gen::algo_from_name("dbcast", None, None).unwrap();
+    let seg = crate::config::Config::default().segment_bytes;
+    let long = 1 << 20;
+    let d = run(&gen::generate(dbcast, 8, 3, long).unwrap());
+    let c = run(&gen::generate(gen::Algo::ChainBcast { segment: seg }, 8, 3, long).unwrap());
+    assert_eq!(d.end, c.end);
+    let d = run(&gen::generate(dbcast, 8, 0, 1).unwrap());
+    let b = run(&gen::generate(gen::Algo::BinomialBcast, 8, 0, 1).unwrap());
+    assert_eq!(d.max, b.max);
+    assert_eq!(d.max, 16500);
+}
+
+/// Every segmented generator finishes at many sizes (eager and rendezvous segments) and rank
+/// counts, rooted anywhere, without deadlock; every rank but a lone root receives something.
+#[test]
+fn segmented_generators_finish() {
+    for n in [1u32, 2, 5, 17, 40, 100] {
+        for (size, seg) in [
+            (0usize, 1usize),
+            (1000, 100),
+            (300_000, 65536),
+            (200_000, 8192),
+        ] {
+            for algo in [
+                gen::Algo::ChainBcast { segment: seg },
+                gen::Algo::BinaryTreeBcast { segment: seg },
+                gen::Algo::Dbcast { segment: seg },
+            ] {
+                let root = n * 2 / 3;
+                let p = gen::generate(algo, n, root, size).unwrap();
+                let o = simulate(&p, &Params::default(), Options { trace: true })
+                    .unwrap_or_else(|e| panic!("{algo:?} n {n} size {size}: {e}"));
+                if n > 1 {
+                    assert!(o.max >= 5500, "{algo:?} n {n}: {}", o.max);
+                }
+                assert_eq!(
+                    critical_path(&o).last().map(|s| s.end),
+                    Some(o.max).filter(|_| n > 1)
+                );
+            }
+        }
+    }
 }

@@ -16,7 +16,8 @@ use std::time::Instant;
 /// `mpicast sim --help`.
 pub const USAGE: &str = "\
 usage: mpicast sim FILE [options]
-       mpicast sim --gen ALGO --ranks N [--size BYTES] [--root R] [--ways W] [--op FUNC] [options]
+       mpicast sim --gen ALGO --ranks N [--size BYTES] [--root R] [--ways W] [--op FUNC]
+                   [--segment BYTES] [options]
        mpicast sim sweep --gen ALGO[,ALGO...] --ranks LIST [--size LIST] [--csv OUT.csv]
                          [--svg OUT.svg] [parameter options]   (`mpicast sim sweep --help`)
 
@@ -24,7 +25,9 @@ Simulates a GOAL program in the LogGOPS model (LogGOPSim's rules: docs/sim.md) a
 rank's end time (for at most 64 ranks), the maximum, and with --critical-path the chain of
 actions that ends last. FILE is text in either dialect or a binary schedule (`-`: standard
 input); --gen takes the program from a generator of `mpicast goal gen` (binomial-bcast,
-dissemination-allreduce, scout-tree-bcast, scout-linear-bcast, mcast-barrier; --size default 8).
+dissemination-allreduce, scout-tree-bcast, scout-linear-bcast, mcast-barrier, chain-bcast,
+binary-tree-bcast, dbcast; --size default 8; --segment: the segment bytes of the pipelined
+ones, default 65536, for dbcast the library's 8192).
 
 options (times in ns, sizes in bytes; defaults are LogGOPSim's):
   -L N              latency (2500)
@@ -129,6 +132,7 @@ struct SimOpts {
     size: Option<usize>,
     root: Option<u32>,
     ways: Option<u32>,
+    segment: Option<usize>,
     op: Option<crate::sched::Func>,
     dialect: Option<Dialect>,
     prm: ParamOpts,
@@ -147,6 +151,7 @@ fn sim_opts(args: &[String]) -> Result<SimOpts, Fail> {
         size: None,
         root: None,
         ways: None,
+        segment: None,
         op: None,
         dialect: None,
         prm: ParamOpts::default(),
@@ -178,6 +183,7 @@ fn sim_opts(args: &[String]) -> Result<SimOpts, Fail> {
             "--size" => o.size = Some(num(a, &value(a)?)?),
             "--root" => o.root = Some(num(a, &value(a)?)?),
             "--ways" => o.ways = Some(num(a, &value(a)?)?),
+            "--segment" => o.segment = Some(num(a, &value(a)?)?),
             "--op" => o.op = Some(parse_func(&value(a)?)?),
             "--dialect" => {
                 o.dialect = Some(match value(a)?.as_str() {
@@ -325,7 +331,7 @@ fn from_file(f: &str, dialect: Option<Dialect>) -> Result<Flat, Fail> {
 }
 
 fn generated(o: &SimOpts, name: &str) -> Result<Flat, Fail> {
-    let algo = algo_named(name, o.ways, o.op)?;
+    let algo = algo_named(name, o.ways, o.op, o.segment)?;
     let n = o
         .ranks
         .ok_or_else(|| Fail::Usage("--gen needs --ranks N".into()))?;
@@ -354,13 +360,16 @@ pub fn algo_named(
     name: &str,
     ways: Option<u32>,
     op: Option<crate::sched::Func>,
+    segment: Option<usize>,
 ) -> Result<gen::Algo, Fail> {
-    gen::algo_from_name(name, ways, op).ok_or_else(|| {
-        Fail::UsageLine(format!(
-            "unknown algorithm `{name}`; known: {}",
-            gen::NAMES.join(", ")
-        ))
-    })
+    gen::algo_from_name(name, ways, op)
+        .map(|a| a.with_segment(segment))
+        .ok_or_else(|| {
+            Fail::UsageLine(format!(
+                "unknown algorithm `{name}`; known: {}",
+                gen::NAMES.join(", ")
+            ))
+        })
 }
 
 /// The printed result: a header, per-rank end times up to 64 ranks, the maximum, and the

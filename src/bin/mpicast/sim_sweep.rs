@@ -14,7 +14,8 @@ use std::time::Instant;
 /// `mpicast sim sweep --help`.
 pub const USAGE: &str = "\
 usage: mpicast sim sweep --gen ALGO[,ALGO...] --ranks LIST [--size LIST] [--root R] [--ways W]
-                         [--op FUNC] [--csv OUT.csv] [--svg OUT.svg] [parameter options]
+                         [--op FUNC] [--segment BYTES] [--csv OUT.csv] [--svg OUT.svg]
+                         [parameter options]
 
 Generates and simulates every ALGO (generators of `mpicast goal gen`) at every size and rank
 count, and writes one CSV row per point: algo,size,ranks,max_ns,events,seconds_of_simulation
@@ -301,6 +302,7 @@ struct SweepOpts {
     sizes: Vec<u64>,
     root: Option<u32>,
     ways: Option<u32>,
+    segment: Option<usize>,
     op: Option<crate::sched::Func>,
     prm: ParamOpts,
     csv: Option<String>,
@@ -314,6 +316,7 @@ fn sweep_opts(args: &[String]) -> Result<SweepOpts, Fail> {
         sizes: vec![8],
         root: None,
         ways: None,
+        segment: None,
         op: None,
         prm: ParamOpts::default(),
         csv: None,
@@ -341,6 +344,7 @@ fn sweep_opts(args: &[String]) -> Result<SweepOpts, Fail> {
             "--size" => o.sizes = parse_list(a, &value(a)?, 0).map_err(Fail::Usage)?,
             "--root" => o.root = Some(parse_num(a, &value(a)?)?),
             "--ways" => o.ways = Some(parse_num(a, &value(a)?)?),
+            "--segment" => o.segment = Some(parse_num(a, &value(a)?)?),
             "--op" => o.op = Some(parse_func(&value(a)?)?),
             "--csv" => o.csv = Some(value(a)?),
             "--svg" => o.svg = Some(value(a)?),
@@ -380,11 +384,14 @@ pub fn run(args: &[String]) -> Result<(), Fail> {
     // Rows and legends use the generators' full names, whichever alias was given.
     let mut algos: Vec<(&str, gen::Algo)> = Vec::new();
     for name in &o.algos {
-        let algo = algo_named(name, o.ways, o.op)?;
+        let algo = algo_named(name, o.ways, o.op, o.segment)?;
         let full = gen::NAMES
             .iter()
             .copied()
-            .find(|n| gen::algo_from_name(n, o.ways, o.op) == Some(algo))
+            .find(|n| {
+                gen::algo_from_name(n, o.ways, o.op).map(|a| a.with_segment(o.segment))
+                    == Some(algo)
+            })
             .unwrap_or(name.as_str());
         if !algos.iter().any(|&(n, _)| n == full) {
             algos.push((full, algo));

@@ -57,6 +57,7 @@ use super::queue::RadixQueue;
 use super::repair::repair;
 use crate::goal::Program;
 use crate::sched::{ActionId, Op, ANY_PEER, ANY_TAG};
+use std::collections::{HashMap, VecDeque};
 use std::fmt;
 
 /// LogGOPS parameters; times in nanoseconds, sizes in bytes. Build with
@@ -589,8 +590,10 @@ struct Engine<'p> {
     nic_send: Res,
     nic_recv: Res,
     /// Posted receives per rank (global action numbers), in posting order.
-    posted: Vec<Vec<u32>>,
-    unexpected: Vec<Vec<Unexpected>>,
+    /// (Double-ended: the match is usually near the front, and taking it out then moves
+    /// little, where a root's million posted receives would otherwise shift at every match.)
+    posted: Vec<VecDeque<u32>>,
+    unexpected: Vec<VecDeque<Unexpected>>,
     queue: RadixQueue<Ev>,
     seq: u64,
     now: u64,
@@ -599,6 +602,9 @@ struct Engine<'p> {
     progress: &'p mut dyn FnMut(u64, u64),
     mcast_lost: u64,
     mcast_rounds: u64,
+    /// Per receiver with messages waiting for it to be free: (sender, send) in arrival order;
+    /// the first has an event in the queue.
+    waiting: HashMap<u32, VecDeque<(u32, u32)>>,
     /// The network that decides arrivals (`simulate_on`); `None`: LogGOPS's `L`.
     net: Option<&'p mut Contention>,
 }
@@ -649,8 +655,8 @@ impl<'p> Engine<'p> {
             cpu: Res::new(n * ncpu, opts.trace),
             nic_send: Res::new(n * nnic, opts.trace),
             nic_recv: Res::new(n * nnic, opts.trace),
-            posted: vec![Vec::new(); n],
-            unexpected: vec![Vec::new(); n],
+            posted: vec![VecDeque::new(); n],
+            unexpected: vec![VecDeque::new(); n],
             queue: RadixQueue::new(),
             seq: 0,
             now: 0,
@@ -659,6 +665,7 @@ impl<'p> Engine<'p> {
             progress,
             mcast_lost: 0,
             mcast_rounds: 0,
+            waiting: HashMap::new(),
             net: None,
         }
     }
@@ -908,7 +915,9 @@ impl<'p> Engine<'p> {
                     .position(|u| Self::compatible(&a, u.src, p.act(u.send as usize)));
                 match hit {
                     Some(i) => {
-                        let u = self.unexpected[rank as usize].remove(i);
+                        let u = self.unexpected[rank as usize]
+                            .remove(i)
+                            .expect("a found entry");
                         let send = u.send as usize;
                         self.record_match(g, u.src, send);
                         if self.is_rendezvous(p.act(send)) {
@@ -921,7 +930,7 @@ impl<'p> Engine<'p> {
                             self.complete(rank, g, t, Link::NONE);
                         }
                     }
-                    None => self.posted[rank as usize].push(g as u32),
+                    None => self.posted[rank as usize].push_back(g as u32),
                 }
             }
             FlatKind::Exec | FlatKind::Calc => {
@@ -951,9 +960,23 @@ impl<'p> Engine<'p> {
     fn arrive(&mut self, t: u64, seq: u64, dst: u32, src: u32, send: usize) {
         let c = dst as usize * self.ncpu;
         let n = dst as usize * self.nnic;
+        // Messages that find the receiver busy wait in line, and only the first of the line
+        // has an event: re-queueing every waiting message each time the receiver frees would
+        // cost a number of events quadratic in the line (a root taking the scouts of a
+        // million ranks). The line is in arrival order, so a sender's messages keep theirs.
+        let me = (src, send as u32);
+        let line = self.waiting.get(&dst);
+        let head = line.is_some_and(|l| l.front() == Some(&me));
+        if line.is_some_and(|l| !l.is_empty()) && !head {
+            self.waiting.entry(dst).or_default().push_back(me);
+            return;
+        }
         let (cpu, nic) = (self.cpu.get(c), self.nic_recv.get(n));
         let busy = cpu.until.max(nic.until);
         if busy > t {
+            if !head {
+                self.waiting.entry(dst).or_default().push_back(me);
+            }
             self.postpone(
                 seq,
                 Ev::Arrive {
@@ -965,6 +988,33 @@ impl<'p> Engine<'p> {
             );
             return;
         }
+        if head {
+            let line = self.waiting.get_mut(&dst).expect("a line");
+            line.pop_front();
+            if line.is_empty() {
+                self.waiting.remove(&dst);
+            }
+        }
+        self.take(t, dst, src, send);
+        // The next in line is taken when the receiver is free again.
+        if let Some(&(s2, g2)) = self.waiting.get(&dst).and_then(|l| l.front()) {
+            let free = self.cpu.until[c].max(self.nic_recv.until[n]);
+            self.push(
+                free,
+                Ev::Arrive {
+                    dst,
+                    src: s2,
+                    g: g2,
+                },
+            );
+        }
+    }
+
+    /// The receiver `dst`, free at `t`, takes the message of `src`'s send `send`.
+    fn take(&mut self, t: u64, dst: u32, src: u32, send: usize) {
+        let c = dst as usize * self.ncpu;
+        let n = dst as usize * self.nnic;
+        let (cpu, nic) = (self.cpu.get(c), self.nic_recv.get(n));
         let sa = *self.p.act(send);
         let k = self.costs(sa.kind == FlatKind::Mcast);
         let x = extra(sa.arg);
@@ -1023,7 +1073,7 @@ impl<'p> Engine<'p> {
             .position(|&r| Self::compatible(p.act(r as usize), src, &sa));
         match hit {
             Some(i) => {
-                let recv = self.posted[dst as usize].remove(i) as usize;
+                let recv = self.posted[dst as usize].remove(i).expect("a found entry") as usize;
                 let me = self.point(dst, recv, true, Via::Cpu);
                 self.cpu.hold(c, cpu_done, me);
                 self.record_match(recv, src, send);
@@ -1045,7 +1095,7 @@ impl<'p> Engine<'p> {
                         ..msg
                     },
                 );
-                self.unexpected[dst as usize].push(Unexpected {
+                self.unexpected[dst as usize].push_back(Unexpected {
                     src,
                     send: send as u32,
                     done,

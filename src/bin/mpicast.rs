@@ -28,6 +28,8 @@ mod topology;
 
 #[path = "mpicast/run.rs"]
 mod run;
+#[path = "mpicast/sim_calibrate.rs"]
+mod sim_calibrate;
 #[path = "mpicast/sim.rs"]
 mod sim_cmd;
 #[path = "mpicast/topo.rs"]

@@ -5,8 +5,11 @@
 //! Not to be confused with `goal/replay.rs`, the functional replay that tests use: that one moves
 //! real bytes in a random order and checks results; this one moves no bytes and computes times.
 //! Pure code: no I/O, no clock, no MPI, no `unsafe`. The model and its rules are in `loggops`
-//! (and in docs/sim.md); the command line is `mpicast sim` (src/bin/mpicast/sim.rs).
+//! (and in docs/sim.md); `calibrate` fits its parameters to measured ping-pongs (the
+//! programs it generates and the fit; `mpicast sim calibrate` runs them). The command line is
+//! `mpicast sim` (src/bin/mpicast/sim.rs).
 
+pub mod calibrate;
 pub mod loggops;
 
 pub use loggops::{

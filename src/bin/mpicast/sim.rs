@@ -12,6 +12,7 @@ use std::fmt::Write;
 pub const USAGE: &str = "\
 usage: mpicast sim FILE [options]
        mpicast sim --gen ALGO --ranks N [--size BYTES] [--root R] [--ways W] [--op FUNC] [options]
+       mpicast sim calibrate -n N [--mpi openmpi|mpich] [--sizes LIST] [--reps R] [--out FILE] ...
 
 Simulates a GOAL program in the LogGOPS model (LogGOPSim's rules: docs/sim.md) and prints each
 rank's end time (for at most 64 ranks), the maximum, and with --critical-path the chain of
@@ -34,6 +35,9 @@ options (times in ns, sizes in bytes; defaults are LogGOPSim's):
                     the command line override the file
   --critical-path   print the chain of actions that ends last
   --dialect D       read FILE as paper or loggopsim text only
+
+`mpicast sim calibrate` measures ping-pongs on N ranks of this machine's MPI and writes the
+fitted parameters as a --params file (`mpicast sim calibrate --help`).
 
 Exit status: 0 fine, 1 errors found (a bad file, a program that cannot finish), 2 bad usage.";
 
@@ -141,6 +145,9 @@ fn sim_opts(args: &[String]) -> Result<SimOpts, Fail> {
 pub fn run(args: &[String]) -> Result<(), Fail> {
     if args.is_empty() {
         return Err(Fail::UsageText(USAGE));
+    }
+    if args[0] == "calibrate" {
+        return crate::sim_calibrate::run(&args[1..]);
     }
     if args[0] == "help" || args.iter().any(|a| a == "-h" || a == "--help") {
         println!("{USAGE}");

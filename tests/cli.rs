@@ -619,3 +619,284 @@ fn sim_on_a_network_file() {
     assert!(text(&o.stderr).contains("--network needs a value"));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn sim_calibrate_usage_and_launches() {
+    // Help, and mistakes as one line that points to calibrate's own help.
+    for args in [
+        &["sim", "calibrate", "--help"][..],
+        &["sim", "calibrate", "-h"],
+    ] {
+        let o = mpicast(args);
+        assert_eq!(o.status.code(), Some(0), "{args:?}");
+        assert!(text(&o.stdout).starts_with("usage: mpicast sim calibrate -n N"));
+    }
+    assert!(text(&mpicast(&["sim", "--help"]).stdout).contains("mpicast sim calibrate"));
+    let o = mpicast(&["sim", "calibrate"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).starts_with("usage: mpicast sim calibrate"));
+    for (args, line) in [
+        (&["-n", "1"][..], "-n wants at least 2 ranks (a ping-pong)"),
+        (
+            &["--sizes", "1,2"],
+            "calibrate needs -n N (the number of ranks)",
+        ),
+        (
+            &["-n", "2", "--sizes", "1,70000"],
+            "--sizes: 70000 is not in 1..=65535 (the model's eager limit S; the fit describes \
+             eager messages only)",
+        ),
+        (
+            &["-n", "2", "--sizes", "64"],
+            "--sizes needs at least two different sizes (the per-byte costs are slopes)",
+        ),
+        (
+            &["-n", "2", "--mpi", "lam"],
+            "--mpi wants openmpi or mpich, not `lam`",
+        ),
+        (&["-n", "2", "--nosuch"], "unknown option `--nosuch`"),
+    ] {
+        let mut all = vec!["sim", "calibrate"];
+        all.extend(args);
+        let o = mpicast(&all);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert_eq!(
+            text(&o.stderr),
+            format!("mpicast: {line} (see `mpicast sim calibrate --help`)\n"),
+            "{args:?}"
+        );
+    }
+    let clean = ["MPICAST_IFACE", "MPICAST_TTL", "MPICAST_TOPO"];
+    // Other hosts with the multicast on loopback would never hear each other: refused.
+    let o = mpicast_env(
+        &["sim", "calibrate", "-n", "2", "--hostfile", "hosts"],
+        &[],
+        &clean,
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("set MPICAST_IFACE to the interface that joins the hosts"));
+    // No runner: exit 1 and what was looked for.
+    let o = mpicast_env(
+        &["sim", "calibrate", "-n", "2"],
+        &[("MPICAST_GOAL_RUNNER", "/nonexistent/mpicast-goal-run")],
+        &clean,
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        text(&o.stderr),
+        "mpicast: MPICAST_GOAL_RUNNER=/nonexistent/mpicast-goal-run is not a file\n"
+    );
+
+    // --dry-run: the first round's launches, each kept on loopback as `goal run` keeps them,
+    // the multicast probes with the library's counters and channel report.
+    let dir = std::env::temp_dir().join(format!("mpicast-cli-cal-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let runner = dir.join("mpicast-goal-run");
+    std::fs::write(&runner, b"\0libmpicast.so.0\0libmpi.so.40\0").unwrap();
+    let r = runner.to_str().unwrap();
+    let o = mpicast_env(
+        &[
+            "sim",
+            "calibrate",
+            "-n",
+            "3",
+            "--sizes",
+            "1,4096",
+            "--dry-run",
+        ],
+        &[("MPICAST_GOAL_RUNNER", r)],
+        &clean,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    let lines: Vec<&str> = out.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(lines.len(), 8, "{out}");
+    for l in &lines {
+        assert!(
+            l.starts_with("MPICAST_IFACE=lo MPICAST_TTL=0 MPICAST_TOPO=flat "),
+            "{l}"
+        );
+        assert!(l.contains(" -n 3 ") && l.contains(r), "{l}");
+        assert_eq!(l.contains("MPICAST_STATS=1"), l.contains("/mcast-"), "{l}");
+    }
+    assert!(
+        out.contains("/p2p-n10-d0-s4096.goal --buffer buf=45056 --reps 31"),
+        "{out}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The Open MPI runner this test can launch, or why not.
+fn openmpi_runner() -> Result<PathBuf, String> {
+    let launcher = Command::new("mpirun.openmpi").arg("--version").output();
+    if !launcher.map(|o| o.status.success()).unwrap_or(false) {
+        return Err("mpirun.openmpi does not run".into());
+    }
+    let r = match std::env::var_os("MPICAST_GOAL_RUNNER") {
+        Some(r) => PathBuf::from(r),
+        None => {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("build/openmpi/bin/mpicast-goal-run")
+        }
+    };
+    if r.is_file() {
+        Ok(r)
+    } else {
+        Err(format!(
+            "no runner at {} (make lib-openmpi builds it)",
+            r.display()
+        ))
+    }
+}
+
+// A real calibration times MPI round trips, so on a shared 2-core machine it fails to fit
+// when a neighbour steals the CPU (a burst of ten measured shorter than one round trip); it is
+// a check to run by hand, not a test for CI: `cargo test --test cli -- --ignored`.
+#[test]
+#[ignore = "times real MPI round trips: run by hand on a quiet machine"]
+fn sim_calibrate_on_loopback() {
+    let runner = match openmpi_runner() {
+        Ok(r) => r,
+        Err(why) => {
+            println!("skipping sim_calibrate_on_loopback: {why}");
+            return;
+        }
+    };
+    // Loopback only, whatever the caller's environment says.
+    let lo = [
+        ("MPICAST_IFACE", "lo"),
+        ("MPICAST_TTL", "0"),
+        ("MPICAST_TOPO", "flat"),
+        ("OMPI_ALLOW_RUN_AS_ROOT", "1"),
+        ("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"),
+    ];
+    let dir = std::env::temp_dir().join(format!("mpicast-cli-calrun-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+
+    // A runner that fails: the probe, the status and what it said.
+    let bad = dir.join("failing-runner");
+    std::fs::write(
+        &bad,
+        "#!/bin/sh\n# a stand-in linked with libmpi.so.40\necho 'oops from the runner' >&2\nexit 3\n",
+    )
+    .unwrap();
+    std::process::Command::new("chmod")
+        .arg("+x")
+        .arg(&bad)
+        .status()
+        .unwrap();
+    let mut env = lo.to_vec();
+    env.push(("MPICAST_GOAL_RUNNER", bad.to_str().unwrap()));
+    let o = mpicast_env(
+        &[
+            "sim",
+            "calibrate",
+            "-n",
+            "2",
+            "--no-mcast",
+            "--sizes",
+            "1,2",
+            "--reps",
+            "1",
+            "--passes",
+            "1",
+            "--timeout",
+            "60",
+        ],
+        &env,
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("mpicast: p2p PRTT(1,0,1): the launch failed (exit status"),
+        "{err}"
+    );
+    assert!(err.contains("oops from the runner"), "{err}");
+
+    // The real thing: few sizes, bounded launches.
+    let out = dir.join("loopback.params");
+    let mut env = lo.to_vec();
+    env.push(("MPICAST_GOAL_RUNNER", runner.to_str().unwrap()));
+    let o = mpicast_env(
+        &[
+            "sim",
+            "calibrate",
+            "-n",
+            "2",
+            "--mpi",
+            "openmpi",
+            "--sizes",
+            "1,256,1024",
+            "--reps",
+            "21",
+            "--retries",
+            "5",
+            "--timeout",
+            "120",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &env,
+        &[],
+    );
+    let report = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{report}\n{}", text(&o.stderr));
+    println!("{report}");
+    // The file reads back, and its values are positive and below a second (G, O: 1000 ns/B).
+    let file = std::fs::read_to_string(&out).unwrap();
+    assert!(file.starts_with("# mpicast sim parameters, fitted by mpicast sim calibrate\n"));
+    assert!(
+        file.contains("\n# MPI: Open MPI (2 ranks); hosts: "),
+        "{file}"
+    );
+    let value = |name: &str| -> u64 {
+        let line = file
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .unwrap_or_else(|| panic!("no {name} in {file}"));
+        line.split_whitespace().nth(1).unwrap().parse().unwrap()
+    };
+    for name in ["L", "o", "mL", "mo", "mg"] {
+        assert!((1..1_000_000_000).contains(&value(name)), "{name}: {file}");
+    }
+    assert!(value("g") < 1_000_000_000 && value("mF") >= 1, "{file}");
+    for name in ["G", "O", "mG"] {
+        assert!(value(name) < 1000, "{name}: {file}");
+    }
+    let o = mpicast(&[
+        "sim",
+        "--gen",
+        "binomial",
+        "--ranks",
+        "8",
+        "--params",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    // Each measured point against the fitted model: the typical point within 30 %, and two
+    // thirds of them. Not every one: one o for both ends, one line per series, whole ns per
+    // byte, and a 2-core machine shared with other work leave some points further off (the
+    // report above lists them all).
+    let mut residuals: Vec<f64> = report
+        .lines()
+        .filter(|l| {
+            l.trim_start().starts_with("p2p PRTT") || l.trim_start().starts_with("mcast PRTT")
+        })
+        .map(|l| {
+            let w = l.split_whitespace().last().unwrap();
+            w.trim_end_matches('%').parse::<f64>().unwrap()
+        })
+        .collect();
+    assert_eq!(residuals.len(), 18, "{report}");
+    residuals.sort_by(|a, b| a.abs().total_cmp(&b.abs()));
+    assert!(
+        residuals[8].abs() <= 30.0,
+        "median residual {}%:\n{report}",
+        residuals[8]
+    );
+    assert!(
+        residuals[11].abs() <= 30.0,
+        "a third of the points beyond 30 %:\n{report}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

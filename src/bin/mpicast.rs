@@ -30,6 +30,8 @@ mod topology;
 mod progress;
 #[path = "mpicast/run.rs"]
 mod run;
+#[path = "mpicast/sim_calibrate.rs"]
+mod sim_calibrate;
 #[path = "mpicast/sim.rs"]
 mod sim_cmd;
 #[path = "mpicast/sim_sweep.rs"]

@@ -20,6 +20,7 @@ usage: mpicast sim FILE [options]
                    [--segment BYTES] [options]
        mpicast sim sweep --gen ALGO[,ALGO...] --ranks LIST [--size LIST] [--csv OUT.csv]
                          [--svg OUT.svg] [parameter options]   (`mpicast sim sweep --help`)
+       mpicast sim calibrate -n N [--mpi openmpi|mpich] [--sizes LIST] [--reps R] [--out FILE] ...
 
 Simulates a GOAL program in the LogGOPS model (LogGOPSim's rules: docs/sim.md) and prints each
 rank's end time (for at most 64 ranks), the maximum, and with --critical-path the chain of
@@ -53,6 +54,9 @@ options (times in ns, sizes in bytes; defaults are LogGOPSim's):
                     and `ranks-per-host K` or `rank R HOST` lines (docs/sim.md: Contention
                     and the network file); messages then queue on busy links
   --dialect D       read FILE as paper or loggopsim text only
+
+`mpicast sim calibrate` measures ping-pongs on N ranks of this machine's MPI and writes the
+fitted parameters as a --params file (`mpicast sim calibrate --help`).
 
 Exit status: 0 fine, 1 errors found (a bad file, a program that cannot finish), 2 bad usage.";
 
@@ -212,6 +216,9 @@ fn sim_opts(args: &[String]) -> Result<SimOpts, Fail> {
 pub fn run(args: &[String]) -> Result<(), Fail> {
     if args.is_empty() {
         return Err(Fail::UsageText(USAGE));
+    }
+    if args[0] == "calibrate" {
+        return crate::sim_calibrate::run(&args[1..]);
     }
     if args[0] == "help" || args.iter().any(|a| a == "-h" || a == "--help") {
         println!("{USAGE}");

@@ -1379,9 +1379,9 @@ mod tests {
         (Channel::Mcast, 10, 61030, 16384, 639292),
     ];
 
-    #[test]
-    fn fits_a_measured_loopback_run() {
-        let got: Vec<Measured> = LOOPBACK
+    /// The points of a table of (channel, n, delay, size, ns).
+    fn measured(table: &[(Channel, u32, u64, u64, u64)]) -> Vec<Measured> {
+        table
             .iter()
             .map(|&(channel, n, delay, size, ns)| Measured {
                 probe: Probe {
@@ -1392,7 +1392,12 @@ mod tests {
                 },
                 ns: ns as f64,
             })
-            .collect();
+            .collect()
+    }
+
+    #[test]
+    fn fits_a_measured_loopback_run() {
+        let got = measured(&LOOPBACK);
         let f = fit(&got, &Params::default()).unwrap();
         let q = f.params;
         assert!(
@@ -1453,18 +1458,7 @@ mod tests {
 
     #[test]
     fn the_polish_finds_a_compromise() {
-        let got: Vec<Measured> = LOOPBACK_SMALL
-            .iter()
-            .map(|&(channel, n, delay, size, ns)| Measured {
-                probe: Probe {
-                    channel,
-                    n,
-                    delay,
-                    size,
-                },
-                ns: ns as f64,
-            })
-            .collect();
+        let got = measured(&LOOPBACK_SMALL);
         let f = fit(&got, &Params::default()).unwrap();
         // A grid search over L, o, g (steps of 50 to 100 ns), G in 0..=2 and O in 0..=1
         // finds no point-to-point parameters with a sum of squared relative residuals below

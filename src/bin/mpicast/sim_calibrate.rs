@@ -865,11 +865,7 @@ fn report(o: &CalOpts, fit: &Fit, facts: &McastFacts, sim_notes: &[String]) -> S
             100.0 * r.relative()
         );
     }
-    let worst = fit
-        .residuals
-        .iter()
-        .map(|r| r.relative().abs())
-        .fold(0.0, f64::max);
+    let worst = worst_residual(fit);
     let _ = writeln!(
         s,
         "largest residual: {:.1}% over {} points",
@@ -919,11 +915,7 @@ fn params_file(o: &CalOpts, fit: &Fit, facts: &McastFacts, command: &str) -> Str
         o.stat.name(),
         o.reps
     );
-    let worst = fit
-        .residuals
-        .iter()
-        .map(|r| r.relative().abs())
-        .fold(0.0, f64::max);
+    let worst = worst_residual(fit);
     let _ = writeln!(
         s,
         "# largest residual {:.1}% over {} measured points (mpicast sim calibrate prints them)",
@@ -1230,4 +1222,12 @@ mod tests {
         assert_eq!(civil(19_782), (2024, 2, 29));
         assert_eq!(civil(-1), (1969, 12, 31));
     }
+}
+
+/// The largest relative residual of a fit, as a fraction.
+fn worst_residual(fit: &Fit) -> f64 {
+    fit.residuals
+        .iter()
+        .map(|r| r.relative().abs())
+        .fold(0.0, f64::max)
 }

@@ -1100,6 +1100,14 @@ fn check_against_simulator(fit: &Fit, ranks: u32) -> Vec<String> {
     notes
 }
 
+/// The largest relative residual of a fit, as a fraction.
+fn worst_residual(fit: &Fit) -> f64 {
+    fit.residuals
+        .iter()
+        .map(|r| r.relative().abs())
+        .fold(0.0, f64::max)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1222,12 +1230,4 @@ mod tests {
         assert_eq!(civil(19_782), (2024, 2, 29));
         assert_eq!(civil(-1), (1969, 12, 31));
     }
-}
-
-/// The largest relative residual of a fit, as a fraction.
-fn worst_residual(fit: &Fit) -> f64 {
-    fit.residuals
-        .iter()
-        .map(|r| r.relative().abs())
-        .fold(0.0, f64::max)
 }

@@ -193,8 +193,11 @@ pub fn thread_multiple() -> c_int {
     unsafe { mpi_sys::RSMPI_THREAD_MULTIPLE }
 }
 
-/// Ends the whole job, as MPI_Abort on `comm`.
+/// Ends the whole job, as MPI_Abort on `comm`. Callers have just written why on stderr; the
+/// pause gives the launcher time to forward those lines before it kills the job (MPICH's
+/// hydra drops what is still in its pipes: the message was lost now and then).
 pub fn abort(comm: MPI_Comm, code: c_int) -> ! {
+    std::thread::sleep(std::time::Duration::from_millis(300));
     // SAFETY: PMPI_Abort is valid with any communicator handle the caller had.
     unsafe { mpi_sys::PMPI_Abort(comm, code) };
     std::process::abort()

@@ -573,8 +573,7 @@ fn run_cmd(o: &Opts) -> Result<(), Fail> {
         check: o.check,
         expect: o.expect.as_deref(),
     };
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let root = unsafe { libc::geteuid() } == 0;
+    let root = run::is_root();
     let l = run::launch(
         &spec,
         &|v| std::env::var_os(v).map(|s| s.to_string_lossy().into_owned()),

@@ -302,18 +302,28 @@ pub fn loopback_note(l: &Launch) -> Option<String> {
     ))
 }
 
+/// `s` as one word of a shell command line (quoted when it needs to be).
+pub fn shell_word(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:+,@%".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+/// Whether this process runs as root (the owner of /proc/self is the effective user), which
+/// Open MPI's launcher must be told.
+pub fn is_root() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
+}
+
 /// The launch as one shell-quoted line, for --dry-run and error messages.
 pub fn render(l: &Launch) -> String {
-    fn quote(s: &str) -> String {
-        if !s.is_empty()
-            && s.chars()
-                .all(|c| c.is_ascii_alphanumeric() || "-_./=:+,@%".contains(c))
-        {
-            s.to_string()
-        } else {
-            format!("'{}'", s.replace('\'', "'\\''"))
-        }
-    }
+    let quote = shell_word;
     let mut words: Vec<String> = l
         .env
         .iter()

@@ -727,17 +727,6 @@ fn hosts_text(o: &CalOpts) -> String {
     }
 }
 
-fn shell_word(s: &str) -> String {
-    if !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./=:+,@%".contains(c))
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    }
-}
-
 /// What the measurements say beyond the fit: the multicast channel's interface and datagram
 /// size, and the loss the root's counters suggest.
 #[derive(Default)]
@@ -964,8 +953,7 @@ pub fn run(args: &[String]) -> Result<(), Fail> {
         vec![Channel::P2p]
     };
     let first = calibrate::first_round(&channels, &o.sizes);
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let root = unsafe { libc::geteuid() } == 0;
+    let root = run::is_root();
     let work = match &o.dir {
         Some(d) => Workdir {
             path: d.clone(),
@@ -1052,7 +1040,7 @@ pub fn run(args: &[String]) -> Result<(), Fail> {
     let sim_notes = check_against_simulator(&fit, o.ranks);
     print!("{}", report(&o, &fit, &facts, &sim_notes));
     let command = std::iter::once("mpicast".to_string())
-        .chain(std::env::args().skip(1).map(|a| shell_word(&a)))
+        .chain(std::env::args().skip(1).map(|a| run::shell_word(&a)))
         .collect::<Vec<_>>()
         .join(" ");
     let text = params_file(&o, &fit, &facts, &command);

@@ -11,6 +11,9 @@
 #   cluster.sh exec HOST CMD...           run CMD inside HOST's namespace
 #   cluster.sh run [--mpi openmpi|mpich] [--ppn K] [--hosts M] [--timeout S] [--] PROG ARGS...
 #                                         one MPI job, K ranks on each of the first M hosts
+#   cluster.sh mpi-env [--mpi M] [--ppn K] [--hosts M] HOSTFILE
+#                                         for a launcher that we do not start (mpicast sim
+#                                         calibrate): writes HOSTFILE, prints NAME=VALUE lines
 #
 # Host i (1..N) is the namespace mpicast-h<i> with address 10.77.0.<i>/24 on its interface
 # mpicast0, a veth whose peer mpicast-h<i> is a port of the bridge mpicast-br (10.77.0.254, where
@@ -378,8 +381,52 @@ run() {
   return $rc
 }
 
+# mpi-env [--mpi openmpi|mpich] [--ppn K] [--hosts M] HOSTFILE
+# The placement and transport of `run` in a launcher's own environment variables, for programs
+# that start mpirun/mpiexec themselves (`mpicast sim calibrate --hostfile HOSTFILE`): writes the
+# host file and prints NAME=VALUE lines (for `env`). Open MPI takes every --mca of `run` as
+# OMPI_MCA_<name> and forwards them to its daemons; hydra reads HYDRA_LAUNCHER,
+# HYDRA_LAUNCHER_EXEC and HYDRA_IFACE, and passes the rest of its environment to the ranks.
+mpi_env() {
+  local mpi=openmpi ppn=1 hosts=""
+  while [ $# -gt 0 ]; do
+    case $1 in
+      --mpi) mpi=$2; shift 2 ;;
+      --ppn) ppn=$2; shift 2 ;;
+      --hosts) hosts=$2; shift 2 ;;
+      *) break ;;
+    esac
+  done
+  [ $# = 1 ] || die "usage: cluster.sh mpi-env [--mpi M] [--ppn K] [--hosts M] HOSTFILE"
+  local hf=$1 n i agent="$HERE/netns-agent.sh"
+  n=$(host_count)
+  [ "$n" -ge 1 ] || die "mpi-env: the cluster is not up (cluster.sh up N)"
+  [ -n "$hosts" ] || hosts=$n
+  [ "$hosts" -le "$n" ] || die "mpi-env: $hosts hosts wanted, $n up"
+  echo "MPICAST_IFACE=${MPICAST_IFACE:-$SUBNET}"
+  echo "MPICAST_TTL=${MPICAST_TTL:-1}"
+  case $mpi in
+    openmpi)
+      for i in $(seq 1 "$hosts"); do echo "$NET.$i slots=$ppn"; done >"$hf"
+      printf '%s\n' OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+        PMIX_MCA_ptl_tcp_remote_connections=1 "PMIX_MCA_ptl_tcp_if_include=$SUBNET" \
+        "OMPI_MCA_rmaps_base_mapping_policy=ppr:$ppn:node" OMPI_MCA_hwloc_base_binding_policy=none \
+        "OMPI_MCA_plm_rsh_agent=$agent" OMPI_MCA_plm_rsh_no_tree_spawn=1 \
+        OMPI_MCA_btl=tcp,self "OMPI_MCA_btl_tcp_if_include=$SUBNET" "OMPI_MCA_oob_tcp_if_include=$SUBNET" \
+        OMPI_MCA_pml=ob1 OMPI_MCA_mpi_yield_when_idle=1 OMPI_MCA_orte_leave_session_attached=1 \
+        'OMPI_MCA_rtc=^hwloc'
+      ;;
+    mpich)
+      for i in $(seq 1 "$hosts"); do echo "$NET.$i:$ppn"; done >"$hf"
+      printf '%s\n' HYDRA_LAUNCHER=ssh "HYDRA_LAUNCHER_EXEC=$agent" "HYDRA_IFACE=$BRIDGE" \
+        MPIR_CVAR_NOLOCAL=1 UCX_TLS=tcp,self "UCX_NET_DEVICES=$IFACE"
+      ;;
+    *) die "mpi-env: --mpi openmpi or mpich" ;;
+  esac
+}
+
 cmd=${1:-}
-[ -n "$cmd" ] || { sed -n '2,13p' "$0"; exit 2; }
+[ -n "$cmd" ] || { sed -n '2,15p' "$0"; exit 2; }
 shift
 case $cmd in
   up) up "$@" ;;
@@ -390,6 +437,7 @@ case $cmd in
   loss) need_root; [ $# = 2 ] || die "usage: cluster.sh loss HOST PCT"; set_loss "$1" "$2" ;;
   exec) need_root; [ $# -ge 2 ] || die "usage: cluster.sh exec HOST CMD..."; ns=$(ns_of "$1"); shift; exec ip netns exec "$ns" "$@" ;;
   run) run "$@" ;;
+  mpi-env) mpi_env "$@" ;;
   reap) need_root; reap ;;
-  *) die "unknown command '$cmd' (up, down, status, state, loss, counters, exec, run, reap)" ;;
+  *) die "unknown command '$cmd' (up, down, status, state, loss, counters, exec, run, mpi-env, reap)" ;;
 esac

@@ -30,7 +30,16 @@ pub enum Algo {
     /// binomial tree of `algo::dbcast`, or the pipelined chain for long messages, in segments
     /// of `segment` bytes (`algo::dbcast_sched`).
     Dbcast { segment: usize },
+    /// The binomial tree as Open MPI runs it unsegmented: each rank sends to all its children
+    /// at once, and they share its link; the sharing is modelled by segments of `segment` bytes
+    /// sent round robin (`algo::binomial::bcast_isend`).
+    BinomialIsendBcast { segment: usize },
 }
+
+/// The segment size of `binomial-isend-bcast` unless `--segment` says otherwise: small
+/// enough that the copies to the children finish together as on a shared link, large enough
+/// that the per-message costs stay small against a segment's time on the link.
+pub const DEFAULT_ISEND_SEGMENT: usize = 16384;
 
 /// The segment size of `chain-bcast` and `binary-tree-bcast` unless `--segment` says
 /// otherwise (a message smaller than it is one segment).
@@ -45,6 +54,7 @@ impl Algo {
             Algo::ChainBcast { .. } => Algo::ChainBcast { segment: s },
             Algo::BinaryTreeBcast { .. } => Algo::BinaryTreeBcast { segment: s },
             Algo::Dbcast { .. } => Algo::Dbcast { segment: s },
+            Algo::BinomialIsendBcast { .. } => Algo::BinomialIsendBcast { segment: s },
             other => other,
         }
     }
@@ -54,7 +64,8 @@ impl Algo {
         match self {
             Algo::ChainBcast { segment }
             | Algo::BinaryTreeBcast { segment }
-            | Algo::Dbcast { segment } => Some(segment),
+            | Algo::Dbcast { segment }
+            | Algo::BinomialIsendBcast { segment } => Some(segment),
             _ => None,
         }
     }
@@ -70,6 +81,7 @@ pub const NAMES: &[&str] = &[
     "chain-bcast",
     "binary-tree-bcast",
     "dbcast",
+    "binomial-isend-bcast",
 ];
 
 /// The algorithm called `name`; `ways` and `func` matter for the dissemination only
@@ -96,6 +108,9 @@ pub fn algo_from_name(name: &str, ways: Option<u32>, func: Option<Func>) -> Opti
         },
         "dbcast" | "dynamic-bcast" => Algo::Dbcast {
             segment: algo::dbcast_sched::library_defaults().0,
+        },
+        "binomial-isend-bcast" | "binomial-isend" => Algo::BinomialIsendBcast {
+            segment: DEFAULT_ISEND_SEGMENT,
         },
         _ => return None,
     })
@@ -136,6 +151,7 @@ pub fn generate_each(
             | Algo::ChainBcast { .. }
             | Algo::BinaryTreeBcast { .. }
             | Algo::Dbcast { .. }
+            | Algo::BinomialIsendBcast { .. }
     );
     if rooted && root >= n {
         return Err(format!("root {root} is not below the {n} ranks"));
@@ -175,6 +191,9 @@ pub fn generate_each(
                 algo::pipeline::binary_tree(n, root, me, size, segment)
             }
             Algo::Dbcast { segment } => algo::dbcast_sched::bcast(n, root, me, size, segment),
+            Algo::BinomialIsendBcast { segment } => {
+                algo::binomial::bcast_isend(n, root, me, size, segment)
+            }
         })?;
     }
     Ok(())

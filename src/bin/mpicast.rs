@@ -208,6 +208,7 @@ struct Opts {
     size: Option<usize>,
     ways: Option<u32>,
     segment: Option<usize>,
+    ppn: Option<u32>,
     every: Option<usize>,
     expect: Option<String>,
     op: Option<Func>,
@@ -262,6 +263,7 @@ fn opts(args: &[String]) -> Result<Opts, Fail> {
             "--size" => o.size = Some(num(a, &value(a)?)?),
             "--ways" => o.ways = Some(num(a, &value(a)?)?),
             "--segment" => o.segment = Some(num(a, &value(a)?)?),
+            "--ppn" => o.ppn = Some(num(a, &value(a)?)?),
             "--every" => {
                 let k: usize = num(a, &value(a)?)?;
                 if k == 0 {
@@ -444,7 +446,8 @@ fn goal_cmd(args: &[String]) -> Result<(), Fail> {
                         gen::NAMES.join(", ")
                     ))
                 })?
-                .with_segment(o.segment);
+                .with_segment(o.segment)
+                .with_ppn(o.ppn);
             let n = o
                 .ranks
                 .ok_or_else(|| Fail::Usage("gen needs --ranks N".into()))?;

@@ -137,6 +137,7 @@ struct SimOpts {
     root: Option<u32>,
     ways: Option<u32>,
     segment: Option<usize>,
+    ppn: Option<u32>,
     op: Option<crate::sched::Func>,
     dialect: Option<Dialect>,
     prm: ParamOpts,
@@ -156,6 +157,7 @@ fn sim_opts(args: &[String]) -> Result<SimOpts, Fail> {
         root: None,
         ways: None,
         segment: None,
+        ppn: None,
         op: None,
         dialect: None,
         prm: ParamOpts::default(),
@@ -188,6 +190,7 @@ fn sim_opts(args: &[String]) -> Result<SimOpts, Fail> {
             "--root" => o.root = Some(num(a, &value(a)?)?),
             "--ways" => o.ways = Some(num(a, &value(a)?)?),
             "--segment" => o.segment = Some(num(a, &value(a)?)?),
+            "--ppn" => o.ppn = Some(num(a, &value(a)?)?),
             "--op" => o.op = Some(parse_func(&value(a)?)?),
             "--dialect" => {
                 o.dialect = Some(match value(a)?.as_str() {
@@ -338,7 +341,7 @@ fn from_file(f: &str, dialect: Option<Dialect>) -> Result<Flat, Fail> {
 }
 
 fn generated(o: &SimOpts, name: &str) -> Result<Flat, Fail> {
-    let algo = algo_named(name, o.ways, o.op, o.segment)?;
+    let algo = algo_named(name, o.ways, o.op, o.segment, o.ppn)?;
     let n = o
         .ranks
         .ok_or_else(|| Fail::Usage("--gen needs --ranks N".into()))?;
@@ -368,9 +371,10 @@ pub fn algo_named(
     ways: Option<u32>,
     op: Option<crate::sched::Func>,
     segment: Option<usize>,
+    ppn: Option<u32>,
 ) -> Result<gen::Algo, Fail> {
     gen::algo_from_name(name, ways, op)
-        .map(|a| a.with_segment(segment))
+        .map(|a| a.with_segment(segment).with_ppn(ppn))
         .ok_or_else(|| {
             Fail::UsageLine(format!(
                 "unknown algorithm `{name}`; known: {}",

@@ -85,13 +85,14 @@ usage: mpicast goal <command> ...
         assemble text into a binary schedule
   disasm FILE [--dialect paper|loggopsim]
         print a binary schedule (or a text file) as text, by default in its own dialect
-  gen ALGO --ranks N [--root R] [--size S] [--ways W] [--op FUNC] [--segment B] [--dialect D]
-        [-o OUT]
+  gen ALGO --ranks N [--root R] [--size S] [--ways W] [--op FUNC] [--segment B] [--ppn K]
+        [--dialect D] [-o OUT]
         print a generated schedule as text (or binary with -o OUT.bin); ALGO is one of
         binomial-bcast, dissemination-allreduce, scout-tree-bcast, scout-linear-bcast,
-        mcast-barrier, chain-bcast, binary-tree-bcast, dbcast; FUNC like sumInt32
-        (dissemination only); B the segment bytes of chain-bcast and binary-tree-bcast
-        (65536) and dbcast (8192)
+        mcast-barrier, chain-bcast, binary-tree-bcast, dbcast, eager-mcast-bcast,
+        imcast-bcast; FUNC like sumInt32 (dissemination only); B the segment bytes of
+        chain-bcast and binary-tree-bcast (65536), dbcast and imcast-bcast (8192); K the
+        ranks per host of imcast-bcast (1)
   dot FILE
         print the schedule as a Graphviz digraph
   bound FILE --every K [-o OUT] [--dialect D]

@@ -17,7 +17,7 @@ use std::time::Instant;
 pub const USAGE: &str = "\
 usage: mpicast sim FILE [options]
        mpicast sim --gen ALGO --ranks N [--size BYTES] [--root R] [--ways W] [--op FUNC]
-                   [--segment BYTES] [options]
+                   [--segment BYTES] [--ppn K] [options]
        mpicast sim sweep --gen ALGO[,ALGO...] --ranks LIST [--size LIST] [--csv OUT.csv]
                          [--svg OUT.svg] [parameter options]   (`mpicast sim sweep --help`)
        mpicast sim calibrate -n N [--mpi openmpi|mpich] [--sizes LIST] [--reps R] [--out FILE] ...
@@ -27,8 +27,9 @@ rank's end time (for at most 64 ranks), the maximum, and with --critical-path th
 actions that ends last. FILE is text in either dialect or a binary schedule (`-`: standard
 input); --gen takes the program from a generator of `mpicast goal gen` (binomial-bcast,
 dissemination-allreduce, scout-tree-bcast, scout-linear-bcast, mcast-barrier, chain-bcast,
-binary-tree-bcast, dbcast; --size default 8; --segment: the segment bytes of the pipelined
-ones, default 65536, for dbcast the library's 8192).
+binary-tree-bcast, dbcast, eager-mcast-bcast, imcast-bcast; --size default 8; --segment: the
+segment bytes of the pipelined ones, default 65536, for dbcast and imcast-bcast the library's
+8192; --ppn: ranks per host of imcast-bcast, default 1).
 
 options (times in ns, sizes in bytes; defaults are LogGOPSim's):
   -L N              latency (2500)

@@ -12,6 +12,7 @@
 #   sim_cluster.sh [OUT]          (default build/bench/sim-<UTC date-time>)
 #   SIM_HOSTS="4 6 9"  SIM_RATE=100mbit  SIM_BUDGET=3 (seconds per size and variant)
 #   SIM_SIZES=1024,...,4194304  SIM_CAL_ARGS="--stat min" (more arguments for calibrate)
+#   SIM_STEPS="measure calibrate" (either alone redoes one step into an OUT that has the other)
 # Needs root and `make lib-openmpi build/openmpi/bench/mcast_bench`. The cluster comes down
 # after each host count and on any exit.
 set -euo pipefail
@@ -24,6 +25,7 @@ rate=${SIM_RATE:-100mbit}
 budget=${SIM_BUDGET:-3}
 sizes=${SIM_SIZES:-1024,2048,4096,8192,16384,32768,65536,131072,262144,524288,1048576,2097152,4194304}
 cal_args=${SIM_CAL_ARGS:-}
+steps=${SIM_STEPS:-measure calibrate}
 bin=$TOP/build/openmpi/bin/mpicast
 [ "$(id -u)" = 0 ] || { echo "sim_cluster.sh: needs root (network namespaces)" >&2; exit 1; }
 for f in "$bin" build/openmpi/bin/mpicast-goal-run build/openmpi/bench/mcast_bench build/openmpi/lib/libmpicast.so; do
@@ -37,6 +39,7 @@ trap 'exit 130' INT TERM
 
 for h in $hosts; do
   name=ompi-${h}h
+  if [[ " $steps " == *" measure "* ]]; then
   echo "== $name: measure" >&2
   # The binomial tree of Open MPI's tuned component, not segmented; mpirun forwards OMPI_MCA_*.
   "$HERE/run.sh" --name "$name" --out "$out" --mpi openmpi --hosts "$h" --rate "$rate" --keep \
@@ -44,6 +47,10 @@ for h in $hosts; do
     --env OMPI_MCA_coll_tuned_bcast_algorithm_segmentsize=0 -- \
     --sizes "$sizes" --variants host,tree,linear,eager --budget "$budget" --reps-min 5 \
     --reps-max 30 --no-barrier --idle-wait
+  else
+    "$cluster" up "$h" --rate "$rate"
+  fi
+  [[ " $steps " == *" calibrate "* ]] || { "$cluster" down; continue; }
   echo "== $name: calibrate" >&2
   mapfile -t envs < <("$cluster" mpi-env --mpi openmpi "$hf")
   cal=(env "${envs[@]}" "$bin" sim calibrate -n "$h" --hostfile "$hf" --out "$out/$name.params" $cal_args)

@@ -144,7 +144,7 @@ fn usage_errors_exit_2() {
         text(&o.stderr),
         "mpicast: unknown algorithm `nosuch`; known: binomial-bcast, dissemination-allreduce, \
          scout-tree-bcast, scout-linear-bcast, mcast-barrier, chain-bcast, binary-tree-bcast, \
-         dbcast\n"
+         dbcast, eager-mcast-bcast, imcast-bcast, binomial-isend-bcast\n"
     );
 }
 
@@ -899,4 +899,81 @@ fn sim_calibrate_on_loopback() {
         "a third of the points beyond 30 %:\n{report}"
     );
     std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn eager_and_imcast_generators_by_name_and_ppn() {
+    // docs/sim.md's four-rank times: the eager multicast's data in at 5500; imcast-bcast of
+    // 20000 bytes on one host (--ppn 4): point-to-point segments, the last in at 373446.
+    for (args, want) in [
+        (
+            &["sim", "--gen", "eager-mcast", "--ranks", "4", "--size", "1"][..],
+            "maximum: 5500 ns at rank 1",
+        ),
+        (
+            &[
+                "sim",
+                "--gen",
+                "eager-mcast-bcast",
+                "--ranks",
+                "4",
+                "--size",
+                "100000",
+            ][..],
+            "maximum: 605494 ns at rank 1",
+        ),
+        (
+            &[
+                "sim",
+                "--gen",
+                "imcast-bcast",
+                "--ranks",
+                "4",
+                "--size",
+                "1",
+            ][..],
+            "maximum: 8500 ns at rank 3",
+        ),
+        (
+            &[
+                "sim", "--gen", "imcast", "--ranks", "4", "--size", "20000", "--ppn", "4",
+            ][..],
+            "maximum: 373446 ns at rank 3",
+        ),
+    ] {
+        let o = mpicast(args);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", text(&o.stderr));
+        assert!(
+            text(&o.stdout).contains(want),
+            "{args:?}: {}",
+            text(&o.stdout)
+        );
+    }
+    // goal gen: two hosts of four, the root's envelopes to 4 first, then its own ranks.
+    let o = mpicast(&[
+        "goal", "gen", "imcast", "--ranks", "8", "--ppn", "4", "--size", "20000",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    let root = out.split("rank #0 {").nth(1).unwrap();
+    assert!(root.trim_start().starts_with("send 0,0 to 4;"), "{out}");
+    assert!(out.contains("mcast 0,20000;"), "{out}");
+    let o = mpicast(&["goal", "gen", "imcast", "--ranks", "8", "--ppn", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("--ppn"), "{}", text(&o.stderr));
+    // The sweep takes --ppn and names rows by the full name.
+    let o = mpicast(&[
+        "sim",
+        "sweep",
+        "--gen",
+        "imcast,eager-mcast",
+        "--ranks",
+        "4",
+        "--ppn",
+        "2",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(out.contains("\nimcast-bcast,8,4,"), "{out}");
+    assert!(out.contains("\neager-mcast-bcast,8,4,5542,"), "{out}");
 }

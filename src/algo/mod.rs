@@ -8,6 +8,7 @@ pub mod dbcast;
 pub mod dbcast_sched;
 pub mod dissemination;
 pub mod hosts;
+pub mod imcast_sched;
 pub mod pipeline;
 pub mod prefix;
 pub mod scout;

@@ -85,13 +85,14 @@ usage: mpicast goal <command> ...
         assemble text into a binary schedule
   disasm FILE [--dialect paper|loggopsim]
         print a binary schedule (or a text file) as text, by default in its own dialect
-  gen ALGO --ranks N [--root R] [--size S] [--ways W] [--op FUNC] [--segment B] [--dialect D]
-        [-o OUT]
+  gen ALGO --ranks N [--root R] [--size S] [--ways W] [--op FUNC] [--segment B] [--ppn K]
+        [--dialect D] [-o OUT]
         print a generated schedule as text (or binary with -o OUT.bin); ALGO is one of
         binomial-bcast, dissemination-allreduce, scout-tree-bcast, scout-linear-bcast,
-        mcast-barrier, chain-bcast, binary-tree-bcast, dbcast; FUNC like sumInt32
-        (dissemination only); B the segment bytes of chain-bcast and binary-tree-bcast
-        (65536) and dbcast (8192)
+        mcast-barrier, chain-bcast, binary-tree-bcast, dbcast, eager-mcast-bcast,
+        imcast-bcast, binomial-isend-bcast; FUNC like sumInt32 (dissemination only); B the
+        segment bytes of chain-bcast and binary-tree-bcast (65536), dbcast and imcast-bcast
+        (8192), binomial-isend-bcast (16384); K the ranks per host of imcast-bcast (1)
   dot FILE
         print the schedule as a Graphviz digraph
   bound FILE --every K [-o OUT] [--dialect D]
@@ -208,6 +209,7 @@ struct Opts {
     size: Option<usize>,
     ways: Option<u32>,
     segment: Option<usize>,
+    ppn: Option<u32>,
     every: Option<usize>,
     expect: Option<String>,
     op: Option<Func>,
@@ -262,6 +264,7 @@ fn opts(args: &[String]) -> Result<Opts, Fail> {
             "--size" => o.size = Some(num(a, &value(a)?)?),
             "--ways" => o.ways = Some(num(a, &value(a)?)?),
             "--segment" => o.segment = Some(num(a, &value(a)?)?),
+            "--ppn" => o.ppn = Some(num(a, &value(a)?)?),
             "--every" => {
                 let k: usize = num(a, &value(a)?)?;
                 if k == 0 {
@@ -444,7 +447,8 @@ fn goal_cmd(args: &[String]) -> Result<(), Fail> {
                         gen::NAMES.join(", ")
                     ))
                 })?
-                .with_segment(o.segment);
+                .with_segment(o.segment)
+                .with_ppn(o.ppn);
             let n = o
                 .ranks
                 .ok_or_else(|| Fail::Usage("gen needs --ranks N".into()))?;

@@ -34,6 +34,13 @@ pub enum Algo {
     /// at once, and they share its link; the sharing is modelled by segments of `segment` bytes
     /// sent round robin (`algo::binomial::bcast_isend`).
     BinomialIsendBcast { segment: usize },
+    /// Seed 002's broadcast without scouts (`Sync::Eager`): the root multicasts at once, every
+    /// other rank's multicast receive is posted from the start.
+    EagerMcastBcast,
+    /// Seed 000's topology-aware multicast from the root to every other rank as
+    /// `MPICAST_Imcast` runs it, `ppn` ranks to a host, point-to-point in segments of
+    /// `segment` bytes or by IP multicast (`algo::imcast_sched`).
+    ImcastBcast { segment: usize, ppn: u32 },
 }
 
 /// The segment size of `binomial-isend-bcast` unless `--segment` says otherwise: small
@@ -55,6 +62,7 @@ impl Algo {
             Algo::BinaryTreeBcast { .. } => Algo::BinaryTreeBcast { segment: s },
             Algo::Dbcast { .. } => Algo::Dbcast { segment: s },
             Algo::BinomialIsendBcast { .. } => Algo::BinomialIsendBcast { segment: s },
+            Algo::ImcastBcast { ppn, .. } => Algo::ImcastBcast { segment: s, ppn },
             other => other,
         }
     }
@@ -65,8 +73,18 @@ impl Algo {
             Algo::ChainBcast { segment }
             | Algo::BinaryTreeBcast { segment }
             | Algo::Dbcast { segment }
-            | Algo::BinomialIsendBcast { segment } => Some(segment),
+            | Algo::BinomialIsendBcast { segment }
+            | Algo::ImcastBcast { segment, .. } => Some(segment),
             _ => None,
+        }
+    }
+
+    /// The same algorithm with `ppn` ranks to a host, for those that know hosts
+    /// (`imcast-bcast`); the others are returned unchanged. `None` changes nothing.
+    pub fn with_ppn(self, ppn: Option<u32>) -> Algo {
+        match (self, ppn) {
+            (Algo::ImcastBcast { segment, .. }, Some(ppn)) => Algo::ImcastBcast { segment, ppn },
+            (other, _) => other,
         }
     }
 }
@@ -81,13 +99,16 @@ pub const NAMES: &[&str] = &[
     "chain-bcast",
     "binary-tree-bcast",
     "dbcast",
+    "eager-mcast-bcast",
+    "imcast-bcast",
     "binomial-isend-bcast",
 ];
 
 /// The algorithm called `name`; `ways` and `func` matter for the dissemination only
 /// (defaults 1 and `sumInt32`). The segmented ones take their default segment size
-/// (`DEFAULT_SEGMENT`, and for `dbcast` the library's `MPICAST_SEGMENT_BYTES` default);
-/// `Algo::with_segment` changes it.
+/// (`DEFAULT_SEGMENT`, and for `dbcast` and `imcast-bcast` the library's
+/// `MPICAST_SEGMENT_BYTES` default); `Algo::with_segment` changes it. `imcast-bcast` puts one
+/// rank on each host; `Algo::with_ppn` changes that.
 pub fn algo_from_name(name: &str, ways: Option<u32>, func: Option<Func>) -> Option<Algo> {
     Some(match name {
         "binomial-bcast" | "binomial" => Algo::BinomialBcast,
@@ -111,6 +132,11 @@ pub fn algo_from_name(name: &str, ways: Option<u32>, func: Option<Func>) -> Opti
         },
         "binomial-isend-bcast" | "binomial-isend" => Algo::BinomialIsendBcast {
             segment: DEFAULT_ISEND_SEGMENT,
+        },
+        "eager-mcast-bcast" | "eager-mcast" => Algo::EagerMcastBcast,
+        "imcast-bcast" | "imcast" => Algo::ImcastBcast {
+            segment: algo::imcast_sched::library_defaults().1,
+            ppn: 1,
         },
         _ => return None,
     })
@@ -152,6 +178,8 @@ pub fn generate_each(
             | Algo::BinaryTreeBcast { .. }
             | Algo::Dbcast { .. }
             | Algo::BinomialIsendBcast { .. }
+            | Algo::EagerMcastBcast
+            | Algo::ImcastBcast { .. }
     );
     if rooted && root >= n {
         return Err(format!("root {root} is not below the {n} ranks"));
@@ -177,6 +205,15 @@ pub fn generate_each(
             crate::sched::func::check_lengths(p, size, size).map_err(|e| e.to_string())?;
         }
     }
+    let imcast = match algo {
+        Algo::ImcastBcast { segment, ppn } => {
+            if ppn == 0 {
+                return Err("a host needs at least one rank (--ppn)".into());
+            }
+            Some(algo::imcast_sched::Plan::new(n, ppn, root, size, segment))
+        }
+        _ => None,
+    };
     for me in 0..n {
         each(match algo {
             Algo::BinomialBcast => algo::binomial::bcast(n, root, me, size),
@@ -194,6 +231,8 @@ pub fn generate_each(
             Algo::BinomialIsendBcast { segment } => {
                 algo::binomial::bcast_isend(n, root, me, size, segment)
             }
+            Algo::EagerMcastBcast => algo::bcast(Sync::Eager, n, root, me, size),
+            Algo::ImcastBcast { .. } => imcast.as_ref().expect("planned above").schedule(me),
         })?;
     }
     Ok(())

@@ -1019,3 +1019,94 @@ fn segmented_broadcasts_by_name_and_refusals() {
     let e = generate(Algo::BinaryTreeBcast { segment: 1 }, 3, 0, 1 << 31).unwrap_err();
     assert!(e.contains("too many"), "{e}");
 }
+
+/// The broadcast without scouts and the topology-aware multicast (`imcast-bcast`, by
+/// point-to-point segments below 16 KiB or on one host, by an envelope and one IP multicast
+/// above) validate, and their functional replay in random event orders leaves the root's
+/// bytes in every rank's buffer, for any ranks per host.
+#[test]
+fn eager_and_imcast_broadcasts_validate_and_deliver() {
+    let mut rng = Rng::new(0x1CA5);
+    for n in 1..=24u32 {
+        for root in [0, n / 3, n - 1] {
+            for (size, segment) in [(0usize, 8192usize), (100, 7), (20_000, 8192)] {
+                let mut algos = vec![Algo::EagerMcastBcast];
+                for ppn in [1, 3, 4, 32] {
+                    algos.push(Algo::ImcastBcast { segment, ppn });
+                }
+                for algo in algos {
+                    let what = format!("{algo:?} n {n} root {root} size {size}");
+                    let p = generate(algo, n, root, size).unwrap();
+                    let d = validate(&p, None, &BufferSizes::default());
+                    assert!(d.is_empty(), "{what}: {d:#?}");
+                    if n <= 8 && size <= 100 {
+                        round_trip(&p);
+                    }
+                    let data: Vec<u8> = (0..size).map(|i| (i * 7 + 1) as u8).collect();
+                    let bufs: Vec<Buffers> = (0..n)
+                        .map(|r| {
+                            vec![if r == root {
+                                data.clone()
+                            } else {
+                                vec![0; size]
+                            }]
+                        })
+                        .collect();
+                    let out = sim::run(&p, bufs, rng.below(1 << 30) as u64)
+                        .unwrap_or_else(|e| panic!("{what}: {e}"));
+                    for (r, b) in out.iter().enumerate() {
+                        assert_eq!(b[0], data, "{what}: rank {r}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn eager_and_imcast_by_name_and_refusals() {
+    use super::gen::{algo_from_name, NAMES};
+    for name in ["eager-mcast-bcast", "imcast-bcast"] {
+        assert!(NAMES.contains(&name));
+    }
+    assert_eq!(
+        algo_from_name("eager-mcast", None, None),
+        Some(Algo::EagerMcastBcast)
+    );
+    let imcast = algo_from_name("imcast", None, None).unwrap();
+    assert_eq!(
+        imcast,
+        Algo::ImcastBcast {
+            segment: crate::config::Config::default().segment_bytes,
+            ppn: 1
+        }
+    );
+    assert_eq!(
+        imcast.with_segment(Some(5)).with_ppn(Some(4)),
+        Algo::ImcastBcast { segment: 5, ppn: 4 }
+    );
+    assert_eq!(imcast.with_ppn(None), imcast);
+    assert_eq!(
+        Algo::EagerMcastBcast
+            .with_ppn(Some(4))
+            .with_segment(Some(5)),
+        Algo::EagerMcastBcast
+    );
+    let e = generate(imcast.with_ppn(Some(0)), 3, 0, 8).unwrap_err();
+    assert!(e.contains("--ppn"), "{e}");
+    let e = generate(imcast, 3, 3, 8).unwrap_err();
+    assert!(e.contains("root 3"), "{e}");
+    let e = generate(Algo::EagerMcastBcast, 3, 3, 8).unwrap_err();
+    assert!(e.contains("root 3"), "{e}");
+    // Eager: one action per rank. imcast of 1000 bytes over 4 ranks on 4 hosts: the root's
+    // three sends and three receives; of 20000 bytes by IP: 3 envelopes and the multicast at
+    // the root, an envelope and a multicast receive at each other rank.
+    assert_eq!(
+        generate(Algo::EagerMcastBcast, 4, 0, 8)
+            .unwrap()
+            .action_count(),
+        4
+    );
+    assert_eq!(generate(imcast, 4, 0, 1000).unwrap().action_count(), 6);
+    assert_eq!(generate(imcast, 4, 0, 20_000).unwrap().action_count(), 10);
+}

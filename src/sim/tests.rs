@@ -870,3 +870,101 @@ fn segmented_generators_finish() {
         }
     }
 }
+
+/// Seed 002's broadcast without scouts over four ranks, root 0: one multicast.
+///   1 byte: the root's mcast takes its CPU 0..1500 and arrives everywhere at
+///     1500 + 2500 = 4000; each receiver's CPU 4000..5500: ends [1500, 5500, 5500, 5500].
+///   100000 bytes: the root's CPU is still 0..1500 (O = 0; the NIC, 0..1000 + 99999·6 =
+///     600994, does not make a rank end later); arrival at 4000, in at
+///     4000 + 1500 + 99999·6 = 605494 (LogGOPSim's rule: o + max((s-1)·O, (s-1)·G)).
+///   The lower bound of the multicast broadcasts: the scout tree adds the gather.
+#[test]
+fn eager_mcast_bcast_of_four() {
+    let p = gen::generate(gen::Algo::EagerMcastBcast, 4, 0, 1).unwrap();
+    assert_eq!(run(&p).end, [1500, 5500, 5500, 5500]);
+    let p = gen::generate(gen::Algo::EagerMcastBcast, 4, 0, 100_000).unwrap();
+    assert_eq!(run(&p).end, [1500, 605494, 605494, 605494]);
+    // Rooted anywhere: the same times.
+    let p = gen::generate(gen::Algo::EagerMcastBcast, 4, 2, 1).unwrap();
+    assert_eq!(run(&p).end, [5500, 5500, 1500, 5500]);
+    for n in [4u32, 33] {
+        let eager = run(&gen::generate(gen::Algo::EagerMcastBcast, n, 0, 8).unwrap()).max;
+        let tree = run(&gen::generate(gen::Algo::ScoutTreeBcast, n, 0, 8).unwrap()).max;
+        assert!(eager < tree, "n {n}: eager {eager} scout tree {tree}");
+    }
+}
+
+/// `imcast-bcast` over four ranks, root 0, the library's defaults (base 16, 8 KiB segments,
+/// IP multicast from 16 KiB between hosts).
+///   One rank per host, 1 byte: point-to-point, and four one-digit IDs make a flat tree: the
+///     root sends to 1, 2, 3 at 0..1500, 1500..3000, 3000..4500 (arriving 4000, 5500, 7000);
+///     ends [4500, 5500, 7000, 8500].
+///   One rank per host, 100000 bytes: by IP. The root's envelopes (0 bytes, costed as 1) take
+///     its CPU 0..1500, 1500..3000, 3000..4500 (arriving 4000, 5500, 7000), then the multicast
+///     4500..6000, arriving everywhere at 8500. Rank 1: envelope 4000..5500; rank 3: envelope
+///     7000..8500; the data in at 8500 + 1500 + 99999·6 = 609994 for all three.
+///   Four ranks on one host (--ppn 4), 20000 bytes: point-to-point (one host), 3 segments
+///     (8192, 8192, 3616), root sends segment-major. A full segment holds the NIC
+///     1000 + 8191·6 = 50146, so the sends start at k·50146 for k = 0..5 (segments 0 and 1 to
+///     1, 2, 3); segment 2 (NIC 1000 + 3615·6 = 22690) to 1 at 300876, to 2 at 323566, to 3 at
+///     346256; the root ends at 346256 + 1500 = 347756. Each receiver's last segment arrives
+///     4000 later and is in o + 3615·6 = 23190 after: rank 1 at 304876 + 23190 = 328066,
+///     rank 2 at 327566 + 23190 = 350756, rank 3 at 350256 + 23190 = 373446.
+#[test]
+fn imcast_bcast_of_four() {
+    let imcast = gen::algo_from_name("imcast-bcast", None, None).unwrap();
+    let p = gen::generate(imcast, 4, 0, 1).unwrap();
+    assert_eq!(run(&p).end, [4500, 5500, 7000, 8500]);
+    let p = gen::generate(imcast, 4, 0, 100_000).unwrap();
+    let o = run(&p);
+    assert_eq!(o.end, [6000, 609994, 609994, 609994]);
+    // Rank 3's envelope receive (action 1, after the multicast receive 0): posted at 0, the
+    // envelope in at 8500.
+    assert_eq!(o.times(3, 1), (0, 8500));
+    let p = gen::generate(imcast.with_ppn(Some(4)), 4, 0, 20_000).unwrap();
+    assert_eq!(run(&p).end, [347756, 328066, 350756, 373446]);
+}
+
+/// Two hosts of four: the root's first hop is the other host's rank, so the data crosses
+/// between hosts before the root serves its own; by IP, the other host's ranks wait for their
+/// envelope from their leader, one hop more, but the data comes by the one multicast.
+#[test]
+fn imcast_bcast_on_two_hosts() {
+    let imcast = gen::algo_from_name("imcast", None, None)
+        .unwrap()
+        .with_ppn(Some(4));
+    let o = run(&gen::generate(imcast, 8, 0, 1).unwrap());
+    // Root sends to 4 (0..1500), 1, 2, 3; rank 4 receives at 4000..5500, sends to 5, 6, 7
+    // at 5500, 7000, 8500 (arriving 9500, 11000, 12500): rank 7 ends at 14000.
+    assert_eq!(o.end[4], 10000);
+    assert_eq!(o.end[7], 14000);
+    let o = run(&gen::generate(imcast, 8, 0, 100_000).unwrap());
+    let eager = run(&gen::generate(gen::Algo::EagerMcastBcast, 8, 0, 100_000).unwrap());
+    assert!(
+        o.max > eager.max && o.max < eager.max + 10_000,
+        "{} {}",
+        o.max,
+        eager.max
+    );
+}
+
+/// `binomial-isend-bcast` over three ranks, root 0, 2 bytes in segments of 1: the root's
+/// children are 1 and 2 (the tree of `binomial-bcast`), which it sends segment 0 to 1, 0 to
+/// 2, 1 to 1, 1 to 2. One-byte messages cost no `G`; `o` (1500) outlasts `g` (1000), so
+/// the sends take the root's CPU 0..1500, 1500..3000, 3000..4500, 4500..6000 and arrive
+/// 4000, 5500, 7000, 8500. Rank 1: in at 5500 and 8500; rank 2: 7000 and 10000. Ends
+/// [6000, 8500, 10000]: both children have their copy near the end, as on a shared link;
+/// `binomial-bcast` (whole 2-byte messages one after the other, each arriving 6 ns of `G`
+/// later) ends [3000, 5506, 7006].
+#[test]
+fn binomial_isend_bcast_shares_the_root() {
+    let algo = gen::Algo::BinomialIsendBcast { segment: 1 };
+    let p = gen::generate(algo, 3, 0, 2).unwrap();
+    assert_eq!(run(&p).end, [6000, 8500, 10000]);
+    let p = gen::generate(gen::Algo::BinomialBcast, 3, 0, 2).unwrap();
+    assert_eq!(run(&p).end, [3000, 5506, 7006]);
+    // Whole copies, nothing to share (one segment): the binomial tree's own times.
+    let p = gen::generate(gen::Algo::BinomialIsendBcast { segment: 8 }, 8, 0, 8).unwrap();
+    let q = gen::generate(gen::Algo::BinomialBcast, 8, 0, 8).unwrap();
+    assert_eq!(run(&p).end, run(&q).end);
+}

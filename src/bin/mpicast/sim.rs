@@ -17,7 +17,7 @@ use std::time::Instant;
 pub const USAGE: &str = "\
 usage: mpicast sim FILE [options]
        mpicast sim --gen ALGO --ranks N [--size BYTES] [--root R] [--ways W] [--op FUNC]
-                   [--segment BYTES] [options]
+                   [--segment BYTES] [--ppn K] [options]
        mpicast sim sweep --gen ALGO[,ALGO...] --ranks LIST [--size LIST] [--csv OUT.csv]
                          [--svg OUT.svg] [parameter options]   (`mpicast sim sweep --help`)
        mpicast sim calibrate -n N [--mpi openmpi|mpich] [--sizes LIST] [--reps R] [--out FILE] ...
@@ -27,8 +27,10 @@ rank's end time (for at most 64 ranks), the maximum, and with --critical-path th
 actions that ends last. FILE is text in either dialect or a binary schedule (`-`: standard
 input); --gen takes the program from a generator of `mpicast goal gen` (binomial-bcast,
 dissemination-allreduce, scout-tree-bcast, scout-linear-bcast, mcast-barrier, chain-bcast,
-binary-tree-bcast, dbcast; --size default 8; --segment: the segment bytes of the pipelined
-ones, default 65536, for dbcast the library's 8192).
+binary-tree-bcast, dbcast, eager-mcast-bcast, imcast-bcast, binomial-isend-bcast; --size
+default 8; --segment: the segment bytes of the pipelined ones, default 65536, for dbcast and
+imcast-bcast the library's 8192, for binomial-isend-bcast 16384; --ppn: ranks per host of
+imcast-bcast, default 1).
 
 options (times in ns, sizes in bytes; defaults are LogGOPSim's):
   -L N              latency (2500)
@@ -137,6 +139,7 @@ struct SimOpts {
     root: Option<u32>,
     ways: Option<u32>,
     segment: Option<usize>,
+    ppn: Option<u32>,
     op: Option<crate::sched::Func>,
     dialect: Option<Dialect>,
     prm: ParamOpts,
@@ -156,6 +159,7 @@ fn sim_opts(args: &[String]) -> Result<SimOpts, Fail> {
         root: None,
         ways: None,
         segment: None,
+        ppn: None,
         op: None,
         dialect: None,
         prm: ParamOpts::default(),
@@ -188,6 +192,7 @@ fn sim_opts(args: &[String]) -> Result<SimOpts, Fail> {
             "--root" => o.root = Some(num(a, &value(a)?)?),
             "--ways" => o.ways = Some(num(a, &value(a)?)?),
             "--segment" => o.segment = Some(num(a, &value(a)?)?),
+            "--ppn" => o.ppn = Some(num(a, &value(a)?)?),
             "--op" => o.op = Some(parse_func(&value(a)?)?),
             "--dialect" => {
                 o.dialect = Some(match value(a)?.as_str() {
@@ -338,7 +343,7 @@ fn from_file(f: &str, dialect: Option<Dialect>) -> Result<Flat, Fail> {
 }
 
 fn generated(o: &SimOpts, name: &str) -> Result<Flat, Fail> {
-    let algo = algo_named(name, o.ways, o.op, o.segment)?;
+    let algo = algo_named(name, o.ways, o.op, o.segment, o.ppn)?;
     let n = o
         .ranks
         .ok_or_else(|| Fail::Usage("--gen needs --ranks N".into()))?;
@@ -368,9 +373,10 @@ pub fn algo_named(
     ways: Option<u32>,
     op: Option<crate::sched::Func>,
     segment: Option<usize>,
+    ppn: Option<u32>,
 ) -> Result<gen::Algo, Fail> {
     gen::algo_from_name(name, ways, op)
-        .map(|a| a.with_segment(segment))
+        .map(|a| a.with_segment(segment).with_ppn(ppn))
         .ok_or_else(|| {
             Fail::UsageLine(format!(
                 "unknown algorithm `{name}`; known: {}",

@@ -1055,7 +1055,7 @@ pub fn run(args: &[String]) -> Result<(), Fail> {
 /// Simulates every probe under the fitted parameters, without losses (the fit's formulas have
 /// none): where the simulator disagrees with the formulas, says so.
 fn check_against_simulator(fit: &Fit, ranks: u32) -> Vec<String> {
-    let mut params = fit.params.clone();
+    let mut params = fit.params;
     params.mcast_loss_ppm = 0;
     let mut notes = Vec::new();
     for ch in [Channel::P2p, Channel::Mcast] {

@@ -14,7 +14,8 @@ use std::time::Instant;
 /// `mpicast sim sweep --help`.
 pub const USAGE: &str = "\
 usage: mpicast sim sweep --gen ALGO[,ALGO...] --ranks LIST [--size LIST] [--root R] [--ways W]
-                         [--op FUNC] [--segment BYTES] [--csv OUT.csv] [--svg OUT.svg]
+                         [--op FUNC] [--segment BYTES] [--ppn K] [--csv OUT.csv]
+                         [--svg OUT.svg]
                          [parameter options]
 
 Generates and simulates every ALGO (generators of `mpicast goal gen`) at every size and rank
@@ -303,6 +304,7 @@ struct SweepOpts {
     root: Option<u32>,
     ways: Option<u32>,
     segment: Option<usize>,
+    ppn: Option<u32>,
     op: Option<crate::sched::Func>,
     prm: ParamOpts,
     csv: Option<String>,
@@ -317,6 +319,7 @@ fn sweep_opts(args: &[String]) -> Result<SweepOpts, Fail> {
         root: None,
         ways: None,
         segment: None,
+        ppn: None,
         op: None,
         prm: ParamOpts::default(),
         csv: None,
@@ -345,6 +348,7 @@ fn sweep_opts(args: &[String]) -> Result<SweepOpts, Fail> {
             "--root" => o.root = Some(parse_num(a, &value(a)?)?),
             "--ways" => o.ways = Some(parse_num(a, &value(a)?)?),
             "--segment" => o.segment = Some(parse_num(a, &value(a)?)?),
+            "--ppn" => o.ppn = Some(parse_num(a, &value(a)?)?),
             "--op" => o.op = Some(parse_func(&value(a)?)?),
             "--csv" => o.csv = Some(value(a)?),
             "--svg" => o.svg = Some(value(a)?),
@@ -384,12 +388,13 @@ pub fn run(args: &[String]) -> Result<(), Fail> {
     // Rows and legends use the generators' full names, whichever alias was given.
     let mut algos: Vec<(&str, gen::Algo)> = Vec::new();
     for name in &o.algos {
-        let algo = algo_named(name, o.ways, o.op, o.segment)?;
+        let algo = algo_named(name, o.ways, o.op, o.segment, o.ppn)?;
         let full = gen::NAMES
             .iter()
             .copied()
             .find(|n| {
-                gen::algo_from_name(n, o.ways, o.op).map(|a| a.with_segment(o.segment))
+                gen::algo_from_name(n, o.ways, o.op)
+                    .map(|a| a.with_segment(o.segment).with_ppn(o.ppn))
                     == Some(algo)
             })
             .unwrap_or(name.as_str());

@@ -9,7 +9,9 @@
 //! NICs (as many as the largest `cpu`/`nic` placement hint of the program asks for, else one of
 //! each); a resource is busy until a time, and an action that needs a busy resource waits.
 //! A message of `s` bytes costs as if it had `max(s, 1)` bytes: LogGOPSim's `(s-1)` terms are
-//! never negative here.
+//! never negative here. `G` and `O` (and `mG`) are whole picoseconds per byte (`PerByte`), so
+//! a link faster than 8 Gbit/s can be written (`G 0.08`); each `(s-1)·G` (or `(s-1)·O`) is
+//! rounded to the nearest ns, half up (`PerByte::time`), and times stay whole ns.
 //!
 //! - **send** (`s` bytes, on its hinted CPU and NIC): starts at `t` when both are free. The CPU is
 //!   busy until `t + o + (s-1)·O`, the NIC's send side until `t + g + (s-1)·G`; the message

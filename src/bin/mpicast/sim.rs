@@ -34,8 +34,8 @@ options (times in ns, sizes in bytes; defaults are LogGOPSim's):
   -L N              latency (2500)
   -o N              CPU overhead per message (1500)
   -g N              NIC gap per message (1000)
-  -G N              NIC gap per byte (6)
-  -O N              CPU overhead per byte (0)
+  -G X              NIC gap per byte, ns with up to 3 decimals: 0.08 is 100 Gbit/s (6)
+  -O X              CPU overhead per byte, as -G (0)
   -S N              largest eager message; larger ones use rendezvous (65535)
   --set NAME=VALUE  any parameter, also the multicast channel's: mL mo mg mG (its own
                     L o g G; default: as point-to-point), mF (datagram payload, 1400),

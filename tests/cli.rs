@@ -325,6 +325,15 @@ fn sim_times_a_generated_program_and_names_bad_parameters() {
     for (body, want) in [
         ("L 3000\nX 5\n", ":2: unknown parameter `X`"),
         ("o -1\n", ":1: o must not be negative"),
+        ("G 0.08\nG -1\n", ":2: G must not be negative"),
+        (
+            "G 0.0001\n",
+            ":1: G takes at most 3 decimals (1 ps per byte), got `0.0001`",
+        ),
+        (
+            "mG fast\n",
+            ":1: mG wants a non-negative number of ns per byte such as 8 or 0.08, not `fast`",
+        ),
     ] {
         std::fs::write(&f, body).unwrap();
         let o = mpicast(&[
@@ -344,6 +353,71 @@ fn sim_times_a_generated_program_and_names_bad_parameters() {
         );
     }
     std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn sim_takes_fractional_ns_per_byte() {
+    // As above with G = 0.5: each receive pays 7·G = 3.5 ns, rounded to the nearest ns
+    // (half up) 4: rank 1 is done at 5504, rank 3 at 5504 + o + L + o + 4 = 11008.
+    let run = |extra: &[&str]| {
+        let mut args = vec!["sim", "--gen", "binomial", "--ranks", "4"];
+        args.extend_from_slice(extra);
+        mpicast(&args)
+    };
+    for opt in [
+        &["-G", "0.5"][..],
+        &["--set", "G=0.5"],
+        &["--set", "G=.500"],
+    ] {
+        let o = run(opt);
+        assert_eq!(o.status.code(), Some(0), "{opt:?}: {}", text(&o.stderr));
+        let out = text(&o.stdout);
+        assert!(
+            out.contains("maximum: 11008 ns at rank 3"),
+            "{opt:?}: {out}"
+        );
+        assert!(out.contains(" G=0.5 O=0 "), "{opt:?}: {out}");
+    }
+    // 0.08 ns per byte: 7 bytes cost 0.56, 1 ns.
+    let out = text(&run(&["-G", "0.08"]).stdout);
+    assert!(out.contains("maximum: 11002 ns at rank 3"), "{out}");
+    assert!(out.contains(" G=0.08 "), "{out}");
+    // Bad values on the command line are usage errors.
+    for (opt, want) in [
+        (["-G", "0.0001"], "G takes at most 3 decimals"),
+        (["--set", "O=-0.5"], "O must not be negative"),
+        (
+            ["--set", "mG=x"],
+            "mG wants a non-negative number of ns per byte",
+        ),
+    ] {
+        let o = run(&opt);
+        assert_eq!(o.status.code(), Some(2), "{opt:?}");
+        assert!(
+            text(&o.stderr).contains(want),
+            "{opt:?}: {}",
+            text(&o.stderr)
+        );
+    }
+}
+
+#[test]
+fn sim_bench_parameter_files_parse() {
+    // bench/sim's parameter files for the scale studies: they load and time a broadcast.
+    let root = env!("CARGO_MANIFEST_DIR");
+    for (file, g, mg) in [
+        ("1gbit.params", "G=8.497", "mG=8.359"),
+        ("100gbit.params", "G=0.081", "mG=0.081"),
+    ] {
+        let path = format!("{root}/bench/sim/{file}");
+        let o = mpicast(&[
+            "sim", "--gen", "binomial", "--ranks", "16", "--size", "65536", "--params", &path,
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{file}: {}", text(&o.stderr));
+        let out = text(&o.stdout);
+        assert!(out.contains(g) && out.contains(mg), "{file}: {out}");
+        assert!(out.contains("maximum: "), "{file}: {out}");
+    }
 }
 
 #[test]

@@ -57,12 +57,13 @@
 //! the CPU) taken from the point-to-point fit, and `A(s)` = the multicast PRTT(1, 0, s) less
 //! half the point-to-point one measured at the same size (the reply's way back).
 //!
-//! The closed form is rounded to whole ns and polished (`polish`): a search in whole ns that
-//! lowers the squared relative residuals of all points, which leaves a closed form that already
-//! explains every point alone and, on measured times, finds whole-number slopes and a
-//! compromise where the model cannot follow the machine (one `o` for sender and receiver).
+//! The closed form is rounded to the model's units (whole ns; whole ps per byte for `G O mG`)
+//! and polished (`polish`): a search in those units that lowers the squared relative residuals
+//! of all points, which leaves a closed form that already explains every point alone and, on
+//! measured times, finds a compromise where the model cannot follow the machine (one `o` for
+//! sender and receiver).
 
-use super::Params;
+use super::{Params, PerByte};
 use crate::goal::Program;
 use crate::sched::{BufRef, Builder, Op, Schedule};
 use std::fmt;
@@ -331,14 +332,15 @@ pub struct ChannelFit {
     pub notes: Vec<String>,
 }
 
-/// The costs of a channel as the model charges them, in whole ns (ns per byte for `G`, `O`).
+/// The costs of a channel as the model charges them, in whole ns (whole ps per byte for `G`,
+/// `O`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Costs {
     pub l: u64,
     pub o: u64,
     pub g: u64,
-    pub gb: u64,
-    pub ob: u64,
+    pub gb: PerByte,
+    pub ob: PerByte,
 }
 
 impl Costs {
@@ -365,7 +367,7 @@ impl Costs {
 
 /// One way of one message of `s` bytes: `L + 2o + X max(O, G)`.
 fn one_way(c: &Costs, s: u64) -> u64 {
-    c.l + 2 * c.o + (s.max(1) - 1) * c.ob.max(c.gb)
+    c.l + 2 * c.o + c.ob.max(c.gb).time(s.max(1) - 1)
 }
 
 /// The time the model gives a probe (an eager size) under `prm`: the formulas of the
@@ -381,8 +383,8 @@ pub fn predict(p: &Probe, prm: &Params) -> u64 {
     let x = p.size.max(1) - 1;
     // The receiver's CPU pays o + X O per message (no more than the sender's) and its NIC
     // g + X G: the pace is the sender's CPU or either NIC.
-    let sender = c.o + x * c.ob + p.delay;
-    let nic = c.g + x * c.gb;
+    let sender = c.o + c.ob.time(x) + p.delay;
+    let nic = c.g + c.gb.time(x);
     single + (n - 1) * sender.max(nic)
 }
 
@@ -411,7 +413,8 @@ pub struct Fit {
     pub mcast: Option<ChannelFit>,
     /// Every measured point, in the order given.
     pub residuals: Vec<Residual>,
-    /// What rounding to whole ns cost: per-byte costs that the model cannot write.
+    /// Per-byte costs that the polish moved well away from the closed form (to suit all
+    /// points), which large messages feel most.
     pub notes: Vec<String>,
 }
 
@@ -767,19 +770,32 @@ fn whole(v: f64) -> u64 {
     v.max(0.0).round() as u64
 }
 
-/// A parameter's value by its name (`L o g G O mL mo mg mG`).
+/// A fitted cost per byte (ns per byte) to the model's whole ps per byte.
+fn per_byte(v: f64) -> PerByte {
+    PerByte::ps((v.max(0.0) * 1000.0).round() as u64)
+}
+
+/// A parameter's value by its name (`L o g G O mL mo mg mG`), in the unit the polish moves it:
+/// ns, and ps per byte for `G O mG`.
 fn get(prm: &Params, name: &str) -> u64 {
     match name {
         "L" => prm.latency,
         "o" => prm.overhead,
         "g" => prm.gap,
-        "G" => prm.gap_per_byte,
-        "O" => prm.overhead_per_byte,
+        "G" => prm.gap_per_byte.as_ps(),
+        "O" => prm.overhead_per_byte.as_ps(),
         "mL" => prm.mcast_l(),
         "mo" => prm.mcast_o(),
         "mg" => prm.mcast_g(),
-        "mG" => prm.mcast_gb(),
+        "mG" => prm.mcast_gb().as_ps(),
         _ => unreachable!("not a fitted parameter: {name}"),
+    }
+}
+
+/// Sets a parameter in the unit of `get`.
+fn put(prm: &mut Params, name: &str, v: u64) {
+    if !prm.set_per_byte(name, PerByte::ps(v)) {
+        prm.set(name, v);
     }
 }
 
@@ -792,11 +808,10 @@ fn cost(points: &[Measured], channel: Channel, prm: &Params) -> f64 {
         .sum()
 }
 
-/// Moves `channel`'s parameters in whole ns (ns per byte) while that lowers `cost`: a pattern
-/// search from the closed-form fit along each parameter and each pair of them (`L` up and `o`
-/// down together keep one message's time), steps from an eighth of each value down to 1. It
-/// finds the best whole-number slopes (a fitted 0.4 ns/B is 0 or 1 ns/B, with the intercepts
-/// moved to suit), and on measured data spreads what the model cannot show (a receiver's
+/// Moves `channel`'s parameters in whole ns (whole ps per byte for `G O mG`) while that lowers
+/// `cost`: a pattern search from the closed-form fit along each parameter and each pair of them
+/// (`L` up and `o` down together keep one message's time), steps from an eighth of each value
+/// down to 1. On measured data it spreads what the model cannot show (a receiver's
 /// overhead lower than the sender's, a curve where the model has a line) over all points
 /// instead of leaving it on one series. Where the closed form already explains every point
 /// exactly, nothing moves.
@@ -824,7 +839,7 @@ fn polish(points: &[Measured], channel: Channel, prm: &mut Params) {
     }
     let mut best = cost(points, channel, prm);
     let mut step: Vec<u64> = names.iter().map(|n| (get(prm, n) / 8).max(1)).collect();
-    // A bound that a search through whole numbers never reaches in practice.
+    // A bound that a search through whole units never reaches in practice.
     for _ in 0..100_000 {
         let mut moved = false;
         for d in &dirs {
@@ -842,7 +857,7 @@ fn polish(points: &[Measured], channel: Channel, prm: &mut Params) {
                             break;
                         }
                     };
-                    q.set(name, w);
+                    put(&mut q, name, w);
                 }
                 if !ok {
                     break;
@@ -869,7 +884,7 @@ fn polish(points: &[Measured], channel: Channel, prm: &mut Params) {
 /// Fits the point-to-point channel (and the multicast channel if `points` has multicast
 /// probes) and sets them into a copy of `base`; every point gets its residual. Needs, per
 /// channel, at least two sizes with all three probes each. The closed-form fit (`p2p`,
-/// `mcast`) is rounded to whole ns and then polished against all points (`polish`); `params`
+/// `mcast`) is rounded to whole ns (ps per byte) and then polished against all points (`polish`); `params`
 /// holds the result.
 pub fn fit(points: &[Measured], base: &Params) -> Result<Fit, FitError> {
     let p2p = fit_channel(points, Channel::P2p, None)?;
@@ -877,15 +892,15 @@ pub fn fit(points: &[Measured], base: &Params) -> Result<Fit, FitError> {
     prm.latency = whole(p2p.latency);
     prm.overhead = whole(p2p.overhead);
     prm.gap = whole(p2p.gap);
-    prm.gap_per_byte = whole(p2p.gap_per_byte);
-    prm.overhead_per_byte = whole(p2p.overhead_per_byte);
+    prm.gap_per_byte = per_byte(p2p.gap_per_byte);
+    prm.overhead_per_byte = per_byte(p2p.overhead_per_byte);
     polish(points, Channel::P2p, &mut prm);
     let mcast = if points.iter().any(|m| m.probe.channel == Channel::Mcast) {
         let f = fit_channel(points, Channel::Mcast, Some(p2p.overhead_per_byte))?;
         prm.mcast_latency = Some(whole(f.latency));
         prm.mcast_overhead = Some(whole(f.overhead));
         prm.mcast_gap = Some(whole(f.gap));
-        prm.mcast_gap_per_byte = Some(whole(f.gap_per_byte));
+        prm.mcast_gap_per_byte = Some(per_byte(f.gap_per_byte));
         polish(points, Channel::Mcast, &mut prm);
         Some(f)
     } else {
@@ -910,10 +925,10 @@ pub fn fit(points: &[Measured], base: &Params) -> Result<Fit, FitError> {
         slopes.push(("max(O, mG)", m.gap_per_byte, o_b.max(prm.mcast_gb())));
     }
     for (name, fitted, written) in slopes {
-        if (fitted - written as f64).abs() > 0.25 && fitted < 4.0 {
+        if (fitted - written.as_ns_f64()).abs() > 0.05 + 0.25 * fitted {
             notes.push(format!(
-                "{name}: {fitted:.3} ns/B fitted, {written} as written: the model counts whole \
-                 ns per byte, so large messages are off by the difference times their size"
+                "{name}: {fitted:.3} ns/B fitted, {written} after the polish over all points: \
+                 large messages are off by the difference times their size"
             ));
         }
     }
@@ -1001,12 +1016,12 @@ mod tests {
             latency: r(0, 50_000),
             overhead: r(0, 20_000),
             gap: r(0, 30_000),
-            gap_per_byte: gb,
-            overhead_per_byte: r(0, gb),
+            gap_per_byte: PerByte::ns(gb),
+            overhead_per_byte: PerByte::ns(r(0, gb)),
             mcast_latency: Some(r(0, 90_000)),
             mcast_overhead: Some(r(0, 30_000)),
             mcast_gap: Some(r(0, 40_000)),
-            mcast_gap_per_byte: Some(r(gb, gb + 40)),
+            mcast_gap_per_byte: Some(PerByte::ns(r(gb, gb + 40))),
             ..Params::default()
         }
     }
@@ -1067,7 +1082,7 @@ mod tests {
         for _ in 0..400 {
             let mut prm = random_params(&mut rng);
             // Any order of O and G, any delay, any group, here.
-            prm.overhead_per_byte = rng.below(60) as u64;
+            prm.overhead_per_byte = PerByte::ns(rng.below(60) as u64);
             if !mcast_own {
                 let d = Params::default();
                 prm.mcast_latency = d.mcast_latency;
@@ -1112,14 +1127,14 @@ mod tests {
             let q = f.params;
             // Everything a ping-pong can see comes back exactly; a gap that paces no burst
             // (g + X G never above o + X O at the sizes measured) comes back as o.
-            let hidden = |o: u64, ob: u64, g: u64, gb: u64| {
+            let hidden = |o: u64, ob: PerByte, g: u64, gb: PerByte| {
                 SIZES.iter().all(|&s| {
                     let x = s - 1;
-                    let (cpu, nic) = ((o + x * ob) as f64, (g + x * gb) as f64);
+                    let (cpu, nic) = ((o + ob.time(x)) as f64, (g + gb.time(x)) as f64);
                     !nic_paces(cpu.max(nic), cpu)
                 })
             };
-            let want = |l: u64, o: u64, g: u64, gb: u64| {
+            let want = |l: u64, o: u64, g: u64, gb: PerByte| {
                 let g = if hidden(o, prm.overhead_per_byte, g, gb) {
                     o
                 } else {
@@ -1174,13 +1189,16 @@ mod tests {
             latency: 4000,
             overhead: 3000,
             gap: 2000,
-            gap_per_byte: 2,
-            overhead_per_byte: 5,
+            gap_per_byte: PerByte::ns(2),
+            overhead_per_byte: PerByte::ns(5),
             ..Params::default()
         };
         let got = measure(&prm, 2, &[Channel::P2p], &SIZES, &mut exact);
         let f = fit(&got, &Params::default()).unwrap();
-        assert_eq!((f.params.gap_per_byte, f.params.overhead_per_byte), (5, 5));
+        assert_eq!(
+            (f.params.gap_per_byte, f.params.overhead_per_byte),
+            (PerByte::ns(5), PerByte::ns(5))
+        );
         assert!(f
             .p2p
             .notes
@@ -1203,8 +1221,8 @@ mod tests {
                 latency: 2000 + rng.below(20_000) as u64,
                 overhead: 1000 + rng.below(5_000) as u64,
                 gap: 7000 + rng.below(10_000) as u64,
-                gap_per_byte: 1 + rng.below(10) as u64,
-                overhead_per_byte: 0,
+                gap_per_byte: PerByte::ns(1 + rng.below(10) as u64),
+                overhead_per_byte: PerByte::ns(0),
                 ..Params::default()
             };
             let mut jitter = |t: u64| t as f64 * (1.0 + (rng.below(2001) as f64 - 1000.0) / 1e5);
@@ -1236,8 +1254,8 @@ mod tests {
                 "case {case}: mg {q} vs {prm}"
             );
             assert!(
-                (f.p2p.gap_per_byte - prm.gap_per_byte as f64).abs()
-                    <= 0.1 * prm.gap_per_byte as f64 + 0.5,
+                (f.p2p.gap_per_byte - prm.gap_per_byte.as_ns_f64()).abs()
+                    <= 0.1 * prm.gap_per_byte.as_ns_f64() + 0.5,
                 "case {case}: G {} vs {prm}",
                 f.p2p.gap_per_byte
             );
@@ -1410,22 +1428,25 @@ mod tests {
         rounded.latency = whole(f.p2p.latency);
         rounded.overhead = whole(f.p2p.overhead);
         rounded.gap = whole(f.p2p.gap);
-        rounded.gap_per_byte = whole(f.p2p.gap_per_byte);
-        rounded.overhead_per_byte = whole(f.p2p.overhead_per_byte);
+        rounded.gap_per_byte = per_byte(f.p2p.gap_per_byte);
+        rounded.overhead_per_byte = per_byte(f.p2p.overhead_per_byte);
         assert!(
             cost(&got, Channel::P2p, &q) <= cost(&got, Channel::P2p, &rounded),
             "{q} against {rounded}"
         );
-        // Loopback moves 2.6 bytes per ns (G = 0.38 ns/B), which whole ns per byte cannot
-        // write: the fit says so, and the sizes where it matters little are within 30 % (one
-        // message there and back, and the delayed bursts; the bursts' pace is the receiver's
-        // overhead, lower than the sender's o, which the model pays on both sides).
+        // Loopback moves 2 to 3 bytes per ns: G is a fraction of a ns per byte, which the
+        // fit writes to the ps (0.416 here; whole ns per byte wrote 0 or 1 and left the 4 and
+        // 16 KiB probes 50 to 85 % short). Every point is within 45 %, and those where the
+        // per-byte part matters little within 30 % (one message there and back, and the
+        // delayed bursts; the bursts' pace is the receiver's overhead, lower than the
+        // sender's o, which the model pays on both sides).
+        let g = q.gap_per_byte.as_ns_f64();
         assert!(
-            f.notes.iter().any(|n| n.starts_with("max(O, G): 0.")),
-            "{:?}",
-            f.notes
+            g > 0.3 && g < 0.6 && q.gap_per_byte.as_ps() % 1000 != 0,
+            "{q}"
         );
         for r in f.residuals.iter() {
+            assert!(r.relative().abs() < 0.45, "{}: {r:?} with {q}", r.probe);
             if r.probe.kind() != Kind::Burst && r.probe.size <= 1024 {
                 assert!(r.relative().abs() < 0.3, "{}: {r:?} with {q}", r.probe);
             }

@@ -37,7 +37,7 @@
 //!   a faster route end would put it ahead.
 
 use super::network::{HostId, LinkId, Network, Node, Routing, ShortestPaths};
-use super::Params;
+use super::{Params, PerByte};
 use crate::sched::ActionId;
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -50,8 +50,8 @@ pub struct Contention {
     /// The host of each rank.
     host: Vec<HostId>,
     /// `G`: the NIC's time per byte; `mnic`: the multicast channel's (`mG`).
-    nic: u64,
-    mnic: u64,
+    nic: PerByte,
+    mnic: PerByte,
     /// Per directed link: busy until, bytes and messages carried, time held.
     busy: Vec<u64>,
     bytes: Vec<u64>,
@@ -126,7 +126,7 @@ impl Contention {
         free: u64,
     ) -> u64 {
         let bytes = bytes.max(1);
-        let own = depart.saturating_add(bytes.saturating_mul(self.nic));
+        let own = depart.saturating_add(self.nic.time(bytes));
         let mut route = std::mem::take(&mut self.route);
         let (from, to) = (self.host[src as usize], self.host[dst as usize]);
         self.net.route(&*self.routing, from, to, &mut route);
@@ -144,7 +144,7 @@ impl Contention {
     /// is then `arrival(rank)` until the next multicast.
     pub fn multicast(&mut self, root: u32, send: ActionId, depart: u64, bytes: u64, free: u64) {
         let bytes = bytes.max(1);
-        let own = depart.saturating_add(bytes.saturating_mul(self.mnic));
+        let own = depart.saturating_add(self.mnic.time(bytes));
         self.serial += 1;
         let from = self.host[root as usize];
         let mut route = std::mem::take(&mut self.route);
@@ -183,7 +183,7 @@ impl Contention {
 
     /// Moves a message whose head reaches link `l` at `head` and whose tail reaches it at
     /// `tail` across it; returns when head and tail reach its far end.
-    fn cross(&mut self, l: LinkId, head: u64, tail: u64, bytes: u64, nic: u64) -> (u64, u64) {
+    fn cross(&mut self, l: LinkId, head: u64, tail: u64, bytes: u64, nic: PerByte) -> (u64, u64) {
         let i = l as usize;
         let k = &self.net.links[i];
         let start = head.max(self.busy[i]);

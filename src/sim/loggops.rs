@@ -9,7 +9,9 @@
 //! NICs (as many as the largest `cpu`/`nic` placement hint of the program asks for, else one of
 //! each); a resource is busy until a time, and an action that needs a busy resource waits.
 //! A message of `s` bytes costs as if it had `max(s, 1)` bytes: LogGOPSim's `(s-1)` terms are
-//! never negative here.
+//! never negative here. `G` and `O` (and `mG`) are whole picoseconds per byte (`PerByte`), so
+//! a link faster than 8 Gbit/s can be written (`G 0.08`); each `(s-1)·G` (or `(s-1)·O`) is
+//! rounded to the nearest ns, half up (`PerByte::time`), and times stay whole ns.
 //!
 //! - **send** (`s` bytes, on its hinted CPU and NIC): starts at `t` when both are free. The CPU is
 //!   busy until `t + o + (s-1)·O`, the NIC's send side until `t + g + (s-1)·G`; the message
@@ -60,6 +62,93 @@ use crate::sched::{ActionId, Op, ANY_PEER, ANY_TAG};
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 
+/// A cost per byte (`G`, `O`, `mG`): whole picoseconds per byte, written in ns per byte with
+/// up to three decimals (`G 0.08`, `G 6`). A message's per-byte cost is `time`: the product
+/// rounded to the nearest ns (half up), the one rule every part of the simulator uses, so
+/// that whole ns per byte give exactly the products they always gave.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PerByte(u64);
+
+impl PerByte {
+    /// `ns` whole nanoseconds per byte.
+    pub const fn ns(ns: u64) -> PerByte {
+        PerByte(ns.saturating_mul(1000))
+    }
+
+    /// `ps` picoseconds per byte.
+    pub const fn ps(ps: u64) -> PerByte {
+        PerByte(ps)
+    }
+
+    /// In picoseconds per byte.
+    pub const fn as_ps(self) -> u64 {
+        self.0
+    }
+
+    /// In nanoseconds per byte, as a float (for reports and fits).
+    pub fn as_ns_f64(self) -> f64 {
+        self.0 as f64 / 1000.0
+    }
+
+    /// The cost of `bytes` bytes in ns: `bytes · self`, rounded to the nearest ns (half up),
+    /// saturating. Callers pass LogGOPS's `s - 1` (or `s` where the network streams a whole
+    /// message).
+    pub fn time(self, bytes: u64) -> u64 {
+        let ps = bytes as u128 * self.0 as u128;
+        u64::try_from((ps + 500) / 1000).unwrap_or(u64::MAX)
+    }
+
+    /// Reads a written value: a non-negative decimal number of ns per byte with at most three
+    /// decimals (`8`, `0.08`, `.5`). The error names the parameter `name`.
+    pub fn parse(name: &str, value: &str) -> Result<PerByte, String> {
+        let bad = || {
+            format!(
+                "{name} wants a non-negative number of ns per byte such as 8 or 0.08, \
+                 not `{value}`"
+            )
+        };
+        if value.starts_with('-') {
+            return Err(format!("{name} must not be negative, got `{value}`"));
+        }
+        let (int, frac) = value.split_once('.').unwrap_or((value, ""));
+        let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+        if !digits(int) || !digits(frac) || (int.is_empty() && frac.is_empty()) {
+            return Err(bad());
+        }
+        if frac.len() > 3 {
+            return Err(format!(
+                "{name} takes at most 3 decimals (1 ps per byte), got `{value}`"
+            ));
+        }
+        let large = || format!("{name} is too large: `{value}`");
+        // Digits only by now: a number that does not parse is too large.
+        let whole: u64 = if int.is_empty() {
+            0
+        } else {
+            int.parse().map_err(|_| large())?
+        };
+        let milli: u64 = format!("{frac:0<3}").parse().map_err(|_| bad())?;
+        whole
+            .checked_mul(1000)
+            .and_then(|w| w.checked_add(milli))
+            .map(PerByte)
+            .ok_or_else(large)
+    }
+}
+
+/// Whole ns per byte as an integer (`6`), others with the decimals they need (`0.08`).
+impl fmt::Display for PerByte {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (whole, milli) = (self.0 / 1000, self.0 % 1000);
+        if milli == 0 {
+            write!(f, "{whole}")
+        } else {
+            let frac = format!("{milli:03}");
+            write!(f, "{whole}.{}", frac.trim_end_matches('0'))
+        }
+    }
+}
+
 /// LogGOPS parameters; times in nanoseconds, sizes in bytes. Build with
 /// `Params { latency: 5000, ..Params::default() }` so that later fields can be added without
 /// touching callers.
@@ -78,16 +167,16 @@ pub struct Params {
     /// `g`: NIC time between two messages.
     pub gap: u64,
     /// `G`: NIC time per byte after the first.
-    pub gap_per_byte: u64,
+    pub gap_per_byte: PerByte,
     /// `O`: CPU time per byte after the first.
-    pub overhead_per_byte: u64,
+    pub overhead_per_byte: PerByte,
     /// `S`: the largest message sent eagerly; larger ones use rendezvous.
     pub eager_limit: u64,
     /// `mL`, `mo`, `mg`, `mG`: the multicast channel's own values (`None`: as point-to-point).
     pub mcast_latency: Option<u64>,
     pub mcast_overhead: Option<u64>,
     pub mcast_gap: Option<u64>,
-    pub mcast_gap_per_byte: Option<u64>,
+    pub mcast_gap_per_byte: Option<PerByte>,
     /// `mF`: payload bytes per multicast datagram (a lost datagram is repaired alone).
     pub mcast_frag: u64,
     /// `mloss`: probability that a receiver loses a given multicast datagram, in parts per
@@ -106,8 +195,8 @@ impl Default for Params {
             latency: 2500,
             overhead: 1500,
             gap: 1000,
-            gap_per_byte: 6,
-            overhead_per_byte: 0,
+            gap_per_byte: PerByte::ns(6),
+            overhead_per_byte: PerByte::ns(0),
             eager_limit: 65535,
             mcast_latency: None,
             mcast_overhead: None,
@@ -129,20 +218,19 @@ impl Params {
     pub const MCAST_NAMES: [&'static str; 8] =
         ["mL", "mo", "mg", "mG", "mF", "mloss", "mnack", "mseed"];
 
-    /// Sets the integer parameter called `name` (`L o g G O S mL mo mg mG mF mnack`); false
-    /// for an unknown name (and for `mloss`, a fraction: see `set_text`).
+    /// Sets the integer parameter called `name` (`L o g G O S mL mo mg mG mF mnack`; `G O mG`
+    /// in whole ns per byte: `set_per_byte` takes fractions); false for an unknown name (and
+    /// for `mloss`, a fraction: see `set_text`).
     pub fn set(&mut self, name: &str, value: u64) -> bool {
         match name {
             "L" => self.latency = value,
             "o" => self.overhead = value,
             "g" => self.gap = value,
-            "G" => self.gap_per_byte = value,
-            "O" => self.overhead_per_byte = value,
+            "G" | "O" | "mG" => return self.set_per_byte(name, PerByte::ns(value)),
             "S" => self.eager_limit = value,
             "mL" => self.mcast_latency = Some(value),
             "mo" => self.mcast_overhead = Some(value),
             "mg" => self.mcast_gap = Some(value),
-            "mG" => self.mcast_gap_per_byte = Some(value),
             "mF" => self.mcast_frag = value.max(1),
             "mnack" => self.mcast_nack = value,
             "mseed" => self.mcast_seed = value,
@@ -151,8 +239,20 @@ impl Params {
         true
     }
 
-    /// Sets `name` from its written value: a non-negative integer, or for `mloss` a fraction
-    /// in [0, 1). The error says what was wrong, without file or line.
+    /// Sets the per-byte parameter `name` (`G O mG`); false for another name.
+    pub fn set_per_byte(&mut self, name: &str, value: PerByte) -> bool {
+        match name {
+            "G" => self.gap_per_byte = value,
+            "O" => self.overhead_per_byte = value,
+            "mG" => self.mcast_gap_per_byte = Some(value),
+            _ => return false,
+        }
+        true
+    }
+
+    /// Sets `name` from its written value: a non-negative integer, for `G O mG` a number of
+    /// ns per byte with at most three decimals (`PerByte::parse`), for `mloss` a fraction in
+    /// [0, 1). The error says what was wrong, without file or line.
     pub fn set_text(&mut self, name: &str, value: &str) -> Result<(), String> {
         let known = || {
             format!(
@@ -181,6 +281,11 @@ impl Params {
         if !Self::NAMES.contains(&name) && !Self::MCAST_NAMES.contains(&name) {
             return Err(known());
         }
+        if matches!(name, "G" | "O" | "mG") {
+            let v = PerByte::parse(name, value)?;
+            self.set_per_byte(name, v);
+            return Ok(());
+        }
         let v: u64 = value
             .parse()
             .map_err(|_| format!("{name} wants a non-negative integer, not `{value}`"))?;
@@ -201,7 +306,7 @@ impl Params {
     pub fn mcast_g(&self) -> u64 {
         self.mcast_gap.unwrap_or(self.gap)
     }
-    pub fn mcast_gb(&self) -> u64 {
+    pub fn mcast_gb(&self) -> PerByte {
         self.mcast_gap_per_byte.unwrap_or(self.gap_per_byte)
     }
 
@@ -230,14 +335,14 @@ impl Params {
     }
 
     /// LogGOPSim's six, by name, in `NAMES` order.
-    fn loggops(&self) -> [(&'static str, u64); 6] {
+    fn loggops(&self) -> [(&'static str, String); 6] {
         [
-            ("L", self.latency),
-            ("o", self.overhead),
-            ("g", self.gap),
-            ("G", self.gap_per_byte),
-            ("O", self.overhead_per_byte),
-            ("S", self.eager_limit),
+            ("L", self.latency.to_string()),
+            ("o", self.overhead.to_string()),
+            ("g", self.gap.to_string()),
+            ("G", self.gap_per_byte.to_string()),
+            ("O", self.overhead_per_byte.to_string()),
+            ("S", self.eager_limit.to_string()),
         ]
     }
 
@@ -249,10 +354,10 @@ impl Params {
             .map(|(name, v)| format!("{name} {v}\n"))
             .collect();
         for (name, v) in [
-            ("mL", self.mcast_latency),
-            ("mo", self.mcast_overhead),
-            ("mg", self.mcast_gap),
-            ("mG", self.mcast_gap_per_byte),
+            ("mL", self.mcast_latency.map(|v| v.to_string())),
+            ("mo", self.mcast_overhead.map(|v| v.to_string())),
+            ("mg", self.mcast_gap.map(|v| v.to_string())),
+            ("mG", self.mcast_gap_per_byte.map(|v| v.to_string())),
         ] {
             if let Some(v) = v {
                 s += &format!("{name} {v}\n");
@@ -574,8 +679,8 @@ struct Costs {
     o: u64,
     l: u64,
     g: u64,
-    gb: u64,
-    ob: u64,
+    gb: PerByte,
+    ob: PerByte,
 }
 
 struct Engine<'p> {
@@ -787,7 +892,8 @@ impl<'p> Engine<'p> {
         );
         self.cpu.hold(c, m, why);
         self.nic_send.hold(n, m, why);
-        let own = self.st[g].start + self.prm.overhead + extra(a.arg) * self.prm.overhead_per_byte;
+        let own =
+            self.st[g].start + self.prm.overhead + self.prm.overhead_per_byte.time(extra(a.arg));
         if m > own {
             self.complete(src, g, m, why);
         } else {
@@ -851,11 +957,11 @@ impl<'p> Engine<'p> {
                 let mcast = a.kind == FlatKind::Mcast;
                 let k = self.costs(mcast);
                 let me = self.point(rank, g, false, Via::Cpu);
-                let cpu_end = t + k.o + extra(a.arg) * k.ob;
+                let cpu_end = t + k.o + k.ob.time(extra(a.arg));
                 self.cpu.hold(c, cpu_end, me);
                 self.nic_send.hold(
                     n,
-                    t + k.g + extra(a.arg) * k.gb,
+                    t + k.g + k.gb.time(extra(a.arg)),
                     Link {
                         via: Via::NicSend,
                         ..me
@@ -1020,8 +1126,8 @@ impl<'p> Engine<'p> {
         let x = extra(sa.arg);
         // The CPU pays o and the per-byte O; the receive completes when the NIC has also taken
         // in every byte (LogGOPSim's rule), but the CPU is free meanwhile for other actions.
-        let cpu_done = t + k.o + x * k.ob;
-        let done = t + k.o + (x * k.ob).max(x * k.gb);
+        let cpu_done = t + k.o + k.ob.time(x);
+        let done = t + k.o + k.ob.time(x).max(k.gb.time(x));
         let msg = self.point(src, send, false, Via::Message);
         // A message that had to wait for the receiver ends when the CPU or NIC that held it
         // up allowed, so that is what its receive waited for.
@@ -1048,7 +1154,7 @@ impl<'p> Engine<'p> {
         };
         self.nic_recv.hold(
             n,
-            t + k.g + x * k.gb,
+            t + k.g + k.gb.time(x),
             Link {
                 via: Via::NicRecv,
                 ..msg
@@ -1063,7 +1169,7 @@ impl<'p> Engine<'p> {
                     send: send_local,
                     at: t,
                     cpu_end: cpu_done,
-                    nic_end: t + k.g + x * k.gb,
+                    nic_end: t + k.g + k.gb.time(x),
                 });
             }
         }

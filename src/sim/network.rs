@@ -44,6 +44,7 @@
 //! union of its routes) crosses each directed link once. Up-down routing (seed 003) can come as
 //! another `Routing`.
 
+use super::PerByte;
 use std::cell::OnceCell;
 use std::collections::HashMap;
 use std::fmt;
@@ -70,10 +71,11 @@ pub enum Rate {
 }
 
 impl Rate {
-    /// How long `bytes` bytes take to pass, in ns (rounded up); `nic_per_byte` is `G`.
-    pub fn time(self, bytes: u64, nic_per_byte: u64) -> u64 {
+    /// How long `bytes` bytes take to pass, in ns (a bandwidth rounded up; the NIC's rate as
+    /// `G` costs bytes, `PerByte::time`); `nic_per_byte` is `G`.
+    pub fn time(self, bytes: u64, nic_per_byte: PerByte) -> u64 {
         match self {
-            Rate::Nic => bytes.saturating_mul(nic_per_byte),
+            Rate::Nic => nic_per_byte.time(bytes),
             Rate::Bits(bps) => {
                 let ns = (bytes as u128 * 8_000_000_000).div_ceil(bps as u128);
                 u64::try_from(ns).unwrap_or(u64::MAX)

@@ -154,9 +154,13 @@ fn bandwidths_and_latencies() {
         "bad latency `5 min`: want a number of ns, us, ms or s, such as 500ns"
     );
     // Time on a link: rounded up to the ns; `nic` at G per byte.
-    assert_eq!(Rate::Bits(1_000_000_000).time(1000, 6), 8000);
-    assert_eq!(Rate::Bits(3_000_000_000).time(1, 6), 3);
-    assert_eq!(Rate::Nic.time(1000, 6), 6000);
+    let six = PerByte::ns(6);
+    assert_eq!(Rate::Bits(1_000_000_000).time(1000, six), 8000);
+    assert_eq!(Rate::Bits(3_000_000_000).time(1, six), 3);
+    assert_eq!(Rate::Nic.time(1000, six), 6000);
+    // A fraction of a ns per byte: the product, rounded to the nearest ns.
+    assert_eq!(Rate::Nic.time(1000, PerByte::ps(80)), 80);
+    assert_eq!(Rate::Nic.time(1001, PerByte::ps(500)), 501);
     assert_eq!(Rate::Bits(2_500_000_000).to_string(), "2.5Gbit");
 }
 
@@ -280,7 +284,7 @@ host h3 s1 1Gbit
 
 fn g8() -> Params {
     Params {
-        gap_per_byte: 8,
+        gap_per_byte: PerByte::ns(8),
         ..Params::default()
     }
 }
@@ -585,7 +589,7 @@ fn random_networks_and_traffic() {
         let text = random_network(&mut rng, ranks);
         let n = Network::parse(&text, "r").unwrap_or_else(|e| panic!("case {case}: {e}\n{text}"));
         let prm = Params {
-            gap_per_byte: [0, 1, 5, 8, 20][rng.below(5)],
+            gap_per_byte: PerByte::ps([0, 1000, 5000, 8000, 20_000, 80, 375][rng.below(7)]),
             ..Params::default()
         };
         let host = n.places(ranks).unwrap();
@@ -658,7 +662,7 @@ fn random_networks_and_traffic() {
                 // NIC's own s·G.
                 let r = c.route(src, dst);
                 let lat: u64 = r.iter().map(|&l| n.links[l as usize].latency).sum();
-                let own = bytes * prm.gap_per_byte;
+                let own = prm.gap_per_byte.time(bytes);
                 let slow = r
                     .iter()
                     .map(|&l| n.links[l as usize].rate.time(bytes, prm.gap_per_byte))

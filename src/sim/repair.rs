@@ -86,7 +86,7 @@ pub fn repair(prm: &Params, root: u32, send: u64, dst: u32, len: u64) -> Repair 
             + prm.latency
             + prm.mcast_o()
             + prm.mcast_l()
-            + (bytes - 1) * prm.mcast_gb();
+            + prm.mcast_gb().time(bytes - 1);
         missing = lost;
     }
     out

@@ -473,13 +473,13 @@ fn lower_bounds(r: &Random, prm: &Params) -> Vec<Vec<(u64, u64)>> {
 }
 
 /// LogGOPS parameters drawn for a random case, with the given `G`.
-fn random_params(rng: &mut Rng, gap_per_byte: u64) -> Params {
+fn random_params(rng: &mut Rng, gap_per_byte: PerByte) -> Params {
     Params {
         latency: rng.below(5000) as u64,
         overhead: rng.below(3000) as u64,
         gap: rng.below(3000) as u64,
         gap_per_byte,
-        overhead_per_byte: rng.below(5) as u64,
+        overhead_per_byte: PerByte::ps(rng.below(5000) as u64),
         eager_limit: if rng.chance(50) { 16 } else { 65535 },
         ..Params::default()
     }
@@ -492,7 +492,8 @@ fn random_programs_respect_bounds_and_match_like_the_replay() {
         let n = 2 + rng.below(6) as u32;
         let msgs = 1 + rng.below(30);
         let r = random_program(&mut rng, n, msgs);
-        let g = rng.below(20) as u64;
+        // Whole and fractional ns per byte alike.
+        let g = PerByte::ps(rng.below(20_000) as u64);
         let prm = random_params(&mut rng, g);
         let o = simulate(&r.p, &prm, Options { trace: true })
             .unwrap_or_else(|e| panic!("case {case}: {e}"));
@@ -641,7 +642,7 @@ fn random_programs_on_networks() {
         let n = 2 + rng.below(6) as u32;
         let msgs = 1 + rng.below(30);
         let r = random_program(&mut rng, n, msgs);
-        let g = [0, 1, 5, 8, 20][rng.below(5)];
+        let g = PerByte::ps([0, 1000, 5000, 8000, 20_000, 80, 375][rng.below(7)]);
         let prm = random_params(&mut rng, g);
         let text = if rng.chance(50) {
             let mut s = "switch hub\n".to_string();
@@ -704,7 +705,7 @@ fn multicast_channel_parameters_and_loss_with_repair() {
     let own = Params {
         mcast_overhead: Some(4000),
         mcast_latency: Some(9000),
-        mcast_gap_per_byte: Some(1),
+        mcast_gap_per_byte: Some(PerByte::ns(1)),
         ..Params::default()
     };
     let o = run_with(&p, &own);
@@ -967,4 +968,75 @@ fn binomial_isend_bcast_shares_the_root() {
     let p = gen::generate(gen::Algo::BinomialIsendBcast { segment: 8 }, 8, 0, 8).unwrap();
     let q = gen::generate(gen::Algo::BinomialBcast, 8, 0, 8).unwrap();
     assert_eq!(run(&p).end, run(&q).end);
+}
+
+#[test]
+fn half_a_ns_per_byte_costs_half_the_bytes_after_the_first() {
+    // 1001 bytes: the receive completes at o + L + o + max(1000 O, 1000 G) (docs/sim.md);
+    // G = 0.5 adds 1000 · 0.5 = 500 ns to G = 0, with O = 0 at both.
+    let p = parse("rank #0 { send 0,1001 to 1; }\nrank #1 { recv 0,1001 from 0; }");
+    let at = |g: PerByte| {
+        let prm = Params {
+            gap_per_byte: g,
+            ..Params::default()
+        };
+        run_with(&p, &prm).times(1, 0).1
+    };
+    assert_eq!(at(PerByte::ns(0)), 5500);
+    assert_eq!(at(PerByte::ps(500)), 5500 + 500);
+    // The same rule for the CPU's O, and on the NIC's gap after a send.
+    let prm = Params {
+        gap_per_byte: PerByte::ns(0),
+        overhead_per_byte: PerByte::ps(500),
+        ..Params::default()
+    };
+    let o = run_with(&p, &prm);
+    assert_eq!(o.end, [1500 + 500, 5500 + 500]);
+}
+
+#[test]
+fn per_byte_costs_round_to_the_nearest_ns() {
+    // One rule everywhere: bytes · ps / 1000, half up; whole ns per byte exactly as before.
+    assert_eq!(PerByte::ns(6).time(1000), 6000);
+    assert_eq!(PerByte::ps(500).time(1000), 500);
+    assert_eq!(PerByte::ps(80).time(1448), 116); // 115.84
+    assert_eq!(PerByte::ps(500).time(1), 1); // 0.5: half up
+    assert_eq!(PerByte::ps(499).time(1), 0);
+    assert_eq!(PerByte::ps(1).time(0), 0);
+    assert_eq!(PerByte::ns(u64::MAX / 1000).time(u64::MAX), u64::MAX);
+    for (text, ps, shown) in [
+        ("0.08", 80, "0.08"),
+        ("6", 6000, "6"),
+        ("6.000", 6000, "6"),
+        (".5", 500, "0.5"),
+        ("0.001", 1, "0.001"),
+        ("12.345", 12_345, "12.345"),
+    ] {
+        let v = PerByte::parse("G", text).unwrap();
+        assert_eq!(v, PerByte::ps(ps), "{text}");
+        assert_eq!(v.to_string(), shown, "{text}");
+    }
+    assert_eq!(
+        PerByte::parse("G", "0.0001").unwrap_err(),
+        "G takes at most 3 decimals (1 ps per byte), got `0.0001`"
+    );
+    assert_eq!(
+        PerByte::parse("G", "-1").unwrap_err(),
+        "G must not be negative, got `-1`"
+    );
+    for bad in ["", ".", "x", "1.2.3", "1,5", "+1", "1e3", " 1"] {
+        assert!(
+            PerByte::parse("O", bad)
+                .unwrap_err()
+                .starts_with("O wants a non-negative number of ns per byte"),
+            "{bad}"
+        );
+    }
+    assert!(PerByte::parse("G", "99999999999999999999")
+        .unwrap_err()
+        .contains("too large"));
+    let mut p = Params::default();
+    assert_eq!(p.set_text("mG", "0.08"), Ok(()));
+    assert_eq!(p.mcast_gb(), PerByte::ps(80));
+    assert!(p.set_text("L", "0.5").is_err());
 }

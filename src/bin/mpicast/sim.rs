@@ -36,8 +36,8 @@ options (times in ns, sizes in bytes; defaults are LogGOPSim's):
   -L N              latency (2500)
   -o N              CPU overhead per message (1500)
   -g N              NIC gap per message (1000)
-  -G N              NIC gap per byte (6)
-  -O N              CPU overhead per byte (0)
+  -G X              NIC gap per byte, ns with up to 3 decimals: 0.08 is 100 Gbit/s (6)
+  -O X              CPU overhead per byte, as -G (0)
   -S N              largest eager message; larger ones use rendezvous (65535)
   --set NAME=VALUE  any parameter, also the multicast channel's: mL mo mg mG (its own
                     L o g G; default: as point-to-point), mF (datagram payload, 1400),
@@ -471,8 +471,22 @@ mod tests {
         );
         assert_eq!(err("\n\ng -5"), "p.txt:3: g must not be negative, got `-5`");
         assert_eq!(
-            err("G 1.5"),
-            "p.txt:1: G wants a non-negative integer, not `1.5`"
+            err("L 1.5"),
+            "p.txt:1: L wants a non-negative integer, not `1.5`"
+        );
+        // G, O and mG take ns per byte to the ps.
+        assert_eq!(
+            err("G 0.0001"),
+            "p.txt:1: G takes at most 3 decimals (1 ps per byte), got `0.0001`"
+        );
+        assert_eq!(err("\nG -1"), "p.txt:2: G must not be negative, got `-1`");
+        assert_eq!(
+            err("O 1e-3"),
+            "p.txt:1: O wants a non-negative number of ns per byte such as 8 or 0.08, not `1e-3`"
+        );
+        assert_eq!(
+            err("mG ."),
+            "p.txt:1: mG wants a non-negative number of ns per byte such as 8 or 0.08, not `.`"
         );
         assert_eq!(err("L"), "p.txt:1: expected `name value`, got `L`");
         assert_eq!(
@@ -487,10 +501,34 @@ mod tests {
     }
 
     #[test]
+    fn fractional_per_byte_costs_parse_and_print_back() {
+        use crate::sim::PerByte;
+        let mut p = Params::default();
+        parse_params("G 0.08\nO .5\nmG 1.250\n", "p", &mut p).unwrap();
+        assert_eq!(
+            (p.gap_per_byte, p.overhead_per_byte, p.mcast_gb()),
+            (PerByte::ps(80), PerByte::ps(500), PerByte::ps(1250))
+        );
+        let file = p.as_file();
+        assert!(file.contains("G 0.08\nO 0.5\n"), "{file}");
+        assert!(file.contains("mG 1.25\n"), "{file}");
+        assert!(p.to_string().contains("G=0.08 O=0.5"), "{p}");
+        let mut q = Params::default();
+        parse_params(&file, "q", &mut q).unwrap();
+        assert_eq!(p, q);
+        // Whole ns per byte print as integers.
+        assert!(Params::default().as_file().contains("G 6\nO 0\n"));
+        assert!(Params::default().to_string().contains("G=6 O=0"));
+    }
+
+    #[test]
     fn multicast_parameters_round_trip_through_a_file() {
         let mut p = Params::default();
         parse_params("mL 9000\nmG 80\nmloss 0.025\nmF 8192\n", "p", &mut p).unwrap();
-        assert_eq!((p.mcast_l(), p.mcast_o(), p.mcast_gb()), (9000, 1500, 80));
+        assert_eq!(
+            (p.mcast_l(), p.mcast_o(), p.mcast_gb()),
+            (9000, 1500, crate::sim::PerByte::ns(80))
+        );
         assert_eq!((p.mcast_loss_ppm, p.mcast_frag), (25_000, 8192));
         let mut q = Params::default();
         parse_params(&p.as_file(), "q", &mut q).unwrap();

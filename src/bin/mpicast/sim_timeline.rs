@@ -13,7 +13,7 @@
 
 use crate::sched::ActionId;
 use crate::sim::flat::{Act, Kind as ActKind};
-use crate::sim::{Flat, Outcome, Params};
+use crate::sim::{Flat, Outcome, Params, PerByte};
 use crate::svg::{self, num, Key};
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -134,7 +134,7 @@ fn extra(len: u64) -> u64 {
 }
 
 /// The `o`, `g` and `G` of the channel a message of `a` goes over (multicast has its own).
-fn channel(prm: &Params, a: &Act) -> (u64, u64, u64) {
+fn channel(prm: &Params, a: &Act) -> (u64, u64, PerByte) {
     if a.kind == ActKind::Mcast {
         (prm.mcast_o(), prm.mcast_g(), prm.mcast_gb())
     } else {
@@ -168,11 +168,11 @@ fn layout(p: &Flat, prm: &Params, out: &Outcome) -> (Vec<Group>, Vec<Line>) {
             if matches!(a.kind, ActKind::Send | ActKind::Mcast) {
                 let (o, gap, gb) = channel(prm, a);
                 let o_end = t0 + o;
-                let cpu_end = o_end + extra(a.arg) * prm.overhead_per_byte;
+                let cpu_end = o_end + prm.overhead_per_byte.time(extra(a.arg));
                 bars.extend(bar(Kind::SendO, t0, o_end));
                 bars.extend(bar(Kind::SendBytes, o_end, cpu_end));
                 bars.extend(bar(Kind::Rendezvous, cpu_end, t1));
-                bars.extend(bar(Kind::Nic, t0, t0 + gap + extra(a.arg) * gb));
+                bars.extend(bar(Kind::Nic, t0, t0 + gap + gb.time(extra(a.arg))));
             } else if a.kind == ActKind::Calc {
                 bars.extend(bar(Kind::Calc, t0, t1));
             }
@@ -495,7 +495,7 @@ mod tests {
     fn per_byte_parts_and_rendezvous_get_their_own_boxes() {
         // 101 bytes with O = 10, G = 6, S = 50: a rendezvous.
         let prm = Params {
-            overhead_per_byte: 10,
+            overhead_per_byte: PerByte::ns(10),
             eager_limit: 50,
             ..Params::default()
         };

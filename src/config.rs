@@ -813,9 +813,10 @@ impl Config {
     /// As [`Config::from_vars`], and when `MPICAST_CONFIG` names a file, its settings
     /// ([`parse_config_file`]) under the environment's: defaults < file < environment. A
     /// variable set to an empty value in the environment is unset, as everywhere, so the
-    /// file's value applies. `read` gives a file's text (or why it cannot); the only reader
-    /// that touches the file system is [`Config::from_env`]'s. An error in the file names
-    /// the file and the line ([`ConfigError::origin`]).
+    /// file's value applies. Every value of the file is checked, also one the environment
+    /// overrides (the last of a name, as in force). `read` gives a file's text (or why it
+    /// cannot); the only reader that touches the file system is [`Config::from_env`]'s. An
+    /// error in the file names the file and the line ([`ConfigError::origin`]).
     pub fn from_vars_reading<I, K, V, R>(vars: I, read: R) -> Result<Config, ConfigError>
     where
         I: IntoIterator<Item = (K, V)>,
@@ -869,11 +870,26 @@ impl Config {
                         CONFIG_VAR,
                         &raw,
                         format!(
-                            "the path of a readable file of settings, NAME=VALUE lines (reading                              it failed: {e})"
+                            "the path of a readable file of settings, NAME=VALUE lines (reading it \
+                             failed: {e})"
                         ),
                     )
                 })?;
                 let file = parse_config_file(&p, &text)?;
+                // The file is checked whole, even where the environment overrides it: a bad
+                // value there would surface the day the variable is unset.
+                Config::from_lookup(|name| {
+                    file.iter()
+                        .rev()
+                        .find(|s| s.name == name)
+                        .map(|s| s.value.clone())
+                })
+                .map_err(|mut e| {
+                    if let Some(s) = file.iter().rev().find(|s| s.name == e.var) {
+                        e.origin = Some(file_line(&p, s.line));
+                    }
+                    e
+                })?;
                 // Under the environment: a value set there (not empty) wins.
                 let env = std::mem::take(&mut ours);
                 for s in &file {
@@ -2466,11 +2482,10 @@ mod tests {
             (x.var.as_str(), x.value.as_str(), x.origin.as_deref()),
             (CONFIG_VAR, "/nope", None)
         );
-        assert!(
-            x.to_string()
-                .starts_with("mpicast: MPICAST_CONFIG=/nope is invalid")
-                && x.expected.contains("No such file or directory"),
-            "{x}"
+        assert_eq!(
+            x.to_string(),
+            "mpicast: MPICAST_CONFIG=/nope is invalid: expected the path of a readable file of \
+             settings, NAME=VALUE lines (reading it failed: No such file or directory (os error 2))"
         );
     }
 
@@ -2511,9 +2526,20 @@ mod tests {
         let x = with_file(
             &[("MPICAST_CONFIG", "/f"), ("MPICAST_TTL", "2")],
             "/f",
-            "MPICAST_TTL=300\n",
+            "\nMPICAST_TTL=300\n",
+        )
+        .unwrap_err();
+        assert_eq!(
+            (x.var.as_str(), x.origin.as_deref()),
+            ("MPICAST_TTL", Some("MPICAST_CONFIG: /f line 2"))
         );
-        assert_eq!(x.map(|c| c.ttl), Ok(2));
+        // A file's duplicate: the last one is checked, as it is the one in force.
+        let c = with_file(
+            &[("MPICAST_CONFIG", "/f")],
+            "/f",
+            "MPICAST_TTL=x\nMPICAST_TTL=5\n",
+        );
+        assert_eq!(c.map(|c| c.ttl), Ok(5));
         // Order does not matter: the environment wins wherever MPICAST_CONFIG is in it.
         let c = with_file(
             &[("MPICAST_SYNC", "tree"), ("MPICAST_CONFIG", "/f")],

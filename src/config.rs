@@ -2,8 +2,15 @@
 //! and the per-communicator `MPI_Info` hints ([`Hints`]) that may override a few of them.
 //!
 //! Pure: apart from the thin [`Config::from_env`] wrapper nothing here reads the environment, a
-//! clock or a socket. A bad value, or an `MPICAST_*` name that is not in [`VARIABLES`] (a typo),
-//! is a [`ConfigError`] naming the variable: nothing is silently ignored and nothing panics.
+//! file, a clock or a socket. A bad value, or an `MPICAST_*` name that is not in [`VARIABLES`]
+//! (a typo), is a [`ConfigError`] naming the variable: nothing is silently ignored and nothing
+//! panics.
+//!
+//! `MPICAST_CONFIG=FILE` names a file of the same settings ([`parse_config_file`]), under the
+//! environment: defaults < file < environment, an empty environment variable being unset (so
+//! the file's value applies). Every rank reads the file itself, in `from_env`; its values take
+//! part in everything the environment's do (the ranks' comparison of [`Config::agreed`] sees
+//! only the values in force), and its errors name the file and the line.
 //!
 //! Conventions shared by all variables:
 //! - An empty (or all-blank) value means "unset", so `MPICAST_TTL=` gives the default.

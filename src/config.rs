@@ -2,8 +2,15 @@
 //! and the per-communicator `MPI_Info` hints ([`Hints`]) that may override a few of them.
 //!
 //! Pure: apart from the thin [`Config::from_env`] wrapper nothing here reads the environment, a
-//! clock or a socket. A bad value, or an `MPICAST_*` name that is not in [`VARIABLES`] (a typo),
-//! is a [`ConfigError`] naming the variable: nothing is silently ignored and nothing panics.
+//! file, a clock or a socket. A bad value, or an `MPICAST_*` name that is not in [`VARIABLES`]
+//! (a typo), is a [`ConfigError`] naming the variable: nothing is silently ignored and nothing
+//! panics.
+//!
+//! `MPICAST_CONFIG=FILE` names a file of the same settings ([`parse_config_file`]), under the
+//! environment: defaults < file < environment, an empty environment variable being unset (so
+//! the file's value applies). Every rank reads the file itself, in `from_env`; its values take
+//! part in everything the environment's do (the ranks' comparison of [`Config::agreed`] sees
+//! only the values in force), and its errors name the file and the line.
 //!
 //! Conventions shared by all variables:
 //! - An empty (or all-blank) value means "unset", so `MPICAST_TTL=` gives the default.
@@ -273,9 +280,21 @@ impl Default for Config {
 /// Prefix shared by every variable; any other name with it is a typo.
 pub const PREFIX: &str = "MPICAST_";
 
+/// The variable naming a file of settings ([`parse_config_file`]); read from the environment
+/// only (a file cannot name another).
+pub const CONFIG_VAR: &str = "MPICAST_CONFIG";
+
 /// Every variable: (name, default, description). The README and `mpicast --help` print this
 /// table, and [`Config::from_vars`] treats any `MPICAST_*` name missing from it as an error.
 pub const VARIABLES: &[(&str, &str, &str)] = &[
+    (
+        CONFIG_VAR,
+        "(not set)",
+        "file of settings loaded at start: NAME=VALUE lines with the names of this table \
+         (`export NAME=VALUE` and 'quoted' or \"quoted\" values too, # comments), values as in \
+         the environment; a variable set (not empty) in the environment wins over the file. \
+         Every rank reads it; an error names the file and the line",
+    ),
     (
         "MPICAST_DISABLE",
         "0",
@@ -474,21 +493,38 @@ pub const VARIABLES: &[(&str, &str, &str)] = &[
 /// A variable (or `MPI_Info` key) whose value, or name, is not acceptable.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConfigError {
-    /// The variable or key, as given.
+    /// The variable or key, as given; [`CONFIG_VAR`] for a line of its file that is not a
+    /// setting at all (then `value` is the line).
     pub var: String,
     /// The value, as given.
     pub value: String,
     /// What would have been accepted.
     pub expected: String,
+    /// Where the setting was written when not in the environment: the file of
+    /// [`CONFIG_VAR`] and the line (`MPICAST_CONFIG: /etc/mpicast.conf line 3`).
+    pub origin: Option<String>,
 }
 
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "mpicast: {}={} is invalid: expected {}",
-            self.var, self.value, self.expected
-        )
+        match &self.origin {
+            None => write!(
+                f,
+                "mpicast: {}={} is invalid: expected {}",
+                self.var, self.value, self.expected
+            ),
+            // A line that is no setting: quote it whole.
+            Some(o) if self.var == CONFIG_VAR => write!(
+                f,
+                "mpicast: {o}: `{}` is invalid: expected {}",
+                self.value, self.expected
+            ),
+            Some(o) => write!(
+                f,
+                "mpicast: {o}: {}={} is invalid: expected {}",
+                self.var, self.value, self.expected
+            ),
+        }
     }
 }
 
@@ -509,6 +545,7 @@ fn err(var: &str, value: &str, expected: impl Into<String>) -> ConfigError {
         var: var.to_string(),
         value: value.to_string(),
         expected: expected.into(),
+        origin: None,
     }
 }
 
@@ -768,14 +805,51 @@ impl Config {
     /// Parses a whole environment: every `(name, value)` pair, of which only names starting with
     /// `MPICAST_` (in any letter case) matter. A name with that prefix that is not exactly one of
     /// [`VARIABLES`] is an error with a suggestion, unless its value is empty (= unset).
-    /// When a name appears twice the last value wins, as in a shell.
+    /// When a name appears twice the last value wins, as in a shell. Reads no file:
+    /// `MPICAST_CONFIG` is accepted and its file left alone ([`Config::from_vars_reading`]
+    /// reads it).
     pub fn from_vars<I, K, V>(vars: I) -> Result<Config, ConfigError>
     where
         I: IntoIterator<Item = (K, V)>,
         K: AsRef<str>,
         V: AsRef<str>,
     {
-        let mut ours: Vec<(String, String)> = Vec::new();
+        Config::resolve(vars, None::<fn(&str) -> Result<String, String>>)
+    }
+
+    /// As [`Config::from_vars`], and when `MPICAST_CONFIG` names a file, its settings
+    /// ([`parse_config_file`]) under the environment's: defaults < file < environment. A
+    /// variable set to an empty value in the environment is unset, as everywhere, so the
+    /// file's value applies. Every value of the file is checked, also one the environment
+    /// overrides (the last of a name, as in force). `read` gives a file's text (or why it
+    /// cannot); the only reader that touches the file system is [`Config::from_env`]'s. An
+    /// error in the file names the file and the line ([`ConfigError::origin`]).
+    pub fn from_vars_reading<I, K, V, R>(vars: I, read: R) -> Result<Config, ConfigError>
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: AsRef<str>,
+        V: AsRef<str>,
+        R: FnOnce(&str) -> Result<String, String>,
+    {
+        Config::resolve(vars, Some(read))
+    }
+
+    fn resolve<I, K, V, R>(vars: I, read: Option<R>) -> Result<Config, ConfigError>
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: AsRef<str>,
+        V: AsRef<str>,
+        R: FnOnce(&str) -> Result<String, String>,
+    {
+        /// name -> (value, the line of the file that set it; None: the environment).
+        type Settings = Vec<(String, String, Option<usize>)>;
+        fn set(ours: &mut Settings, k: &str, v: &str, line: Option<usize>) {
+            match ours.iter_mut().find(|(name, _, _)| name == k) {
+                Some(slot) => (slot.1, slot.2) = (v.to_string(), line),
+                None => ours.push((k.to_string(), v.to_string(), line)),
+            }
+        }
+        let mut ours: Settings = Vec::new();
         for (k, v) in vars {
             let (k, v) = (k.as_ref(), v.as_ref());
             if !has_prefix(k) {
@@ -787,15 +861,75 @@ impl Config {
                 }
                 return Err(unknown_var(k, v));
             }
-            match ours.iter_mut().find(|(name, _)| name == k) {
-                Some(slot) => slot.1 = v.to_string(),
-                None => ours.push((k.to_string(), v.to_string())),
+            set(&mut ours, k, v, None);
+        }
+
+        let mut path = None;
+        if let Some(read) = read {
+            let named = ours
+                .iter()
+                .find(|(k, v, _)| k == CONFIG_VAR && !v.trim().is_empty())
+                .map(|(_, v, _)| v.clone());
+            if let Some(raw) = named {
+                let p = raw.trim().to_string();
+                let text = read(&p).map_err(|e| {
+                    err(
+                        CONFIG_VAR,
+                        &raw,
+                        format!(
+                            "the path of a readable file of settings, NAME=VALUE lines (reading it \
+                             failed: {e})"
+                        ),
+                    )
+                })?;
+                let file = parse_config_file(&p, &text)?;
+                // The file is checked whole, even where the environment overrides it: a bad
+                // value there would surface the day the variable is unset.
+                Config::from_lookup(|name| {
+                    file.iter()
+                        .rev()
+                        .find(|s| s.name == name)
+                        .map(|s| s.value.clone())
+                })
+                .map_err(|mut e| {
+                    if let Some(s) = file.iter().rev().find(|s| s.name == e.var) {
+                        e.origin = Some(file_line(&p, s.line));
+                    }
+                    e
+                })?;
+                // Under the environment: a value set there (not empty) wins.
+                let env = std::mem::take(&mut ours);
+                for s in &file {
+                    set(&mut ours, &s.name, &s.value, Some(s.line));
+                }
+                for (k, v, _) in env {
+                    if !v.trim().is_empty() {
+                        set(&mut ours, &k, &v, None);
+                    }
+                }
+                path = Some(p);
             }
         }
-        Config::from_lookup(|name| ours.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()))
+
+        Config::from_lookup(|name| {
+            ours.iter()
+                .find(|(k, _, _)| k == name)
+                .map(|(_, v, _)| v.clone())
+        })
+        .map_err(|mut e| {
+            let line = ours
+                .iter()
+                .find(|(k, _, _)| *k == e.var)
+                .and_then(|(_, _, l)| *l);
+            if let (Some(p), Some(l)) = (&path, line) {
+                e.origin = Some(file_line(p, l));
+            }
+            e
+        })
     }
 
-    /// Reads the process environment. Not pure; everything else here is.
+    /// Reads the process environment, and the file `MPICAST_CONFIG` names. Not pure;
+    /// everything else here is.
     pub fn from_env() -> Result<Config, ConfigError> {
         let mut vars: Vec<(String, String)> = Vec::new();
         // vars_os, because std::env::vars panics on a non-UTF-8 entry anywhere in the environment.
@@ -820,7 +954,9 @@ impl Config {
                 }
             }
         }
-        Config::from_vars(vars)
+        Config::from_vars_reading(vars, |path| {
+            std::fs::read_to_string(path).map_err(|e| e.to_string())
+        })
     }
 
     /// This configuration with a communicator's hints applied. `MPICAST_DISABLE=1` is a kill switch
@@ -1038,6 +1174,126 @@ pub fn rank_list(ranks: &[u32]) -> String {
         if rs.len() == 1 { "rank" } else { "ranks" },
         parts.join(", ")
     )
+}
+
+/// One setting of a `MPICAST_CONFIG` file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileSetting {
+    /// Its line, from 1.
+    pub line: usize,
+    /// The variable, as written.
+    pub name: String,
+    /// The value, quotes removed (checked later, as the environment's values are).
+    pub value: String,
+}
+
+/// "MPICAST_CONFIG: PATH line N", where a setting of the file was written.
+fn file_line(path: &str, line: usize) -> String {
+    format!("{CONFIG_VAR}: {path} line {line}")
+}
+
+const EXPECT_LINE: &str = "a setting NAME=VALUE (or export NAME=VALUE; the value may be quoted \
+     '...' or \"...\"), a # comment, or a blank line";
+
+/// Parses the text of a `MPICAST_CONFIG` file (`path` only names it in errors). Pure.
+///
+/// One setting per line, `NAME=VALUE` or the shell's `export NAME=VALUE`; whitespace around
+/// the name and the value is ignored, a value may be in single or double quotes (taken as
+/// they are, with no escapes), and `#` starts a comment at the start of a line or after
+/// whitespace outside quotes. Blank lines are ignored. Names are the environment's: an
+/// unknown `MPICAST_*` name is an error with a suggestion (unless its value is empty, as in
+/// the environment), and so is a name without the prefix (the file holds mpicast's
+/// settings only) and `MPICAST_CONFIG` itself (a file cannot name another). Values are not
+/// checked here: [`Config::from_vars_reading`] checks them as the environment's.
+pub fn parse_config_file(path: &str, text: &str) -> Result<Vec<FileSetting>, ConfigError> {
+    let mut out = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = i + 1;
+        let at = |mut e: ConfigError| {
+            e.origin = Some(file_line(path, line));
+            e
+        };
+        let bad_line = |why: &str| {
+            at(err(
+                CONFIG_VAR,
+                raw.trim(),
+                if why.is_empty() {
+                    EXPECT_LINE.to_string()
+                } else {
+                    format!("{EXPECT_LINE}; {why}")
+                },
+            ))
+        };
+        let t = raw.trim();
+        if t.is_empty() || t.starts_with('#') {
+            continue;
+        }
+        let t = match t.strip_prefix("export") {
+            Some(rest) if rest.starts_with(|c: char| c.is_whitespace()) => rest.trim_start(),
+            _ => t,
+        };
+        let Some((name, rest)) = t.split_once('=') else {
+            return Err(bad_line("there is no '='"));
+        };
+        let name = name.trim();
+        let name_ok = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !name_ok {
+            return Err(bad_line("the name is not a variable name"));
+        }
+        let rest = rest.trim_start();
+        let value = match rest.chars().next() {
+            Some(q @ ('\'' | '"')) => {
+                let inner = &rest[1..];
+                let Some(end) = inner.find(q) else {
+                    return Err(bad_line("a quote is not closed"));
+                };
+                let after = inner[end + 1..].trim_start();
+                if !(after.is_empty() || after.starts_with('#')) {
+                    return Err(bad_line("text follows the closing quote"));
+                }
+                &inner[..end]
+            }
+            _ => {
+                // A comment starts at a '#' after whitespace.
+                let cut = rest
+                    .char_indices()
+                    .find(|&(j, c)| c == '#' && rest[..j].ends_with(|p: char| p.is_whitespace()))
+                    .map_or(rest.len(), |(j, _)| j);
+                rest[..cut].trim_end()
+            }
+        };
+        if name.eq_ignore_ascii_case(CONFIG_VAR) {
+            return Err(at(err(
+                CONFIG_VAR,
+                raw.trim(),
+                format!(
+                    "settings only: {CONFIG_VAR} is read from the environment, and a file \
+                     cannot name another"
+                ),
+            )));
+        }
+        if !has_prefix(name) {
+            return Err(at(err(
+                name,
+                value,
+                "an MPICAST_* variable: the file holds mpicast's settings only (others belong \
+                 in the environment)",
+            )));
+        }
+        if !is_known(name) {
+            if value.trim().is_empty() {
+                continue;
+            }
+            return Err(at(unknown_var(name, value)));
+        }
+        out.push(FileSetting {
+            line,
+            name: name.to_string(),
+            value: value.to_string(),
+        });
+    }
+    Ok(out)
 }
 
 /// The smallest broadcast that goes by multicast.
@@ -1393,7 +1649,7 @@ mod tests {
             assert!(n.starts_with(PREFIX));
             assert_eq!(names.iter().filter(|m| *m == n).count(), 1, "{n} twice");
         }
-        assert_eq!(names.len(), 30);
+        assert_eq!(names.len(), 31);
     }
 
     #[test]
@@ -2045,7 +2301,286 @@ mod tests {
         // Only checks it does not fail on this process's environment (which the test harness may
         // give MPICAST_* values); parsing itself is covered through from_vars.
         let vars: Vec<(String, String)> = std::env::vars().filter(|(k, _)| has_prefix(k)).collect();
-        assert_eq!(Config::from_env(), Config::from_vars(vars));
+        assert_eq!(
+            Config::from_env(),
+            Config::from_vars_reading(vars, |p| std::fs::read_to_string(p)
+                .map_err(|e| e.to_string()))
+        );
+    }
+
+    /// `from_vars_reading` over `env` with one file, `path` -> `text`.
+    fn with_file(env: &[(&str, &str)], path: &str, text: &str) -> Result<Config, ConfigError> {
+        let (path, text) = (path.to_string(), text.to_string());
+        Config::from_vars_reading(env.iter().copied(), move |p| {
+            if p == path {
+                Ok(text)
+            } else {
+                Err("No such file or directory (os error 2)".into())
+            }
+        })
+    }
+
+    #[test]
+    fn config_file_settings() {
+        let text = "# written by mpicast tune\r\n\
+                    \n\
+                    MPICAST_MIN_BYTES=4KiB\n\
+                    export MPICAST_EAGER_BYTES='64k'\n\
+                    \t export   MPICAST_SYNC = \"linear\"  # scouts to the root\n\
+                    MPICAST_TOPO_FILE=\" /a b/topo#1 \"\n\
+                    MPICAST_TTL=3 # a comment\n\
+                    MPICAST_TOPO_FILE=/t#2\n\
+                    MPICAST_GROUP=\n\
+                    MPICAST_ROOT=/opt/mpicast\n\
+                    MPICAST_TTL=4\r\n";
+        let f = parse_config_file("/f", text).unwrap();
+        let got: Vec<(usize, &str, &str)> = f
+            .iter()
+            .map(|s| (s.line, s.name.as_str(), s.value.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (3, "MPICAST_MIN_BYTES", "4KiB"),
+                (4, "MPICAST_EAGER_BYTES", "64k"),
+                (5, "MPICAST_SYNC", "linear"),
+                (6, "MPICAST_TOPO_FILE", " /a b/topo#1 "),
+                (7, "MPICAST_TTL", "3"),
+                (8, "MPICAST_TOPO_FILE", "/t#2"),
+                (9, "MPICAST_GROUP", ""),
+                (10, "MPICAST_ROOT", "/opt/mpicast"),
+                (11, "MPICAST_TTL", "4"),
+            ]
+        );
+        let c = with_file(&[("MPICAST_CONFIG", " /f ")], "/f", text).unwrap();
+        assert_eq!(c.min_bytes, MinBytes::Fixed(4096));
+        assert_eq!(c.eager_bytes, 64 << 10);
+        assert_eq!(c.sync, SyncAlgo::Linear);
+        // The last of a name wins, as in a shell; an empty value is unset.
+        assert_eq!(c.topo_file.as_deref(), Some("/t#2"));
+        assert_eq!(c.ttl, 4);
+        assert_eq!(c.group, DEFAULT_GROUP);
+        // The port's value has no comment in it, so it is checked whole (and rejected).
+        assert!(with_file(
+            &[("MPICAST_CONFIG", "/f")],
+            "/f",
+            "MPICAST_PORT=30000-30099#x"
+        )
+        .is_err());
+        // Only comments: the defaults.
+        assert_eq!(
+            with_file(&[("MPICAST_CONFIG", "/f")], "/f", "# nothing\n\n   \n"),
+            Ok(Config::default())
+        );
+        // The same values from the file and from the environment make the same
+        // configuration, so the ranks' comparison cannot tell them apart.
+        let env = Config::from_vars([
+            ("MPICAST_MIN_BYTES", "4KiB"),
+            ("MPICAST_EAGER_BYTES", "64k"),
+            ("MPICAST_SYNC", "linear"),
+            ("MPICAST_TOPO_FILE", "/t#2"),
+            ("MPICAST_TTL", "4"),
+        ])
+        .unwrap();
+        assert_eq!(c, env);
+        assert_eq!(c.agreed_line(), env.agreed_line());
+    }
+
+    #[test]
+    fn config_file_errors_name_the_file_and_line() {
+        let e = |text: &str| {
+            with_file(&[("MPICAST_CONFIG", "/etc/m.conf")], "/etc/m.conf", text).unwrap_err()
+        };
+        let at = |l: usize| Some(format!("MPICAST_CONFIG: /etc/m.conf line {l}"));
+
+        // A bad value: the environment's error, with the line.
+        let x = e("# c\nMPICAST_SYNC=tree\nMPICAST_TTL=x\n");
+        assert_eq!((x.var.as_str(), x.value.as_str()), ("MPICAST_TTL", "x"));
+        assert_eq!(x.origin, at(3));
+        assert_eq!(
+            x.to_string(),
+            "mpicast: MPICAST_CONFIG: /etc/m.conf line 3: MPICAST_TTL=x is invalid: expected \
+             an integer 0..=255"
+        );
+        assert_eq!(
+            x.expected,
+            Config::from_vars([("MPICAST_TTL", "x")])
+                .unwrap_err()
+                .expected
+        );
+        // Checked after merging: an ID against the base the environment gives.
+        let x = with_file(
+            &[("MPICAST_CONFIG", "/f"), ("MPICAST_TOPO_BASE", "8")],
+            "/f",
+            "\nMPICAST_TOPO_ID=09\n",
+        )
+        .unwrap_err();
+        assert_eq!(
+            (x.var.as_str(), x.origin.as_deref()),
+            ("MPICAST_TOPO_ID", Some("MPICAST_CONFIG: /f line 2"))
+        );
+
+        // A typo, with the suggestion.
+        let x = e("MPICAST_TTL=1\n\nMPICAST_MIN_BYTE=4k\n");
+        assert_eq!(x.var, "MPICAST_MIN_BYTE");
+        assert_eq!(x.origin, at(3));
+        assert!(
+            x.to_string().starts_with(
+                "mpicast: MPICAST_CONFIG: /etc/m.conf line 3: MPICAST_MIN_BYTE=4k is invalid"
+            ) && x.expected.contains("did you mean MPICAST_MIN_BYTES?"),
+            "{x}"
+        );
+        // ... but with an empty value it is unset, as in the environment.
+        assert!(with_file(&[("MPICAST_CONFIG", "/f")], "/f", "MPICAST_MIN_BYTE=\n").is_ok());
+
+        // Lines that are no settings, quoted whole.
+        for (text, line, why) in [
+            ("MPICAST_TTL=1\nMPICAST_TTL 3\n", 2, "no '='"),
+            ("MPICAST_TTL=1\n\n=3\n", 3, "not a variable name"),
+            ("MPICAST TTL=3", 1, "not a variable name"),
+            ("export=3", 1, "settings only"),
+            (
+                "exportMPICAST_TTL=3",
+                1,
+                "the file holds mpicast's settings only",
+            ),
+            ("MPICAST_SYNC='linear", 1, "not closed"),
+            (
+                "MPICAST_SYNC=\"linear\" tree",
+                1,
+                "follows the closing quote",
+            ),
+            ("MPICAST_SYNC='linear\"", 1, "not closed"),
+        ] {
+            let x = e(text);
+            assert_eq!(x.origin, at(line), "{text}");
+            assert!(x.to_string().contains(why), "{text}: {x}");
+        }
+        let x = e("MPICAST_TTL=1\nMPICAST_TTL 3\n");
+        assert_eq!(
+            x.to_string(),
+            format!(
+                "mpicast: MPICAST_CONFIG: /etc/m.conf line 2: `MPICAST_TTL 3` is invalid: \
+                 expected {EXPECT_LINE}; there is no '='"
+            )
+        );
+
+        // Not mpicast's.
+        let x = e("MPICAST_TTL=1\nOMPI_MCA_btl=tcp\n");
+        assert_eq!((x.var.as_str(), x.origin.clone()), ("OMPI_MCA_btl", at(2)));
+
+        // No nesting, whatever the letter case.
+        for t in [
+            "MPICAST_CONFIG=/other",
+            "export mpicast_config='/etc/m.conf'",
+        ] {
+            let x = e(t);
+            assert_eq!(
+                (x.var.as_str(), x.origin.clone()),
+                (CONFIG_VAR, at(1)),
+                "{t}"
+            );
+            assert!(x.expected.contains("cannot name another"), "{}", x.expected);
+        }
+
+        // A file that cannot be read: the variable and why.
+        let x = with_file(&[("MPICAST_CONFIG", "/nope")], "/f", "").unwrap_err();
+        assert_eq!(
+            (x.var.as_str(), x.value.as_str(), x.origin.as_deref()),
+            (CONFIG_VAR, "/nope", None)
+        );
+        assert_eq!(
+            x.to_string(),
+            "mpicast: MPICAST_CONFIG=/nope is invalid: expected the path of a readable file of \
+             settings, NAME=VALUE lines (reading it failed: No such file or directory (os error 2))"
+        );
+    }
+
+    #[test]
+    fn config_file_under_the_environment() {
+        let text = "MPICAST_MIN_BYTES=4KiB\nMPICAST_SYNC=linear\nMPICAST_TTL=3\nMPICAST_STATS=1\n";
+        let c = with_file(
+            &[
+                ("MPICAST_CONFIG", "/f"),
+                // Set: wins over the file.
+                ("MPICAST_SYNC", "tree"),
+                // Empty (or blank): unset, so the file's value applies.
+                ("MPICAST_MIN_BYTES", ""),
+                ("MPICAST_TTL", "  "),
+                // Not in the file: the environment's as always.
+                ("MPICAST_PROBE_MS", "900"),
+            ],
+            "/f",
+            text,
+        )
+        .unwrap();
+        assert_eq!(c.sync, SyncAlgo::Tree);
+        assert_eq!(c.min_bytes, MinBytes::Fixed(4096));
+        assert_eq!(c.ttl, 3);
+        assert!(c.stats);
+        assert_eq!(c.probe_ms, 900);
+
+        // The environment's value is checked as ever, and the error is the environment's.
+        let x = with_file(
+            &[("MPICAST_CONFIG", "/f"), ("MPICAST_TTL", "y")],
+            "/f",
+            text,
+        )
+        .unwrap_err();
+        assert_eq!((x.var.as_str(), x.origin.as_deref()), ("MPICAST_TTL", None));
+        // A bad value in the file hidden by the environment's good one is still an error:
+        // the file is checked whole.
+        let x = with_file(
+            &[("MPICAST_CONFIG", "/f"), ("MPICAST_TTL", "2")],
+            "/f",
+            "\nMPICAST_TTL=300\n",
+        )
+        .unwrap_err();
+        assert_eq!(
+            (x.var.as_str(), x.origin.as_deref()),
+            ("MPICAST_TTL", Some("MPICAST_CONFIG: /f line 2"))
+        );
+        // A file's duplicate: the last one is checked, as it is the one in force.
+        let c = with_file(
+            &[("MPICAST_CONFIG", "/f")],
+            "/f",
+            "MPICAST_TTL=x\nMPICAST_TTL=5\n",
+        );
+        assert_eq!(c.map(|c| c.ttl), Ok(5));
+        // Order does not matter: the environment wins wherever MPICAST_CONFIG is in it.
+        let c = with_file(
+            &[("MPICAST_SYNC", "tree"), ("MPICAST_CONFIG", "/f")],
+            "/f",
+            text,
+        )
+        .unwrap();
+        assert_eq!(c.sync, SyncAlgo::Tree);
+        // MPICAST_CONFIG empty or unset: no file is read.
+        let none = |env: &[(&str, &str)]| {
+            Config::from_vars_reading(env.iter().copied(), |_| -> Result<String, String> {
+                panic!("read")
+            })
+        };
+        assert_eq!(none(&[("MPICAST_CONFIG", " ")]), Ok(Config::default()));
+        assert_eq!(none(&[("MPICAST_TTL", "2")]).unwrap().ttl, 2);
+        // from_vars reads no file and takes the name as known.
+        assert_eq!(
+            Config::from_vars([("MPICAST_CONFIG", "/nope")]),
+            Ok(Config::default())
+        );
+        assert!(VARIABLES.iter().any(|(n, _, _)| *n == CONFIG_VAR));
+        // A typo in the environment is still caught before the file is read.
+        let x = with_file(
+            &[("MPICAST_CONFIG", "/f"), ("MPICAST_CONFG", "/g")],
+            "/f",
+            text,
+        )
+        .unwrap_err();
+        assert!(
+            x.expected.contains("did you mean MPICAST_CONFIG?"),
+            "{}",
+            x.expected
+        );
     }
 
     #[test]

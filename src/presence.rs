@@ -248,7 +248,7 @@ impl Explanation {
         if !self.differences.is_empty() {
             out.push_str(
                 "\n  settings differ between ranks (every rank must see the same MPICAST_* \
-                 values: mpirun -x NAME=value, or Hydra's -genv):",
+                 values: mpirun -x NAME=value, Hydra's -genv, or one MPICAST_CONFIG file):",
             );
             for d in &self.differences {
                 out.push_str(&format!("\n    {d}"));

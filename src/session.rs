@@ -873,7 +873,8 @@ fn agree_on_settings(
     let msg = format!(
         "mpicast: the ranks of a communicator of {} ranks do not agree on how to set it up \
          for mpicast (every rank must see the same MPICAST_* values and MPI_Info hints: \
-         mpirun -x NAME=value, or Hydra's -genv; and make the same calls):\n  {}\n  aborting",
+         mpirun -x NAME=value, Hydra's -genv, or one MPICAST_CONFIG file; and make the same \
+         calls):\n  {}\n  aborting",
         ranks.len(),
         diffs.join("\n  ")
     );

@@ -8,16 +8,22 @@ use crate::sched::{ActionId, BufRef, Builder, Op, Schedule};
 /// Tag of the broadcast's messages.
 pub const TAG_BINOMIAL: u32 = 0;
 
-/// The schedule of `me` in a binomial broadcast of `len` bytes from `root` over `n` ranks.
-/// Panics unless `root < n` and `me < n`.
-pub fn bcast(n: u32, root: u32, me: u32, len: usize) -> Schedule {
+/// `me`'s rank relative to `root` among `n` ranks, with `n` as u64 and the way back from a
+/// relative rank to a rank. Panics unless `root < n` and `me < n`.
+fn relative(n: u32, root: u32, me: u32) -> (u64, u64, impl Fn(u64) -> u32) {
     assert!(
         root < n && me < n,
         "binomial broadcast over {n} ranks: root {root} and rank {me} must be below {n}"
     );
     let (n64, root64) = (u64::from(n), u64::from(root));
     let v = (u64::from(me) + n64 - root64) % n64;
-    let abs = |vr: u64| ((vr + root64) % n64) as u32;
+    (n64, v, move |vr: u64| ((vr + root64) % n64) as u32)
+}
+
+/// The schedule of `me` in a binomial broadcast of `len` bytes from `root` over `n` ranks.
+/// Panics unless `root < n` and `me < n`.
+pub fn bcast(n: u32, root: u32, me: u32, len: usize) -> Schedule {
+    let (n64, v, abs) = relative(n, root, me);
     let buf = BufRef {
         slot: 0,
         offset: 0,
@@ -75,13 +81,7 @@ fn tree_of(n: u64, v: u64) -> (Option<u64>, Vec<u64>) {
 /// with tag k. Panics unless `root < n` and `me < n`.
 pub fn bcast_isend(n: u32, root: u32, me: u32, len: usize, seg: usize) -> Schedule {
     use super::pipeline::{num_segments, segment};
-    assert!(
-        root < n && me < n,
-        "binomial broadcast over {n} ranks: root {root} and rank {me} must be below {n}"
-    );
-    let (n64, root64) = (u64::from(n), u64::from(root));
-    let v = (u64::from(me) + n64 - root64) % n64;
-    let abs = |vr: u64| ((vr + root64) % n64) as u32;
+    let (n64, v, abs) = relative(n, root, me);
     let (parent, children) = tree_of(n64, v);
     let nsegs = num_segments(len, seg);
     let tag = |k: usize| u32::try_from(k).expect("segment count checked by the generator");
@@ -108,9 +108,15 @@ pub fn bcast_isend(n: u32, root: u32, me: u32, len: usize, seg: usize) -> Schedu
             });
             match prev {
                 // The first send waits for the whole message; the others start after it, in
-                // the order they are posted.
+                // the order they are posted, and each reads the bytes of its own segment's
+                // receive (an edge the validator checks, and true in any order of events).
                 None => recvs.iter().for_each(|&r| b.requ(r, s)),
-                Some(p) => b.irequ(p, s),
+                Some(p) => {
+                    b.irequ(p, s);
+                    if let Some(&r) = recvs.get(k) {
+                        b.requ(r, s);
+                    }
+                }
             }
             prev = Some(s);
         }
@@ -195,9 +201,10 @@ mod tests {
                 (true, 5, 2, 2)
             ]
         );
-        for r in 0..3 {
-            assert_eq!(s.dependents(r), [3]);
-        }
+        // The first send needs every receive; each later one its own segment's.
+        assert_eq!(s.dependents(0), [3, 4]);
+        assert_eq!(s.dependents(1), [3, 5, 6]);
+        assert_eq!(s.dependents(2), [3, 7, 8]);
         // A leaf only receives; root 2 of 9 shifts ranks by 2.
         assert_eq!(bcast_isend(9, 0, 7, 10, 4).len(), 3);
         let s = bcast_isend(9, 2, 2, 8, 8);

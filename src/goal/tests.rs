@@ -935,7 +935,35 @@ fn streams_refuse_backward_edges_and_report_bad_counters() {
 
 // ------------------------------------------------------------------ segmented broadcasts
 
-/// The pipelined and dynamic broadcasts over 1..=40 ranks, several roots, sizes and segment
+/// `algo`'s broadcast of `size` bytes from `root` over `n` ranks validates, round-trips
+/// through both texts and the binary form when `texts`, and its replay (real bytes, a random
+/// event order from `rng`) leaves the root's bytes in every rank's buffer.
+fn bcast_delivers(algo: Algo, n: u32, root: u32, size: usize, texts: bool, rng: &mut Rng) {
+    let what = format!("{algo:?} n {n} root {root} size {size}");
+    let p = generate(algo, n, root, size).unwrap();
+    let d = validate(&p, None, &BufferSizes::default());
+    assert!(d.is_empty(), "{what}: {d:#?}");
+    if texts {
+        round_trip(&p);
+    }
+    let data: Vec<u8> = (0..size).map(|i| (i * 7 + 1) as u8).collect();
+    let bufs: Vec<Buffers> = (0..n)
+        .map(|r| {
+            vec![if r == root {
+                data.clone()
+            } else {
+                vec![0; size]
+            }]
+        })
+        .collect();
+    let out =
+        sim::run(&p, bufs, rng.below(1 << 30) as u64).unwrap_or_else(|e| panic!("{what}: {e}"));
+    for (r, b) in out.iter().enumerate() {
+        assert_eq!(b[0], data, "{what}: rank {r}");
+    }
+}
+
+/// The pipelined, dynamic and Open MPI-like binomial broadcasts over 1..=40 ranks, several roots, sizes and segment
 /// sizes: each validates, round-trips through both texts and the binary form, and its replay
 /// (real bytes, random event order) leaves the root's bytes in every rank's buffer.
 #[test]
@@ -948,29 +976,9 @@ fn segmented_broadcasts_validate_and_deliver() {
                     Algo::ChainBcast { segment },
                     Algo::BinaryTreeBcast { segment },
                     Algo::Dbcast { segment },
+                    Algo::BinomialIsendBcast { segment },
                 ] {
-                    let what = format!("{algo:?} n {n} root {root} size {size}");
-                    let p = generate(algo, n, root, size).unwrap();
-                    let d = validate(&p, None, &BufferSizes::default());
-                    assert!(d.is_empty(), "{what}: {d:#?}");
-                    if n <= 12 {
-                        round_trip(&p);
-                    }
-                    let data: Vec<u8> = (0..size).map(|i| (i * 7 + 1) as u8).collect();
-                    let bufs: Vec<Buffers> = (0..n)
-                        .map(|r| {
-                            vec![if r == root {
-                                data.clone()
-                            } else {
-                                vec![0; size]
-                            }]
-                        })
-                        .collect();
-                    let out = sim::run(&p, bufs, rng.below(1 << 30) as u64)
-                        .unwrap_or_else(|e| panic!("{what}: {e}"));
-                    for (r, b) in out.iter().enumerate() {
-                        assert_eq!(b[0], data, "{what}: rank {r}");
-                    }
+                    bcast_delivers(algo, n, root, size, n <= 12, &mut rng);
                 }
             }
         }
@@ -1035,28 +1043,7 @@ fn eager_and_imcast_broadcasts_validate_and_deliver() {
                     algos.push(Algo::ImcastBcast { segment, ppn });
                 }
                 for algo in algos {
-                    let what = format!("{algo:?} n {n} root {root} size {size}");
-                    let p = generate(algo, n, root, size).unwrap();
-                    let d = validate(&p, None, &BufferSizes::default());
-                    assert!(d.is_empty(), "{what}: {d:#?}");
-                    if n <= 8 && size <= 100 {
-                        round_trip(&p);
-                    }
-                    let data: Vec<u8> = (0..size).map(|i| (i * 7 + 1) as u8).collect();
-                    let bufs: Vec<Buffers> = (0..n)
-                        .map(|r| {
-                            vec![if r == root {
-                                data.clone()
-                            } else {
-                                vec![0; size]
-                            }]
-                        })
-                        .collect();
-                    let out = sim::run(&p, bufs, rng.below(1 << 30) as u64)
-                        .unwrap_or_else(|e| panic!("{what}: {e}"));
-                    for (r, b) in out.iter().enumerate() {
-                        assert_eq!(b[0], data, "{what}: rank {r}");
-                    }
+                    bcast_delivers(algo, n, root, size, n <= 8 && size <= 100, &mut rng);
                 }
             }
         }

@@ -1060,7 +1060,10 @@ fn doctor_local_on_loopback() {
     // Loopback is a warning (a job on one host is fine), never a problem: exit 0.
     assert_eq!(o.status.code(), Some(0), "{out}{}", text(&o.stderr));
     assert!(out.contains("lo (MPICAST_IFACE=lo)"), "{out}");
-    assert!(out.contains("65536 (65443 bytes of data per datagram"), "{out}");
+    assert!(
+        out.contains("65536 (65443 bytes of data per datagram"),
+        "{out}"
+    );
     assert!(out.contains("net.core.rmem_max"), "{out}");
     assert!(out.contains("warning: the loopback interface lo"), "{out}");
     assert!(out.contains("not built yet"), "{out}");
@@ -1120,10 +1123,18 @@ fn doctor_names_a_bad_interface_and_refuses_what_is_not_built() {
         &["MPICAST_CONFIG"],
     );
     assert_eq!(o.status.code(), Some(1));
-    assert!(text(&o.stderr).contains("MPICAST_RCVBUF"), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("MPICAST_RCVBUF"),
+        "{}",
+        text(&o.stderr)
+    );
 
     // The job-wide doctor is not there yet, and says so; bad usage exits 2.
-    for args in [&["doctor"][..], &["doctor", "-n", "4"], &["doctor", "--json"]] {
+    for args in [
+        &["doctor"][..],
+        &["doctor", "-n", "4"],
+        &["doctor", "--json"],
+    ] {
         let o = mpicast(args);
         assert_eq!(o.status.code(), Some(2), "{args:?}");
         assert!(text(&o.stderr).contains("not built yet"), "{args:?}");

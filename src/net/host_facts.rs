@@ -268,7 +268,11 @@ mod tests {
     fn subnet_and_address_find_lo() {
         for spec in ["127.0.0.0/8", "127.0.0.1"] {
             let f = on(spec);
-            assert_eq!(f.chosen.as_ref().map(|i| i.name.as_str()), Ok("lo"), "{spec}");
+            assert_eq!(
+                f.chosen.as_ref().map(|i| i.name.as_str()),
+                Ok("lo"),
+                "{spec}"
+            );
             assert_eq!(f.wanted_dev.as_deref(), Some("lo"), "{spec}");
         }
     }

@@ -85,16 +85,12 @@ fn opt<T: ToString>(v: Option<T>) -> String {
 fn state(st: &IfaceState) -> String {
     let mut s = vec![if st.up { "up" } else { "DOWN" }];
     if st.up {
-        s.push(if st.running {
-            "link up"
-        } else {
-            "NO CARRIER"
-        });
+        s.push(if st.running { "link up" } else { "NO CARRIER" });
     }
-    s.push(if st.multicast {
-        "MULTICAST"
-    } else {
-        "no MULTICAST flag"
+    s.push(match (st.multicast, st.loopback) {
+        (true, _) => "MULTICAST",
+        (false, true) => "no MULTICAST flag (loopback multicasts without it)",
+        (false, false) => "no MULTICAST flag",
     });
     if st.loopback {
         s.push("loopback");
@@ -142,7 +138,11 @@ pub fn to_text(f: &HostFacts, findings: &[Finding]) -> String {
     };
     let st = f.dev_state();
     match (&f.chosen, f.dev()) {
-        (Ok(i), _) => row(&mut s, "interface", format!("{} ({})", i.name, why_chosen(f))),
+        (Ok(i), _) => row(
+            &mut s,
+            "interface",
+            format!("{} ({})", i.name, why_chosen(f)),
+        ),
         (Err(_), Some(d)) => row(
             &mut s,
             "interface",
@@ -301,7 +301,8 @@ pub fn to_json(f: &HostFacts, findings: &[Finding]) -> String {
         match f.dev_state() {
             None => "null".into(),
             Some(st) => {
-                let addrs: Vec<String> = st.addrs.iter().map(|a| json_str(&a.to_string())).collect();
+                let addrs: Vec<String> =
+                    st.addrs.iter().map(|a| json_str(&a.to_string())).collect();
                 format!(
                     "{{\"name\": {}, \"chosen\": {}, \"address\": {}, \"addresses\": [{}], \
                      \"mtu\": {}, \"up\": {}, \"running\": {}, \"multicast\": {}, \
@@ -375,7 +376,11 @@ pub fn to_json(f: &HostFacts, findings: &[Finding]) -> String {
             json_str(&x.fix)
         );
     }
-    s.push_str(if findings.is_empty() { "]\n}\n" } else { "\n  ]\n}\n" });
+    s.push_str(if findings.is_empty() {
+        "]\n}\n"
+    } else {
+        "\n  ]\n}\n"
+    });
     s
 }
 

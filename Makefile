@@ -149,7 +149,7 @@ check:
 
 unit:
 	$(CARGO_OMPI) test
-	$(CARGO_OMPI) test --bin mpicast -- run:: sim_cmd:: topo:: sim_timeline:: sim_sweep:: sim_calibrate:: svg::
+	$(CARGO_OMPI) test --bin mpicast -- run:: sim_cmd:: topo:: sim_timeline:: sim_sweep:: sim_calibrate:: svg:: doctor_cmd::
 	@echo "unit: a 2^16-rank binomial broadcast in the LogGOPS simulator (smoke, not timed)"
 	$(CARGO_OMPI) run -q --release --bin mpicast -- sim --gen binomial --ranks 65536
 

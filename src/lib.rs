@@ -12,6 +12,8 @@ pub mod wire;
 
 pub mod host;
 pub mod net;
+// Pure, but over the facts that `net` gathers.
+pub mod doctor;
 
 pub mod coll;
 pub mod fastpath;

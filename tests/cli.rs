@@ -1051,3 +1051,100 @@ fn eager_and_imcast_generators_by_name_and_ppn() {
     assert!(out.contains("\nimcast-bcast,8,4,"), "{out}");
     assert!(out.contains("\neager-mcast-bcast,8,4,5542,"), "{out}");
 }
+
+#[test]
+fn doctor_local_on_loopback() {
+    let clean = ["MPICAST_CONFIG", "MPICAST_RCVBUF", "MPICAST_FRAG_BYTES"];
+    let o = mpicast_env(&["doctor", "--local"], &[("MPICAST_IFACE", "lo")], &clean);
+    let out = text(&o.stdout);
+    // Loopback is a warning (a job on one host is fine), never a problem: exit 0.
+    assert_eq!(o.status.code(), Some(0), "{out}{}", text(&o.stderr));
+    assert!(out.contains("lo (MPICAST_IFACE=lo)"), "{out}");
+    assert!(
+        out.contains("65536 (65443 bytes of data per datagram"),
+        "{out}"
+    );
+    assert!(out.contains("net.core.rmem_max"), "{out}");
+    assert!(out.contains("warning: the loopback interface lo"), "{out}");
+    assert!(out.contains("not built yet"), "{out}");
+
+    let o = mpicast_env(
+        &["doctor", "--local", "--json"],
+        &[("MPICAST_IFACE", "lo")],
+        &clean,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON document");
+    assert_eq!(v["iface"]["name"], "lo");
+    assert_eq!(v["iface"]["address"], "127.0.0.1");
+    assert_eq!(v["iface"]["mtu"], 65536);
+    assert_eq!(v["iface"]["up"], true);
+    assert_eq!(v["iface"]["loopback"], true);
+    assert_eq!(v["frag_bytes"], 65443);
+    assert_eq!(v["rcvbuf_wanted"], 8 << 20);
+    assert_eq!(v["problems"], 0);
+    let codes: Vec<&str> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["code"].as_str().unwrap())
+        .collect();
+    assert!(codes.contains(&"loopback"), "{codes:?}");
+}
+
+#[test]
+fn doctor_names_a_bad_interface_and_refuses_what_is_not_built() {
+    let o = mpicast_env(
+        &["doctor", "--local"],
+        &[("MPICAST_IFACE", "nosuchif9")],
+        &["MPICAST_CONFIG"],
+    );
+    let out = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("problem: MPICAST_IFACE=nosuchif9 matches no interface"),
+        "{out}"
+    );
+    assert!(out.contains("lo 127.0.0.1"), "names the candidates: {out}");
+    let o = mpicast_env(
+        &["doctor", "--local", "--json"],
+        &[("MPICAST_IFACE", "nosuchif9")],
+        &["MPICAST_CONFIG"],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON document");
+    assert_eq!(v["findings"][0]["code"], "iface-unmatched");
+    assert_eq!(v["findings"][0]["severity"], "problem");
+
+    // A value the library refuses: exit 1, the variable named.
+    let o = mpicast_env(
+        &["doctor", "--local"],
+        &[("MPICAST_RCVBUF", "12kB")],
+        &["MPICAST_CONFIG"],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o.stderr).contains("MPICAST_RCVBUF"),
+        "{}",
+        text(&o.stderr)
+    );
+
+    // The job-wide doctor is not there yet, and says so; bad usage exits 2.
+    for args in [
+        &["doctor"][..],
+        &["doctor", "-n", "4"],
+        &["doctor", "--json"],
+    ] {
+        let o = mpicast(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(text(&o.stderr).contains("not built yet"), "{args:?}");
+    }
+    let o = mpicast(&["doctor", "--local", "--bogus"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("unknown option `--bogus`"));
+    for args in [&["doctor", "--help"][..], &["help", "doctor"]] {
+        let o = mpicast(args);
+        assert_eq!(o.status.code(), Some(0), "{args:?}");
+        assert!(text(&o.stdout).starts_with("usage: mpicast doctor --local"));
+    }
+}

@@ -1,8 +1,9 @@
 //! The `mpicast` command line. `mpicast goal ...` works on GOAL files without MPI;
-//! `mpicast topo ...` shows the topology IDs and routing of `MPICAST_Imcast` for a job.
+//! `mpicast topo ...` shows the topology IDs and routing of `MPICAST_Imcast` for a job;
+//! `mpicast doctor --local` checks whether this host can multicast.
 //!
 //! The pure modules it needs (`goal`, `sched`, `algo`, `topology` and the `config` that `algo`
-//! reads) are
+//! reads; `doctor` with the `net` that gathers its facts and the `wire` that sizes datagrams) are
 //! compiled into the executable from their sources instead of linking the library crate:
 //! the library exports the MPI entry points it replaces, which would drag libmpi into the
 //! executable even though these commands never call MPI.
@@ -14,8 +15,14 @@ mod algo;
 #[path = "../config.rs"]
 mod config;
 #[allow(dead_code, unused_imports)]
+#[path = "../doctor/mod.rs"]
+mod doctor;
+#[allow(dead_code, unused_imports)]
 #[path = "../goal/mod.rs"]
 mod goal;
+#[allow(dead_code, unused_imports)]
+#[path = "../net/mod.rs"]
+mod net;
 #[allow(dead_code, unused_imports)]
 #[path = "../sched/mod.rs"]
 mod sched;
@@ -25,7 +32,12 @@ mod sim;
 #[allow(dead_code, unused_imports)]
 #[path = "../topology/mod.rs"]
 mod topology;
+#[allow(dead_code, unused_imports)]
+#[path = "../wire/mod.rs"]
+mod wire;
 
+#[path = "mpicast/doctor.rs"]
+mod doctor_cmd;
 #[path = "mpicast/progress.rs"]
 mod progress;
 #[path = "mpicast/run.rs"]
@@ -60,6 +72,9 @@ usage: mpicast <command> ...
        mpicast --help | --version
 
 commands:
+  doctor  can this host multicast, and what to change if not: the interface, MTU, buffers,
+          rp_filter and group limits the library would meet (`mpicast doctor --local`;
+          the job-wide checks over MPI are not built yet; `mpicast doctor --help`)
   goal    GOAL programs (collective schedules as text or binary): check, assemble,
           disassemble, generate, draw, bound, and run them on N ranks of this host's MPI
           (`mpicast goal --help`)
@@ -154,12 +169,17 @@ fn dispatch(args: &[String]) -> (Result<(), Fail>, &'static str) {
                 println!("{}", sim_cmd::USAGE);
                 (Ok(()), top)
             }
+            Some("doctor") => {
+                println!("{}", doctor_cmd::USAGE);
+                (Ok(()), top)
+            }
             Some(c) => (Err(Fail::Usage(format!("no command `{c}`"))), top),
         },
         Some("-V" | "--version") => {
             println!("mpicast {}", env!("CARGO_PKG_VERSION"));
             (Ok(()), top)
         }
+        Some("doctor") => (doctor_cmd::run(&args[1..]), "mpicast doctor --help"),
         Some("goal") => (goal_cmd(&args[1..]), "mpicast goal --help"),
         Some("topo") => (topo_cmd(&args[1..]), "mpicast topo --help"),
         Some("sim") if args.get(1).is_some_and(|a| a == "sweep") => {

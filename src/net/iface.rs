@@ -14,7 +14,7 @@ use crate::config::{in_subnet, IfaceSpec};
 
 /// One IPv4 address of one up interface. An interface with several addresses appears once per
 /// address; `name` is the device name (an alias label such as `eth0:1` is reported as `eth0`).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Iface {
     pub name: String,
     pub index: u32,
@@ -24,7 +24,7 @@ pub struct Iface {
 
 /// The group used to ask the routing table when the caller has none in mind: the default
 /// `MPICAST_GROUP` base, so a `239.0.0.0/8` or `224.0.0.0/4` route wins over the default route.
-const PROBE_GROUP: Ipv4Addr = Ipv4Addr::new(239, 255, 0, 0);
+pub(crate) const PROBE_GROUP: Ipv4Addr = Ipv4Addr::new(239, 255, 0, 0);
 
 /// Up interfaces with an IPv4 address, sorted by name (addresses of one name in kernel order).
 pub fn list_ifaces() -> io::Result<Vec<Iface>> {
@@ -137,11 +137,11 @@ fn describe(all: &[Iface]) -> String {
 }
 
 /// The device behind an alias label (`eth0:1` -> `eth0`); sysfs and the ioctls know only devices.
-fn device_name(label: &str) -> &str {
+pub(super) fn device_name(label: &str) -> &str {
     label.split(':').next().unwrap_or(label)
 }
 
-fn read_mtu(dev: &str) -> io::Result<u32> {
+pub(super) fn read_mtu(dev: &str) -> io::Result<u32> {
     if let Some(m) = std::fs::read_to_string(format!("/sys/class/net/{dev}/mtu"))
         .ok()
         .and_then(|s| s.trim().parse::<u32>().ok())
@@ -226,12 +226,16 @@ pub(crate) fn parse_routes(text: &str) -> Vec<Route> {
 
 /// Device of the longest-prefix, then lowest-metric, usable route to `dst`.
 pub(crate) fn route_for(routes: &[Route], dst: Ipv4Addr) -> Option<String> {
+    route_entry_for(routes, dst).map(|r| r.dev.clone())
+}
+
+/// The longest-prefix, then lowest-metric, usable route to `dst`: the one [`route_for`] takes.
+pub(crate) fn route_entry_for(routes: &[Route], dst: Ipv4Addr) -> Option<&Route> {
     routes
         .iter()
         .filter(|r| r.flags & RTF_UP != 0 && r.flags & RTF_REJECT == 0)
         .filter(|r| u32::from(dst) & u32::from(r.mask) == u32::from(r.dest) & u32::from(r.mask))
         .min_by_key(|r| (std::cmp::Reverse(u32::from(r.mask).count_ones()), r.metric))
-        .map(|r| r.dev.clone())
 }
 
 #[cfg(test)]

@@ -5,12 +5,15 @@
 //! `host/`). Knows nothing of datagram contents, ranks or MPI: `wire/` gives bytes, this moves them.
 
 mod counters;
+pub mod host_facts;
 mod iface;
 mod socket;
 
 pub use counters::{udp_counters, UdpCounters};
 pub use iface::{list_ifaces, resolve_iface, resolve_iface_for, Iface};
-pub use socket::{wait_readable, wait_readable_into, McastSocket, UnicastSocket, SEND_WAIT_LIMIT};
+pub use socket::{
+    granted_buffers, wait_readable, wait_readable_into, McastSocket, UnicastSocket, SEND_WAIT_LIMIT,
+};
 
 /// IPv4 header without options plus the UDP header.
 const IP_UDP_HEADERS: usize = 20 + 8;
@@ -20,7 +23,12 @@ pub const MAX_UDP_PAYLOAD: usize = 65507;
 /// Largest UDP payload that fits this interface's MTU unfragmented, capped at [`MAX_UDP_PAYLOAD`]
 /// (loopback's 65536-byte MTU would otherwise exceed what IPv4 allows).
 pub fn max_udp_payload(iface: &Iface) -> usize {
-    (iface.mtu as usize)
+    udp_payload_for_mtu(iface.mtu)
+}
+
+/// Largest UDP payload that an MTU of `mtu` bytes carries unfragmented (see [`max_udp_payload`]).
+pub fn udp_payload_for_mtu(mtu: u32) -> usize {
+    (mtu as usize)
         .saturating_sub(IP_UDP_HEADERS)
         .min(MAX_UDP_PAYLOAD)
 }

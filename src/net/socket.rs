@@ -529,6 +529,23 @@ enum Buf {
 /// Asks for `size` bytes of buffer, first with the *FORCE option (root or CAP_NET_ADMIN: not
 /// capped by rmem_max/wmem_max), else the plain one, and returns what getsockopt reports.
 fn set_buffer(sock: &Socket, which: Buf, size: usize) -> io::Result<usize> {
+    set_buffer_how(sock, which, size).map(|(granted, _)| granted)
+}
+
+/// The receive and send buffers a UDP socket of this process is granted when it asks for `size`
+/// bytes of each, as [`McastSocket::open`] asks: (receive, send, forced), the sizes as
+/// getsockopt reports them (Linux doubles the request), `forced` when the *FORCE options
+/// worked (root or CAP_NET_ADMIN), so that `rmem_max` did not apply. The socket is neither
+/// bound nor joined, and sends nothing.
+pub fn granted_buffers(size: usize) -> io::Result<(usize, usize, bool)> {
+    let sock = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP))?;
+    let (rcv, forced_rcv) = set_buffer_how(&sock, Buf::Recv, size)?;
+    let (snd, forced_snd) = set_buffer_how(&sock, Buf::Send, size)?;
+    Ok((rcv, snd, forced_rcv && forced_snd))
+}
+
+/// [`set_buffer`], and whether the *FORCE option was taken.
+fn set_buffer_how(sock: &Socket, which: Buf, size: usize) -> io::Result<(usize, bool)> {
     // The kernel doubles the value into an int; larger requests would overflow to garbage.
     let v = size.min(i32::MAX as usize / 2) as libc::c_int;
     let force = match which {
@@ -552,10 +569,11 @@ fn set_buffer(sock: &Socket, which: Buf, size: usize) -> io::Result<usize> {
             Buf::Send => sock.set_send_buffer_size(v as usize)?,
         }
     }
-    match which {
+    let granted = match which {
         Buf::Recv => sock.recv_buffer_size(),
         Buf::Send => sock.send_buffer_size(),
-    }
+    }?;
+    Ok((granted, rc == 0))
 }
 
 #[cfg(test)]

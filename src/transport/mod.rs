@@ -444,11 +444,7 @@ pub fn setup(
         .map(|i| i.max_payload as usize)
         .min()
         .unwrap_or(1472);
-    let mut frag = min_payload.saturating_sub(wire::packet::OVERHEAD);
-    if msg.frag_bytes > 0 {
-        frag = frag.min(msg.frag_bytes as usize);
-    }
-    let frag = frag.max(64);
+    let frag = wire::packet::frag_for(min_payload, msg.frag_bytes as usize);
     let min_rcvbuf = infos
         .iter()
         .map(|i| i.rcvbuf_kib as usize * 1024)

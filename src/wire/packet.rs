@@ -16,6 +16,20 @@ pub const HEADER_LEN: usize = 48;
 pub const MAC_LEN: usize = 16;
 pub const OVERHEAD: usize = HEADER_LEN + MAC_LEN;
 
+/// Smallest data payload per datagram, whatever the MTU says.
+pub const MIN_FRAG: usize = 64;
+
+/// Data bytes per datagram for ranks whose smallest UDP payload is `min_payload` (what the
+/// smallest MTU among them allows), capped by `MPICAST_FRAG_BYTES` when it is set (`cap` > 0):
+/// the size every rank of a communicator derives from the same gathered facts.
+pub fn frag_for(min_payload: usize, cap: usize) -> usize {
+    let mut frag = min_payload.saturating_sub(OVERHEAD);
+    if cap > 0 {
+        frag = frag.min(cap);
+    }
+    frag.max(MIN_FRAG)
+}
+
 // Field offsets inside the header.
 const O_VERSION: usize = 4;
 const O_KIND: usize = 5;
@@ -258,6 +272,17 @@ mod tests {
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
         z ^ (z >> 31)
+    }
+
+    #[test]
+    fn frag_follows_the_mtu_and_the_cap() {
+        // 1500-byte MTU: 1472 of UDP payload, 1408 of data (the README's MTU - 92).
+        assert_eq!(frag_for(1472, 0), 1408);
+        assert_eq!(frag_for(1472, 8000), 1408);
+        assert_eq!(frag_for(1472, 1000), 1000);
+        assert_eq!(frag_for(65507, 0), 65507 - OVERHEAD);
+        assert_eq!(frag_for(100, 0), MIN_FRAG);
+        assert_eq!(frag_for(0, 0), MIN_FRAG);
     }
 
     #[test]

@@ -636,9 +636,12 @@ struct Busy {
     owner: Link,
 }
 
-/// One kind of resource (CPUs, NICs' send or receive sides) of every rank: busy-until times,
-/// and what made each busy only when the run is traced (the times alone are what the events
-/// touch, so they are kept dense).
+/// The resources of every rank: busy-until times, and what made each busy only when the run
+/// is traced (the times alone are what the events touch, so they are kept dense). A rank's
+/// CPUs, its NICs' send sides and their receive sides lie side by side (`Engine::cpu_at`,
+/// `nic_send_at`, `nic_recv_at`): an event looks at a CPU and a NIC of one rank, and with
+/// one of each that is one cache line, where three arrays of 8 MiB at 2^20 ranks made it
+/// three cache misses.
 struct Res {
     until: Vec<u64>,
     owner: Vec<Link>,
@@ -691,14 +694,20 @@ struct Engine<'p> {
     /// Per action, what changes during the run (kept together: an event touches all three).
     st: Vec<St>,
     trace: Option<Trace>,
-    cpu: Res,
-    nic_send: Res,
-    nic_recv: Res,
-    /// Posted receives per rank (global action numbers), in posting order.
-    /// (Double-ended: the match is usually near the front, and taking it out then moves
-    /// little, where a root's million posted receives would otherwise shift at every match.)
-    posted: Vec<VecDeque<u32>>,
-    unexpected: Vec<VecDeque<Unexpected>>,
+    /// Resources per rank: `ncpu` CPUs, `nnic` NIC send sides, `nnic` NIC receive sides.
+    res: Res,
+    stride: usize,
+    /// Per rank, its posted receives (global action numbers, linked through `posted_next`)
+    /// and its unexpected messages (slots of `msgs`, linked through `msg_next`), each in
+    /// posting or arrival order. Lists threaded through arrays rather than a `VecDeque` per
+    /// rank: no allocation per rank (a million of them at 2^20 ranks, each with its own heap
+    /// block to miss in the cache), and a match taken out of the middle moves nothing.
+    queues: Vec<Queues>,
+    posted_next: Vec<u32>,
+    msgs: Vec<Unexpected>,
+    msg_next: Vec<u32>,
+    /// Slots of `msgs` free for reuse.
+    free_msgs: Vec<u32>,
     queue: RadixQueue<Ev>,
     seq: u64,
     now: u64,
@@ -712,6 +721,69 @@ struct Engine<'p> {
     waiting: HashMap<u32, VecDeque<(u32, u32)>>,
     /// The network that decides arrivals (`simulate_on`); `None`: LogGOPS's `L`.
     net: Option<&'p mut Contention>,
+}
+
+/// The end of a list (`List`).
+const NIL: u32 = u32::MAX;
+
+/// A list in order of insertion, threaded through an array of `next` numbers that the
+/// caller keeps (`NIL` ends it).
+#[derive(Clone, Copy, Debug)]
+struct List {
+    head: u32,
+    tail: u32,
+}
+
+impl Default for List {
+    fn default() -> Self {
+        List {
+            head: NIL,
+            tail: NIL,
+        }
+    }
+}
+
+impl List {
+    fn push_back(&mut self, next: &mut [u32], i: u32) {
+        next[i as usize] = NIL;
+        match self.tail {
+            NIL => self.head = i,
+            t => next[t as usize] = i,
+        }
+        self.tail = i;
+    }
+
+    /// The first entry for which `hit` holds, with the one before it (`NIL` for the head).
+    fn find(&self, next: &[u32], mut hit: impl FnMut(u32) -> bool) -> Option<(u32, u32)> {
+        let (mut prev, mut i) = (NIL, self.head);
+        while i != NIL {
+            if hit(i) {
+                return Some((prev, i));
+            }
+            (prev, i) = (i, next[i as usize]);
+        }
+        None
+    }
+
+    /// Takes out `i`, found after `prev` (`find`).
+    fn remove(&mut self, next: &mut [u32], prev: u32, i: u32) {
+        let after = next[i as usize];
+        match prev {
+            NIL => self.head = after,
+            p => next[p as usize] = after,
+        }
+        if self.tail == i {
+            self.tail = prev;
+        }
+    }
+}
+
+/// A rank's posted receives and unexpected messages (kept together: a message that arrives
+/// looks at the first, a receive that is posted at the second).
+#[derive(Clone, Copy, Debug, Default)]
+struct Queues {
+    posted: List,
+    unexpected: List,
 }
 
 /// How many events pass between two calls of a run's progress function.
@@ -757,11 +829,13 @@ impl<'p> Engine<'p> {
                 })
                 .collect(),
             trace,
-            cpu: Res::new(n * ncpu, opts.trace),
-            nic_send: Res::new(n * nnic, opts.trace),
-            nic_recv: Res::new(n * nnic, opts.trace),
-            posted: vec![VecDeque::new(); n],
-            unexpected: vec![VecDeque::new(); n],
+            res: Res::new(n * (ncpu + 2 * nnic), opts.trace),
+            stride: ncpu + 2 * nnic,
+            queues: vec![Queues::default(); n],
+            posted_next: vec![NIL; total],
+            msgs: Vec::new(),
+            msg_next: Vec::new(),
+            free_msgs: Vec::new(),
             queue: RadixQueue::new(),
             seq: 0,
             now: 0,
@@ -773,6 +847,17 @@ impl<'p> Engine<'p> {
             waiting: HashMap::new(),
             net: None,
         }
+    }
+
+    /// Where `rank`'s CPU `cpu`, NIC `nic`'s send side and its receive side are in `res`.
+    fn cpu_at(&self, rank: u32, cpu: u8) -> usize {
+        rank as usize * self.stride + cpu as usize
+    }
+    fn nic_send_at(&self, rank: u32, nic: u8) -> usize {
+        rank as usize * self.stride + self.ncpu + nic as usize
+    }
+    fn nic_recv_at(&self, rank: u32, nic: u8) -> usize {
+        rank as usize * self.stride + self.ncpu + self.nnic + nic as usize
     }
 
     fn costs(&self, mcast: bool) -> Costs {
@@ -886,12 +971,9 @@ impl<'p> Engine<'p> {
     /// Rendezvous send `g` of `src` matched at `m` by what `why` names.
     fn rendezvous(&mut self, src: u32, g: usize, m: u64, why: Link) {
         let a = *self.p.act(g);
-        let (c, n) = (
-            src as usize * self.ncpu + a.cpu as usize,
-            src as usize * self.nnic + a.nic as usize,
-        );
-        self.cpu.hold(c, m, why);
-        self.nic_send.hold(n, m, why);
+        let (c, n) = (self.cpu_at(src, a.cpu), self.nic_send_at(src, a.nic));
+        self.res.hold(c, m, why);
+        self.res.hold(n, m, why);
         let own =
             self.st[g].start + self.prm.overhead + self.prm.overhead_per_byte.time(extra(a.arg));
         if m > own {
@@ -931,12 +1013,12 @@ impl<'p> Engine<'p> {
 
     fn try_start(&mut self, t: u64, rank: u32, g: usize) -> Result<(), SimError> {
         let a = *self.p.act(g);
-        let c = rank as usize * self.ncpu + a.cpu as usize;
-        let cpu = self.cpu.get(c);
+        let c = self.cpu_at(rank, a.cpu);
+        let cpu = self.res.get(c);
         match a.kind {
             FlatKind::Send | FlatKind::Mcast => {
-                let n = rank as usize * self.nnic + a.nic as usize;
-                let nic = self.nic_send.get(n);
+                let n = self.nic_send_at(rank, a.nic);
+                let nic = self.res.get(n);
                 let busy = cpu.until.max(nic.until);
                 if busy > t {
                     let owner = if cpu.until >= nic.until {
@@ -958,8 +1040,8 @@ impl<'p> Engine<'p> {
                 let k = self.costs(mcast);
                 let me = self.point(rank, g, false, Via::Cpu);
                 let cpu_end = t + k.o + k.ob.time(extra(a.arg));
-                self.cpu.hold(c, cpu_end, me);
-                self.nic_send.hold(
+                self.res.hold(c, cpu_end, me);
+                self.res.hold(
                     n,
                     t + k.g + k.gb.time(extra(a.arg)),
                     Link {
@@ -1016,14 +1098,17 @@ impl<'p> Engine<'p> {
                 // Posting is free and needs no CPU: o is paid when the message arrives.
                 self.started(rank, g, t);
                 let p = self.p;
-                let hit = self.unexpected[rank as usize]
-                    .iter()
-                    .position(|u| Self::compatible(&a, u.src, p.act(u.send as usize)));
+                let msgs = &self.msgs;
+                let unexpected = &mut self.queues[rank as usize].unexpected;
+                let hit = unexpected.find(&self.msg_next, |i| {
+                    let u = &msgs[i as usize];
+                    Self::compatible(&a, u.src, p.act(u.send as usize))
+                });
                 match hit {
-                    Some(i) => {
-                        let u = self.unexpected[rank as usize]
-                            .remove(i)
-                            .expect("a found entry");
+                    Some((prev, i)) => {
+                        unexpected.remove(&mut self.msg_next, prev, i);
+                        self.free_msgs.push(i);
+                        let u = self.msgs[i as usize];
                         let send = u.send as usize;
                         self.record_match(g, u.src, send);
                         if self.is_rendezvous(p.act(send)) {
@@ -1036,7 +1121,9 @@ impl<'p> Engine<'p> {
                             self.complete(rank, g, t, Link::NONE);
                         }
                     }
-                    None => self.posted[rank as usize].push_back(g as u32),
+                    None => self.queues[rank as usize]
+                        .posted
+                        .push_back(&mut self.posted_next, g as u32),
                 }
             }
             FlatKind::Exec | FlatKind::Calc => {
@@ -1054,7 +1141,7 @@ impl<'p> Engine<'p> {
                 let nanos = if a.kind == FlatKind::Calc { a.arg } else { 0 };
                 if nanos > 0 {
                     let me = self.point(rank, g, false, Via::Cpu);
-                    self.cpu.hold(c, t + nanos, me);
+                    self.res.hold(c, t + nanos, me);
                 }
                 self.started(rank, g, t);
                 self.complete(rank, g, t + nanos, Link::NONE);
@@ -1064,8 +1151,7 @@ impl<'p> Engine<'p> {
     }
 
     fn arrive(&mut self, t: u64, seq: u64, dst: u32, src: u32, send: usize) {
-        let c = dst as usize * self.ncpu;
-        let n = dst as usize * self.nnic;
+        let (c, n) = (self.cpu_at(dst, 0), self.nic_recv_at(dst, 0));
         // Messages that find the receiver busy wait in line, and only the first of the line
         // has an event: re-queueing every waiting message each time the receiver frees would
         // cost a number of events quadratic in the line (a root taking the scouts of a
@@ -1077,7 +1163,7 @@ impl<'p> Engine<'p> {
             self.waiting.entry(dst).or_default().push_back(me);
             return;
         }
-        let (cpu, nic) = (self.cpu.get(c), self.nic_recv.get(n));
+        let (cpu, nic) = (self.res.get(c), self.res.get(n));
         let busy = cpu.until.max(nic.until);
         if busy > t {
             if !head {
@@ -1104,7 +1190,7 @@ impl<'p> Engine<'p> {
         self.take(t, dst, src, send);
         // The next in line is taken when the receiver is free again.
         if let Some(&(s2, g2)) = self.waiting.get(&dst).and_then(|l| l.front()) {
-            let free = self.cpu.until[c].max(self.nic_recv.until[n]);
+            let free = self.res.until[c].max(self.res.until[n]);
             self.push(
                 free,
                 Ev::Arrive {
@@ -1118,9 +1204,8 @@ impl<'p> Engine<'p> {
 
     /// The receiver `dst`, free at `t`, takes the message of `src`'s send `send`.
     fn take(&mut self, t: u64, dst: u32, src: u32, send: usize) {
-        let c = dst as usize * self.ncpu;
-        let n = dst as usize * self.nnic;
-        let (cpu, nic) = (self.cpu.get(c), self.nic_recv.get(n));
+        let (c, n) = (self.cpu_at(dst, 0), self.nic_recv_at(dst, 0));
+        let (cpu, nic) = (self.res.get(c), self.res.get(n));
         let sa = *self.p.act(send);
         let k = self.costs(sa.kind == FlatKind::Mcast);
         let x = extra(sa.arg);
@@ -1152,7 +1237,7 @@ impl<'p> Engine<'p> {
                 ..nic.owner
             }
         };
-        self.nic_recv.hold(
+        self.res.hold(
             n,
             t + k.g + k.gb.time(x),
             Link {
@@ -1174,14 +1259,16 @@ impl<'p> Engine<'p> {
             }
         }
         let p = self.p;
-        let hit = self.posted[dst as usize]
-            .iter()
-            .position(|&r| Self::compatible(p.act(r as usize), src, &sa));
+        let posted = &mut self.queues[dst as usize].posted;
+        let hit = posted.find(&self.posted_next, |r| {
+            Self::compatible(p.act(r as usize), src, &sa)
+        });
         match hit {
-            Some(i) => {
-                let recv = self.posted[dst as usize].remove(i).expect("a found entry") as usize;
+            Some((prev, recv)) => {
+                posted.remove(&mut self.posted_next, prev, recv);
+                let recv = recv as usize;
                 let me = self.point(dst, recv, true, Via::Cpu);
-                self.cpu.hold(c, cpu_done, me);
+                self.res.hold(c, cpu_done, me);
                 self.record_match(recv, src, send);
                 if self.is_rendezvous(&sa) {
                     let why = Link {
@@ -1193,7 +1280,7 @@ impl<'p> Engine<'p> {
                 self.complete(dst, recv, done, why);
             }
             None => {
-                self.cpu.hold(
+                self.res.hold(
                     c,
                     cpu_done,
                     Link {
@@ -1201,12 +1288,26 @@ impl<'p> Engine<'p> {
                         ..msg
                     },
                 );
-                self.unexpected[dst as usize].push_back(Unexpected {
+                let u = Unexpected {
                     src,
                     send: send as u32,
                     done,
                     why,
-                });
+                };
+                let slot = match self.free_msgs.pop() {
+                    Some(i) => {
+                        self.msgs[i as usize] = u;
+                        i
+                    }
+                    None => {
+                        self.msgs.push(u);
+                        self.msg_next.push(NIL);
+                        (self.msgs.len() - 1) as u32
+                    }
+                };
+                self.queues[dst as usize]
+                    .unexpected
+                    .push_back(&mut self.msg_next, slot);
             }
         }
     }
@@ -1249,14 +1350,14 @@ impl<'p> Engine<'p> {
         let mut blocked = Vec::new();
         let p = self.p;
         for r in 0..p.num_ranks() {
-            let posted = &self.posted[r as usize];
+            let posted = self.queues[r as usize].posted;
             for g in p.range(r) {
                 if self.st[g].finish != NOT_YET {
                     continue;
                 }
                 let a = p.act(g);
                 let action = self.local(r, g);
-                if posted.contains(&(g as u32)) {
+                if posted.find(&self.posted_next, |i| i == g as u32).is_some() {
                     started.push(Waiting {
                         rank: r,
                         action,
@@ -1303,7 +1404,8 @@ impl<'p> Engine<'p> {
         let n = p.num_ranks() as usize;
         let mut end = vec![0u64; n];
         for (r, e) in end.iter_mut().enumerate() {
-            let cpus = &self.cpu.until[r * self.ncpu..(r + 1) * self.ncpu];
+            let c = r * self.stride;
+            let cpus = &self.res.until[c..c + self.ncpu];
             let acts = self.st[p.range(r as u32)].iter().map(|s| s.finish);
             *e = cpus.iter().copied().chain(acts).max().unwrap_or(0);
         }

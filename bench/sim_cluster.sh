@@ -40,13 +40,13 @@ trap 'exit 130' INT TERM
 for h in $hosts; do
   name=ompi-${h}h
   if [[ " $steps " == *" measure "* ]]; then
-  echo "== $name: measure" >&2
-  # The binomial tree of Open MPI's tuned component, not segmented; mpirun forwards OMPI_MCA_*.
-  "$HERE/run.sh" --name "$name" --out "$out" --mpi openmpi --hosts "$h" --rate "$rate" --keep \
-    --env OMPI_MCA_coll_tuned_use_dynamic_rules=1 --env OMPI_MCA_coll_tuned_bcast_algorithm=6 \
-    --env OMPI_MCA_coll_tuned_bcast_algorithm_segmentsize=0 -- \
-    --sizes "$sizes" --variants host,tree,linear,eager --budget "$budget" --reps-min 5 \
-    --reps-max 30 --no-barrier --idle-wait
+    echo "== $name: measure" >&2
+    # The binomial tree of Open MPI's tuned component, not segmented; mpirun forwards OMPI_MCA_*.
+    "$HERE/run.sh" --name "$name" --out "$out" --mpi openmpi --hosts "$h" --rate "$rate" --keep \
+      --env OMPI_MCA_coll_tuned_use_dynamic_rules=1 --env OMPI_MCA_coll_tuned_bcast_algorithm=6 \
+      --env OMPI_MCA_coll_tuned_bcast_algorithm_segmentsize=0 -- \
+      --sizes "$sizes" --variants host,tree,linear,eager --budget "$budget" --reps-min 5 \
+      --reps-max 30 --no-barrier --idle-wait
   else
     "$cluster" up "$h" --rate "$rate"
   fi

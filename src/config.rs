@@ -930,6 +930,15 @@ impl Config {
 
     /// Reads the process environment, and the file `MPICAST_CONFIG` names. Not pure;
     /// everything else here is.
+    /// The process's configuration: [`Config::from_env`] read once, at the first call (the
+    /// library's first MPI call that needs it), so that `MPICAST_CONFIG`'s file is read once
+    /// and every part of the library sees the same settings.
+    pub fn process() -> Result<Config, ConfigError> {
+        static PROCESS: std::sync::OnceLock<Result<Config, ConfigError>> =
+            std::sync::OnceLock::new();
+        PROCESS.get_or_init(Config::from_env).clone()
+    }
+
     pub fn from_env() -> Result<Config, ConfigError> {
         let mut vars: Vec<(String, String)> = Vec::new();
         // vars_os, because std::env::vars panics on a non-UTF-8 entry anywhere in the environment.

@@ -63,7 +63,7 @@ pub fn register() {
     let Some((prefix, rank, _)) = identity() else {
         return;
     };
-    let mut value = match Config::from_env() {
+    let mut value = match Config::process() {
         Ok(c) => here_value(env!("CARGO_PKG_VERSION"), &c),
         Err(e) => format!("{},INVALID:{}", env!("CARGO_PKG_VERSION"), e.var),
     };

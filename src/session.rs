@@ -157,7 +157,7 @@ fn start() -> Result<Arc<Session>, SessionError> {
     // Registered at MPI_Init where mpicast saw it; here for the paths it did not see (a bad
     // setting is registered too, as such).
     crate::presence::register();
-    let cfg = Config::from_env().map_err(SessionError::Config)?;
+    let cfg = Config::process().map_err(SessionError::Config)?;
     static STATE: host::attr::Callbacks = host::attr::Callbacks {
         copy: None,
         delete: on_comm_delete,

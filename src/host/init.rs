@@ -18,14 +18,14 @@ use std::sync::OnceLock;
 pub fn progress_thread_wanted() -> bool {
     static WANTED: OnceLock<bool> = OnceLock::new();
     *WANTED.get_or_init(
-        || matches!(Config::from_env(), Ok(c) if !c.disable && c.progress == Progress::Thread),
+        || matches!(Config::process(), Ok(c) if !c.disable && c.progress == Progress::Thread),
     )
 }
 
 /// `MPICAST_GOAL_WINDOW` (0: off) and `MPICAST_VERBOSE`, read once like the progress setting.
 pub fn goal_window() -> (usize, u8) {
     static WINDOW: OnceLock<(usize, u8)> = OnceLock::new();
-    *WINDOW.get_or_init(|| Config::from_env().map_or((0, 0), |c| (c.goal_window, c.verbose)))
+    *WINDOW.get_or_init(|| Config::process().map_or((0, 0), |c| (c.goal_window, c.verbose)))
 }
 
 /// Whether a progress thread may call the host MPI now: wanted, and the host granted

@@ -56,6 +56,7 @@ mpiexec_mpich := mpiexec.mpich
 
 # mpicast-goal-run and the GOAL benchmark (goal-tools, goal-bench).
 include tools/goal.mk
+include tools/doctor.mk
 
 # Open MPI refuses root without these; harmless for MPICH.
 export OMPI_ALLOW_RUN_AS_ROOT := 1
@@ -126,7 +127,7 @@ lib:
 # One flavour: the library (and its headers) into build/<flavour>/lib and include, the command
 # line into build/<flavour>/bin/mpicast (it links no MPI: every flavour's build is the same
 # program, copied so that it finds the runner beside it), and the runner,
-# build/<flavour>/bin/mpicast-goal-run (tools/goal.mk).
+# build/<flavour>/bin/mpicast-goal-run (tools/goal.mk) and mpicast-doctor-run (tools/doctor.mk).
 lib-openmpi lib-mpich: lib-%:
 	@pkg-config --exists $(pc_$*) || { echo "lib-$*: pkg-config finds no $(pc_$*): run make deps-system" >&2; exit 1; }
 	@echo "== lib: $* (MPI_PKG_CONFIG=$(pc_$*) CARGO_TARGET_DIR=$(TARGET_BASE)/$* cargo build --release)"
@@ -137,8 +138,8 @@ lib-openmpi lib-mpich: lib-%:
 	  ln -s libmpicast.so.$(SOVERSION) $$d/lib/libmpicast.so; \
 	  if [ -d include ]; then cp -R include/. $$d/include/; fi; \
 	  install -m 0755 $(TARGET_BASE)/$*/release/mpicast $$d/bin/mpicast
-	@$(MAKE) --no-print-directory build/$*/bin/mpicast-goal-run
-	@echo "   -> build/$*/lib/libmpicast.so.$(VERSION), build/$*/bin/mpicast, build/$*/bin/mpicast-goal-run"
+	@$(MAKE) --no-print-directory build/$*/bin/mpicast-goal-run build/$*/bin/mpicast-doctor-run
+	@echo "   -> build/$*/lib/libmpicast.so.$(VERSION), build/$*/bin/mpicast, build/$*/bin/mpicast-goal-run, build/$*/bin/mpicast-doctor-run"
 
 header:
 	MPICAST_REGEN_HEADER=1 $(CARGO_OMPI) test --test header

@@ -233,6 +233,26 @@ int MPICAST_Send_release(int64_t key,
                          struct MPICAST_Request **request_out);
 
 /*
+ Checks whether multicast works between the ranks of `comm`, and why not: collective (every
+ rank calls it, with the same `options`). Each host's interface, MTU, buffers, rp_filter and
+ group limit; who hears whose multicast on the ports at both ends of MPICAST_PORT (small and
+ full-size datagrams); loss as rank 0 multicasts at rising rates; unicast between the
+ ranks' addresses (the repair path); IGMP queries heard. Takes a few seconds (plus `long`).
+ Rank 0 prints the report, with each problem's fix, on standard output (docs/doctor.md).
+ `*problems_out` becomes 1 on every rank when a problem was found, else 0.
+ `options`: NULL or "" for the defaults, or words separated by blanks: `json` (the report as
+ one JSON document), `long` or `long=SECONDS` (listen for an IGMP query that long, 130 s by
+ default, then check the group again), `count=K` (datagrams per sender and port, 20).
+ MPICAST_ERR_ARG for MPI_COMM_NULL, an intercommunicator or an unknown option (the message
+ goes to stderr); MPICAST_ERR_MPI when a call to the host MPI failed.
+
+ # Safety
+ `comm` is a valid communicator handle; `options` is NULL or a NUL-terminated string;
+ `problems_out` is valid for writing one int.
+ */
+int MPICAST_Doctor(MPI_Comm comm, const char *options, int *problems_out);
+
+/*
  Creates a GOAL handle on a private duplicate of `comm` (collective over `comm`, like
  MPI_Comm_dup). On success `*goal_out` owns the handle: free it with MPICAST_Goal_free before
  MPI_Finalize. `goal_out` must not be NULL.

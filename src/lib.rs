@@ -14,6 +14,7 @@ pub mod host;
 pub mod net;
 // Pure, but over the facts that `net` gathers.
 pub mod doctor;
+pub mod doctor_run;
 
 pub mod coll;
 pub mod fastpath;

@@ -1066,7 +1066,10 @@ fn doctor_local_on_loopback() {
     );
     assert!(out.contains("net.core.rmem_max"), "{out}");
     assert!(out.contains("warning: the loopback interface lo"), "{out}");
-    assert!(out.contains("not built yet"), "{out}");
+    assert!(
+        out.contains("Not checked (needs the job-wide `mpicast doctor -n N`)"),
+        "{out}"
+    );
 
     let o = mpicast_env(
         &["doctor", "--local", "--json"],
@@ -1093,7 +1096,7 @@ fn doctor_local_on_loopback() {
 }
 
 #[test]
-fn doctor_names_a_bad_interface_and_refuses_what_is_not_built() {
+fn doctor_names_a_bad_interface_and_bad_usage() {
     let o = mpicast_env(
         &["doctor", "--local"],
         &[("MPICAST_IFACE", "nosuchif9")],
@@ -1129,22 +1132,38 @@ fn doctor_names_a_bad_interface_and_refuses_what_is_not_built() {
         text(&o.stderr)
     );
 
-    // The job-wide doctor is not there yet, and says so; bad usage exits 2.
-    for args in [
-        &["doctor"][..],
-        &["doctor", "-n", "4"],
-        &["doctor", "--json"],
+    // Neither -n nor --local, or a runner that is not there: bad usage exits 2, no runner 1.
+    for (args, says) in [
+        (&["doctor"][..], "-n N"),
+        (&["doctor", "--json"], "-n N"),
+        (&["doctor", "-n", "1"], "at least 2"),
+        (&["doctor", "--local", "-n", "4"], "no -n"),
     ] {
         let o = mpicast(args);
         assert_eq!(o.status.code(), Some(2), "{args:?}");
-        assert!(text(&o.stderr).contains("not built yet"), "{args:?}");
+        assert!(
+            text(&o.stderr).contains(says),
+            "{args:?}: {}",
+            text(&o.stderr)
+        );
     }
+    let o = mpicast_env(
+        &["doctor", "-n", "4"],
+        &[("MPICAST_DOCTOR_RUNNER", "/nonexistent/runner")],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o.stderr).contains("MPICAST_DOCTOR_RUNNER=/nonexistent/runner is not a file"),
+        "{}",
+        text(&o.stderr)
+    );
     let o = mpicast(&["doctor", "--local", "--bogus"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o.stderr).contains("unknown option `--bogus`"));
     for args in [&["doctor", "--help"][..], &["help", "doctor"]] {
         let o = mpicast(args);
         assert_eq!(o.status.code(), Some(0), "{args:?}");
-        assert!(text(&o.stdout).starts_with("usage: mpicast doctor --local"));
+        assert!(text(&o.stdout).starts_with("usage: mpicast doctor -n N"));
     }
 }

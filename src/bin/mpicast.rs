@@ -1,6 +1,6 @@
 //! The `mpicast` command line. `mpicast goal ...` works on GOAL files without MPI;
 //! `mpicast topo ...` shows the topology IDs and routing of `MPICAST_Imcast` for a job;
-//! `mpicast doctor --local` checks whether this host can multicast.
+//! `mpicast doctor` checks whether multicast works between the ranks of a job (or on this host).
 //!
 //! The pure modules it needs (`goal`, `sched`, `algo`, `topology` and the `config` that `algo`
 //! reads; `doctor` with the `net` that gathers its facts and the `wire` that sizes datagrams) are
@@ -72,9 +72,10 @@ usage: mpicast <command> ...
        mpicast --help | --version
 
 commands:
-  doctor  can this host multicast, and what to change if not: the interface, MTU, buffers,
-          rp_filter and group limits the library would meet (`mpicast doctor --local`;
-          the job-wide checks over MPI are not built yet; `mpicast doctor --help`)
+  doctor  will multicast work between the ranks of a job, and what to change if not: who
+          hears whom, loss by rate, the repair path, the IGMP querier, and each host's
+          interface, MTU, buffers and filters (`mpicast doctor -n N` over MPI, `mpicast
+          doctor --local` for this host; `mpicast doctor --help`)
   goal    GOAL programs (collective schedules as text or binary): check, assemble,
           disassemble, generate, draw, bound, and run them on N ranks of this host's MPI
           (`mpicast goal --help`)
@@ -130,6 +131,7 @@ usage: mpicast goal <command> ...
 
 FILE may be `-` for standard input. Exit status: 0 fine, 1 errors found, 2 bad usage.";
 
+#[derive(Debug)]
 enum Fail {
     /// Bad usage: one line, and a pointer to the help (exit 2).
     Usage(String),

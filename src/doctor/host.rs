@@ -49,6 +49,32 @@ pub struct Finding {
     pub fix: String,
 }
 
+/// Every code [`diagnose`] gives, so that a finding that travelled as text between ranks gets
+/// its code back.
+pub const CODES: &[&str] = &[
+    "frag-capped",
+    "iface-down",
+    "iface-no-carrier",
+    "iface-no-ipv4",
+    "iface-no-multicast",
+    "iface-refused",
+    "iface-unmatched",
+    "igmp-memberships",
+    "loopback",
+    "mtu-too-small",
+    "no-route",
+    "not-checked",
+    "rcvbuf-granted",
+    "rmem-max",
+    "rp-filter-strict",
+    "wmem-max",
+];
+
+/// The code of [`CODES`] spelled `s` (`"other"` for none).
+pub fn code_named(s: &str) -> &'static str {
+    CODES.iter().find(|c| **c == s).copied().unwrap_or("other")
+}
+
 fn problem(code: &'static str, what: String, fix: String) -> Finding {
     Finding {
         severity: Severity::Problem,

@@ -7,5 +7,7 @@
 //! who hears whom, loss by rate, the IGMP querier, the unicast repair path) is not built yet.
 
 pub mod host;
+pub mod job;
+pub mod report;
 
 pub use host::{diagnose, Finding, Severity};

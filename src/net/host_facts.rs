@@ -163,6 +163,18 @@ pub fn gather(cfg: &Config) -> HostFacts {
     }
 }
 
+/// The link speed of device `dev` in Mbit/s as sysfs reports it (`None`: unknown, as for
+/// loopback, a down link or a virtual device that does not say).
+pub fn link_speed_mbps(dev: &str) -> Option<u64> {
+    if !is_plain_name(dev) {
+        return None;
+    }
+    read_text(&format!("/sys/class/net/{dev}/speed"))
+        .and_then(|t| t.trim().parse::<i64>().ok())
+        .filter(|&v| v > 0)
+        .map(|v| v as u64)
+}
+
 /// Every device getifaddrs lists (each appears at least with its link-layer entry, up or down),
 /// with its IPv4 addresses and flags, sorted by name.
 pub fn list_devices() -> Vec<IfaceState> {

@@ -7,6 +7,7 @@
 mod counters;
 pub mod host_facts;
 mod iface;
+pub mod igmp;
 mod socket;
 
 pub use counters::{udp_counters, UdpCounters};

@@ -1,60 +1,379 @@
-//! `mpicast doctor`: can this host multicast, and what to change if not. This file owns the
-//! options and the output (text, or one JSON document); the facts are gathered by
-//! `net::host_facts` and judged by `doctor::host`, the library's own code. The job-wide checks
-//! (`-n N`, over MPI) are not built yet, and the command says so.
+//! `mpicast doctor`: will multicast work on this cluster, and what to change if not. This file
+//! owns the options and the output. `--local`: this host's facts, gathered by
+//! `net::host_facts` and judged by `doctor::host`, the library's own code. `-n N`: a launch of
+//! `mpicast-doctor-run` over MPI, whose ranks measure and whose rank 0 prints the job's report
+//! (`doctor_run` and `doctor::job` in the library).
 
 use crate::config::Config;
-use crate::doctor::host::{diagnose, frag_on_this_host, size, Finding, Severity};
-use crate::net::host_facts::{gather, HostFacts, IfaceState};
+use crate::doctor::host::{diagnose, Severity};
+use crate::doctor::report::{to_json, to_text};
+use crate::net::host_facts::gather;
+use crate::run::{self, Launch, Mpi};
 use crate::Fail;
-use std::fmt::Write;
+use std::ffi::OsString;
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 /// `mpicast doctor --help`.
 pub const USAGE: &str = "\
-usage: mpicast doctor --local [--json]
+usage: mpicast doctor -n N [--mpi openmpi|mpich] [--hostfile H] [--host LIST]
+                      [--launcher-arg ARG]... [--long[=SECONDS]] [--json] [--count K]
+                      [--timeout SECONDS] [--dry-run]
+       mpicast doctor --local [--json]
 
-Checks whether this host can take part in mpicast's multicast, with the settings the library
-would use (the MPICAST_* environment and MPICAST_CONFIG): the interface that MPICAST_IFACE
-selects (unset: the interface of the route to the groups, as the library chooses), its IPv4
-address, MTU, state and MULTICAST flag; net.core.rmem_max and wmem_max and the buffer a UDP
-socket is granted for MPICAST_RCVBUF; rp_filter; net.ipv4.igmp_max_memberships; the route to
-the groups. Then each problem found, with its fix. Nothing is sent and no group is joined.
+Will mpicast's multicast work between the ranks of a job, and if not, why and what to change.
 
-  --local   this host only (required: the job-wide checks are not built yet)
-  --json    the same as one JSON document on standard output
+-n N launches N ranks of mpicast-doctor-run under the chosen MPI (found as `mpicast goal run`
+finds its runner; MPICAST_DOCTOR_RUNNER overrides), with the settings the library would use
+(the MPICAST_* environment and MPICAST_CONFIG). They report, per host: the interface that
+MPICAST_IFACE selects (unset: the interface of the route to the groups, as the library
+chooses), its address, MTU and flags, the buffers, rp_filter and group limit; and for the job:
+who hears whose multicast (small and full-size datagrams, on the ports at both ends of
+MPICAST_PORT; again at TTL 32 if hosts do not hear each other), the loss as rank 0 multicasts
+at rising rates up to the link (the highest rate without loss), unicast between the ranks'
+addresses (the repair path), and the IGMP queries heard. Each problem comes with its fix. It
+takes a few seconds. The datagrams go where the library's would: on the interface chosen.
 
-Not built yet: `mpicast doctor -n N [--mpi openmpi|mpich] ...`, which is to launch a job over
-MPI and check who hears whom, loss by rate, the IGMP querier and the unicast repair path.
+--local checks this host alone: nothing is sent and no group is joined.
 
-Exit status: 0 no problem (warnings allowed), 1 a problem found (or a bad MPICAST_* setting),
-2 bad usage.";
+  -n N              ranks (at least 2; spread them over the hosts to check, one per host is
+                    enough)
+  --mpi M           openmpi (default, mpirun.openmpi) or mpich (mpiexec.mpich)
+  --hostfile H      passed to the launcher (mpich: -f H)
+  --host LIST       passed to the launcher (mpich: -hosts LIST)
+  --launcher-arg A  one more argument for the launcher, before the runner (repeatable)
+  --long[=S]        listen for an IGMP query for S seconds (default 130, one query interval
+                    and a margin), then check that the group still arrives: a switch that
+                    snoops IGMP without a querier stops forwarding it after a few minutes
+  --json            the report as one JSON document on standard output
+  --count K         datagrams per sender and port in the hearing test (default 20)
+  --timeout S       end the launch after S seconds (default 120, plus --long's wait)
+  --dry-run         print the launch, run nothing
+  --local           this host only
 
-const NOT_BUILT: &str = "the job-wide checks (`mpicast doctor -n N` over MPI: who hears whom, \
-loss by rate, the IGMP querier, the repair path) are not built yet; `mpicast doctor --local` \
-checks this host";
+Exit status: 0 multicast works between every pair of ranks (warnings allowed), 1 a problem
+found (or the launch failed), 2 bad usage.";
+
+/// The variable that names the runner, overriding the lookup.
+const RUNNER_VAR: &str = "MPICAST_DOCTOR_RUNNER";
+const RUNNER: &str = "mpicast-doctor-run";
+/// The runner's last line on standard output.
+const VERDICT: &str = "mpicast-doctor-run: verdict ";
+
+/// The options of `mpicast doctor -n N`.
+#[derive(Debug, PartialEq)]
+pub struct JobOpts {
+    pub ranks: u32,
+    pub mpi: Mpi,
+    pub hostfile: Option<String>,
+    pub hosts: Option<String>,
+    pub launcher_args: Vec<String>,
+    pub long: Option<u64>,
+    pub json: bool,
+    pub count: Option<u32>,
+    pub timeout: Option<u64>,
+    pub dry_run: bool,
+}
+
+fn usage(m: impl Into<String>) -> Fail {
+    Fail::Usage(m.into())
+}
+
+/// Parses the options of `mpicast doctor` after `doctor`: `Ok(None)` for `--local`.
+pub fn job_opts(args: &[String]) -> Result<Option<JobOpts>, Fail> {
+    let mut o = JobOpts {
+        ranks: 0,
+        mpi: Mpi::OpenMpi,
+        hostfile: None,
+        hosts: None,
+        launcher_args: Vec::new(),
+        long: None,
+        json: false,
+        count: None,
+        timeout: None,
+        dry_run: false,
+    };
+    let mut local = false;
+    let mut ranks = None;
+    let mut it = args.iter();
+    let value = |flag: &str, it: &mut std::slice::Iter<String>| -> Result<String, Fail> {
+        it.next()
+            .cloned()
+            .ok_or_else(|| usage(format!("{flag} needs a value")))
+    };
+    fn number<T: std::str::FromStr>(flag: &str, v: &str) -> Result<T, Fail> {
+        v.parse()
+            .map_err(|_| usage(format!("{flag} wants a number, not `{v}`")))
+    }
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--local" => local = true,
+            "--json" => o.json = true,
+            "--dry-run" => o.dry_run = true,
+            "-n" | "--np" => {
+                let v = value(a, &mut it)?;
+                ranks = Some(number::<u32>(a, &v)?);
+            }
+            "--mpi" => {
+                let v = value(a, &mut it)?;
+                o.mpi = Mpi::from_name(&v)
+                    .ok_or_else(|| usage(format!("--mpi wants openmpi or mpich, not `{v}`")))?;
+            }
+            "--hostfile" => o.hostfile = Some(value(a, &mut it)?),
+            "--host" => o.hosts = Some(value(a, &mut it)?),
+            "--launcher-arg" => o.launcher_args.push(value(a, &mut it)?),
+            "--long" => o.long = Some(crate::doctor::job::LONG_DEFAULT_SECS),
+            l if l.starts_with("--long=") => {
+                let s: u64 = number("--long", &l["--long=".len()..])?;
+                if s == 0 {
+                    return Err(usage("--long wants a number of seconds above 0"));
+                }
+                o.long = Some(s);
+            }
+            "--count" => {
+                let v = value(a, &mut it)?;
+                let k: u32 = number(a, &v)?;
+                if !(1..=1000).contains(&k) {
+                    return Err(usage("--count wants 1 to 1000"));
+                }
+                o.count = Some(k);
+            }
+            "--timeout" => {
+                let v = value(a, &mut it)?;
+                o.timeout = Some(number(a, &v)?);
+            }
+            x if x.starts_with('-') => return Err(usage(format!("unknown option `{x}`"))),
+            x => return Err(usage(format!("unexpected argument `{x}`"))),
+        }
+    }
+    if local {
+        if ranks.is_some() {
+            return Err(usage("--local checks this host only: it takes no -n"));
+        }
+        return Ok(None);
+    }
+    let n = ranks.ok_or_else(|| {
+        usage("doctor needs -n N (ranks to launch over MPI) or --local (this host only)")
+    })?;
+    if n < 2 {
+        return Err(usage(
+            "-n wants at least 2 ranks (who hears whom needs two)",
+        ));
+    }
+    o.ranks = n;
+    Ok(Some(o))
+}
+
+/// The runner's own arguments.
+fn runner_args(o: &JobOpts) -> Vec<String> {
+    let mut v = Vec::new();
+    if o.json {
+        v.push("json".to_string());
+    }
+    if let Some(s) = o.long {
+        v.push(format!("long={s}"));
+    }
+    if let Some(k) = o.count {
+        v.push(format!("count={k}"));
+    }
+    v
+}
+
+/// The launch of the runner for `o`, in an environment where `var` reads a variable. Unlike
+/// `mpicast goal run`, nothing of mpicast's environment is set: the doctor checks what the
+/// library would do with the caller's settings.
+pub fn launch(
+    o: &JobOpts,
+    runner: &std::path::Path,
+    var: &dyn Fn(&str) -> Option<String>,
+    root: bool,
+) -> Launch {
+    let mut env = Vec::new();
+    if root && o.mpi == Mpi::OpenMpi {
+        for v in ["OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] {
+            if var(v).is_none() {
+                env.push((v.to_string(), "1".to_string()));
+            }
+        }
+    }
+    let n = o.ranks.to_string();
+    let mut args: Vec<OsString> = match o.mpi {
+        Mpi::OpenMpi => [
+            "--oversubscribe",
+            "-n",
+            &n,
+            "--mca",
+            "mpi_yield_when_idle",
+            "1",
+        ]
+        .iter()
+        .map(OsString::from)
+        .collect(),
+        Mpi::Mpich => vec!["-n".into(), n.into()],
+    };
+    let mut extra: Vec<String> = Vec::new();
+    if let Some(h) = &o.hostfile {
+        extra.push(match o.mpi {
+            Mpi::OpenMpi => "--hostfile".into(),
+            Mpi::Mpich => "-f".into(),
+        });
+        extra.push(h.clone());
+    }
+    if let Some(h) = &o.hosts {
+        extra.push(match o.mpi {
+            Mpi::OpenMpi => "--host".into(),
+            Mpi::Mpich => "-hosts".into(),
+        });
+        extra.push(h.clone());
+    }
+    extra.extend(o.launcher_args.iter().cloned());
+    // Open MPI forwards to other hosts only the variables it is told; MPICH's launcher
+    // forwards the whole environment.
+    if o.mpi == Mpi::OpenMpi && !extra.is_empty() {
+        let mut names: Vec<String> = std::env::vars_os()
+            .filter_map(|(k, _)| {
+                let k = k.to_string_lossy().into_owned();
+                k.starts_with("MPICAST_").then_some(k)
+            })
+            .collect();
+        names.sort();
+        for k in names {
+            extra.push("-x".into());
+            extra.push(k);
+        }
+    }
+    args.extend(extra.into_iter().map(OsString::from));
+    args.push(runner.into());
+    args.extend(runner_args(o).into_iter().map(OsString::from));
+    Launch {
+        env,
+        program: o.mpi.launcher().to_string(),
+        args,
+    }
+}
+
+/// The runner's standard output without its verdict line, and the verdict (`Some(true)`:
+/// problems).
+pub fn split_verdict(out: &str) -> (String, Option<bool>) {
+    let mut verdict = None;
+    let mut kept = String::with_capacity(out.len());
+    for line in out.split_inclusive('\n') {
+        match line.trim_end().strip_prefix(VERDICT) {
+            Some("ok") => verdict = Some(false),
+            Some("problems") => verdict = Some(true),
+            _ => kept.push_str(line),
+        }
+    }
+    (kept, verdict)
+}
+
+fn job(o: &JobOpts) -> Result<(), Fail> {
+    let runner = run::find_runner_named(
+        RUNNER,
+        RUNNER_VAR,
+        std::env::var_os(RUNNER_VAR),
+        std::env::current_exe().ok(),
+        std::path::Path::new(""),
+        o.mpi,
+    )
+    .map_err(Fail::Io)?;
+    let l = launch(
+        o,
+        &runner,
+        &|v| std::env::var_os(v).map(|s| s.to_string_lossy().into_owned()),
+        run::is_root(),
+    );
+    if o.dry_run {
+        println!("{}", run::render(&l));
+        return Ok(());
+    }
+    if std::env::var_os("MPICAST_IFACE").is_none() {
+        eprintln!(
+            "mpicast doctor: MPICAST_IFACE is not set: checking the interface the library \
+             would choose (the route to the groups)"
+        );
+    }
+    let limit = Duration::from_secs(o.timeout.unwrap_or(120) + o.long.unwrap_or(0));
+    let mut child = Command::new(&l.program)
+        .args(&l.args)
+        .envs(l.env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| {
+            Fail::Io(format!(
+                "cannot run {}: {e}{}",
+                l.program,
+                if e.kind() == std::io::ErrorKind::NotFound {
+                    " (is that MPI installed? --mpi chooses openmpi or mpich)"
+                } else {
+                    ""
+                }
+            ))
+        })?;
+    let mut so = child.stdout.take().expect("piped");
+    let reader = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = so.read_to_end(&mut v);
+        String::from_utf8_lossy(&v).into_owned()
+    });
+    let start = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => break Some(s),
+            Ok(None) if start.elapsed() < limit => std::thread::sleep(Duration::from_millis(20)),
+            Ok(None) => break None,
+            Err(e) => return Err(Fail::Io(format!("waiting for {}: {e}", l.program))),
+        }
+    };
+    if status.is_none() {
+        // The launcher passes SIGTERM on to its ranks.
+        let _ = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status();
+        let grace = Instant::now();
+        while grace.elapsed() < Duration::from_secs(5) {
+            if let Ok(Some(_)) = child.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    let out = reader.join().unwrap_or_default();
+    let (report, verdict) = split_verdict(&out);
+    print!("{report}");
+    match (status, verdict) {
+        (_, Some(false)) => Ok(()),
+        (_, Some(true)) => Err(Fail::Exit(1)),
+        (None, None) => Err(Fail::Io(format!(
+            "the launch did not end within {} s and was stopped (--timeout SECONDS)\n  command: {}",
+            limit.as_secs(),
+            run::render(&l)
+        ))),
+        (Some(st), None) => Err(Fail::Io(format!(
+            "the launch failed ({}) before the checks ended\n  command: {}",
+            st.code()
+                .map_or("ended by a signal".to_string(), |c| format!(
+                    "exit status {c}"
+                )),
+            run::render(&l)
+        ))),
+    }
+}
 
 pub fn run(args: &[String]) -> Result<(), Fail> {
-    if args.is_empty() {
-        return Err(Fail::UsageLine(NOT_BUILT.into()));
-    }
-    if args.iter().any(|a| a == "-h" || a == "--help") || args[0] == "help" {
+    if args.iter().any(|a| a == "-h" || a == "--help") || args.first().is_some_and(|a| a == "help")
+    {
         println!("{USAGE}");
         return Ok(());
     }
-    let (mut local, mut json) = (false, false);
-    for a in args {
-        match a.as_str() {
-            "--local" => local = true,
-            "--json" => json = true,
-            "-n" | "--mpi" | "--hostfile" | "--long" => {
-                return Err(Fail::UsageLine(NOT_BUILT.into()))
-            }
-            o if o.starts_with('-') => return Err(Fail::Usage(format!("unknown option `{o}`"))),
-            o => return Err(Fail::Usage(format!("unexpected argument `{o}`"))),
-        }
-    }
-    if !local {
-        return Err(Fail::UsageLine(NOT_BUILT.into()));
+    let json = args.iter().any(|a| a == "--json");
+    if let Some(o) = job_opts(args)? {
+        return job(&o);
     }
     // A setting the library would refuse is itself the first problem: it would not start.
     let cfg = Config::from_env().map_err(|e| {
@@ -78,316 +397,89 @@ pub fn run(args: &[String]) -> Result<(), Fail> {
     }
 }
 
-fn opt<T: ToString>(v: Option<T>) -> String {
-    v.map_or_else(|| "(unreadable)".into(), |v| v.to_string())
-}
-
-fn state(st: &IfaceState) -> String {
-    let mut s = vec![if st.up { "up" } else { "DOWN" }];
-    if st.up {
-        s.push(if st.running { "link up" } else { "NO CARRIER" });
-    }
-    s.push(match (st.multicast, st.loopback) {
-        (true, _) => "MULTICAST",
-        (false, true) => "no MULTICAST flag (loopback multicasts without it)",
-        (false, false) => "no MULTICAST flag",
-    });
-    if st.loopback {
-        s.push("loopback");
-    }
-    s.join(", ")
-}
-
-fn why_chosen(f: &HostFacts) -> String {
-    match &f.iface_spec {
-        Some(s) => format!("MPICAST_IFACE={s}"),
-        None => match &f.group_route {
-            Some(r) if r.is_default() => "the default route; MPICAST_IFACE not set".into(),
-            Some(r) => format!(
-                "the route {}/{} to the groups; MPICAST_IFACE not set",
-                r.dest, r.prefix
-            ),
-            None => "MPICAST_IFACE not set".into(),
-        },
-    }
-}
-
-fn route_text(f: &HostFacts) -> String {
-    match &f.group_route {
-        None => "none (no multicast route, no default route)".into(),
-        Some(r) => {
-            let kind = if r.is_multicast_route() {
-                "multicast route"
-            } else if r.is_default() {
-                "default route"
-            } else {
-                "route"
-            };
-            format!("{kind} {}/{} via {}", r.dest, r.prefix, r.dev)
-        }
-    }
-}
-
-/// The text report: the facts, then the findings, then what was not checked.
-pub fn to_text(f: &HostFacts, findings: &[Finding]) -> String {
-    let mut s = String::new();
-    let host = f.hostname.as_deref().unwrap_or("this host");
-    let _ = writeln!(s, "mpicast doctor --local: {host}\n");
-    let row = |s: &mut String, k: &str, v: String| {
-        let _ = writeln!(s, "  {k:<32} {v}");
-    };
-    let st = f.dev_state();
-    match (&f.chosen, f.dev()) {
-        (Ok(i), _) => row(
-            &mut s,
-            "interface",
-            format!("{} ({})", i.name, why_chosen(f)),
-        ),
-        (Err(_), Some(d)) => row(
-            &mut s,
-            "interface",
-            format!("{d} ({}), which the library refuses", why_chosen(f)),
-        ),
-        (Err(_), None) => row(&mut s, "interface", format!("none ({})", why_chosen(f))),
-    }
-    if let Some(st) = st {
-        let addrs: Vec<String> = st.addrs.iter().map(|a| a.to_string()).collect();
-        row(
-            &mut s,
-            "  address",
-            match (&f.chosen, addrs.is_empty()) {
-                (_, true) => "none (no IPv4 address)".into(),
-                (Ok(i), _) if addrs.len() > 1 => {
-                    format!("{} (uses {})", addrs.join(", "), i.addr)
-                }
-                _ => addrs.join(", "),
-            },
-        );
-        row(
-            &mut s,
-            "  mtu",
-            if st.mtu == 0 {
-                "(unreadable)".into()
-            } else {
-                format!(
-                    "{} ({} bytes of data per datagram on this host)",
-                    st.mtu,
-                    frag_on_this_host(st.mtu, f.frag_bytes)
-                )
-            },
-        );
-        row(&mut s, "  state", state(st));
-    }
-    row(
-        &mut s,
-        &format!(
-            "route to {}",
-            f.group_route
-                .as_ref()
-                .map_or_else(|| "239.255.0.0".into(), |r| r.group.to_string())
-        ),
-        route_text(f),
-    );
-    row(
-        &mut s,
-        "buffer asked (MPICAST_RCVBUF)",
-        size(f.rcvbuf_wanted),
-    );
-    row(
-        &mut s,
-        "buffer granted",
-        match (f.rcvbuf_granted, f.sndbuf_granted) {
-            (Some(r), Some(w)) => format!(
-                "receive {}, send {} (getsockopt: {r}, {w}){}",
-                size(r / 2),
-                size(w / 2),
-                if f.buffer_forced {
-                    "; forced past rmem_max (privileged): other users get at most rmem_max"
-                } else {
-                    ""
-                }
-            ),
-            _ => "(no socket could be opened)".into(),
-        },
-    );
-    row(&mut s, "net.core.rmem_max", opt(f.rmem_max));
-    row(&mut s, "net.core.wmem_max", opt(f.wmem_max));
-    row(&mut s, "net.ipv4.conf.all.rp_filter", opt(f.rp_filter_all));
-    if let Some(d) = f.dev().filter(|_| st.is_some()) {
-        row(
-            &mut s,
-            &format!("net.ipv4.conf.{d}.rp_filter"),
-            opt(f.rp_filter_iface),
-        );
-    }
-    row(
-        &mut s,
-        "net.ipv4.igmp_max_memberships",
-        opt(f.igmp_max_memberships),
-    );
-    s.push('\n');
-    for x in findings {
-        let _ = writeln!(s, "{}: {}\n  fix: {}\n", x.severity, x.what, x.fix);
-    }
-    let problems = findings
-        .iter()
-        .filter(|x| x.severity == Severity::Problem)
-        .count();
-    let warnings = findings.len() - problems;
-    if findings.is_empty() {
-        s.push_str("No problem found on this host.\n");
-    } else {
-        let _ = writeln!(
-            s,
-            "{problems} problem{}, {warnings} warning{} on this host.",
-            if problems == 1 { "" } else { "s" },
-            if warnings == 1 { "" } else { "s" }
-        );
-    }
-    s.push_str(
-        "Not checked (needs the job-wide `mpicast doctor -n N`, not built yet): whether the \
-         other hosts hear this one, their MTUs, loss at rate, the IGMP querier, firewalls, the \
-         unicast repair path.\n",
-    );
-    s
-}
-
-/// `s` as a JSON string, quotes included.
-pub fn json_str(s: &str) -> String {
-    let mut o = String::with_capacity(s.len() + 2);
-    o.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => o.push_str("\\\""),
-            '\\' => o.push_str("\\\\"),
-            '\n' => o.push_str("\\n"),
-            '\r' => o.push_str("\\r"),
-            '\t' => o.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(o, "\\u{:04x}", c as u32);
-            }
-            c => o.push(c),
-        }
-    }
-    o.push('"');
-    o
-}
-
-fn json_opt<T: ToString>(v: Option<T>) -> String {
-    v.map_or_else(|| "null".into(), |v| v.to_string())
-}
-
-fn json_opt_str(v: Option<&str>) -> String {
-    v.map_or_else(|| "null".into(), json_str)
-}
-
-/// The JSON report: one object, the same facts and findings as the text.
-pub fn to_json(f: &HostFacts, findings: &[Finding]) -> String {
-    let mut s = String::from("{\n");
-    let mut field = |k: &str, v: String| {
-        let _ = writeln!(s, "  {}: {v},", json_str(k));
-    };
-    field("host", json_opt_str(f.hostname.as_deref()));
-    field(
-        "iface_setting",
-        json_opt_str(f.iface_spec.as_ref().map(|s| s.to_string()).as_deref()),
-    );
-    field(
-        "iface_error",
-        json_opt_str(f.chosen.as_ref().err().map(String::as_str)),
-    );
-    field(
-        "iface",
-        match f.dev_state() {
-            None => "null".into(),
-            Some(st) => {
-                let addrs: Vec<String> =
-                    st.addrs.iter().map(|a| json_str(&a.to_string())).collect();
-                format!(
-                    "{{\"name\": {}, \"chosen\": {}, \"address\": {}, \"addresses\": [{}], \
-                     \"mtu\": {}, \"up\": {}, \"running\": {}, \"multicast\": {}, \
-                     \"loopback\": {}}}",
-                    json_str(&st.name),
-                    f.chosen.is_ok(),
-                    json_opt_str(
-                        f.chosen
-                            .as_ref()
-                            .ok()
-                            .map(|i| i.addr.to_string())
-                            .as_deref()
-                    ),
-                    addrs.join(", "),
-                    st.mtu,
-                    st.up,
-                    st.running,
-                    st.multicast,
-                    st.loopback
-                )
-            }
-        },
-    );
-    field(
-        "frag_bytes",
-        json_opt(
-            f.dev_state()
-                .filter(|st| st.mtu > 0)
-                .map(|st| frag_on_this_host(st.mtu, f.frag_bytes)),
-        ),
-    );
-    field(
-        "group_route",
-        match &f.group_route {
-            None => "null".into(),
-            Some(r) => format!(
-                "{{\"group\": {}, \"dev\": {}, \"dest\": {}, \"multicast_route\": {}, \
-                 \"default_route\": {}}}",
-                json_str(&r.group.to_string()),
-                json_str(&r.dev),
-                json_str(&format!("{}/{}", r.dest, r.prefix)),
-                r.is_multicast_route(),
-                r.is_default()
-            ),
-        },
-    );
-    field("rcvbuf_wanted", f.rcvbuf_wanted.to_string());
-    field("rcvbuf_granted", json_opt(f.rcvbuf_granted));
-    field("sndbuf_granted", json_opt(f.sndbuf_granted));
-    field("buffer_forced", f.buffer_forced.to_string());
-    field("rmem_max", json_opt(f.rmem_max));
-    field("wmem_max", json_opt(f.wmem_max));
-    field("rp_filter_all", json_opt(f.rp_filter_all));
-    field("rp_filter_iface", json_opt(f.rp_filter_iface));
-    field("igmp_max_memberships", json_opt(f.igmp_max_memberships));
-    let problems = findings
-        .iter()
-        .filter(|x| x.severity == Severity::Problem)
-        .count();
-    field("problems", problems.to_string());
-    field("warnings", (findings.len() - problems).to_string());
-    s.push_str("  \"findings\": [");
-    for (k, x) in findings.iter().enumerate() {
-        let _ = write!(
-            s,
-            "{}\n    {{\"severity\": {}, \"code\": {}, \"what\": {}, \"fix\": {}}}",
-            if k == 0 { "" } else { "," },
-            json_str(&x.severity.to_string()),
-            json_str(x.code),
-            json_str(&x.what),
-            json_str(&x.fix)
-        );
-    }
-    s.push_str(if findings.is_empty() {
-        "]\n}\n"
-    } else {
-        "\n  ]\n}\n"
-    });
-    s
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::config::IfaceSpec;
+    use crate::doctor::report::json_str;
+    use crate::net::host_facts::HostFacts;
+
+    fn args(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    fn err(s: &str) -> String {
+        match job_opts(&args(s)) {
+            Err(Fail::Usage(m)) => m,
+            other => panic!("{s}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn job_options() {
+        let o = job_opts(&args(
+            "-n 4 --mpi mpich --hostfile hf --long=20 --json --count 5 --launcher-arg -v",
+        ))
+        .unwrap()
+        .unwrap();
+        assert_eq!(o.ranks, 4);
+        assert_eq!(o.mpi, Mpi::Mpich);
+        assert_eq!(o.long, Some(20));
+        assert_eq!(runner_args(&o), ["json", "long=20", "count=5"]);
+        let l = launch(
+            &o,
+            std::path::Path::new("/r/mpicast-doctor-run"),
+            &|_| None,
+            true,
+        );
+        assert_eq!(l.program, "mpiexec.mpich");
+        assert!(
+            l.env.is_empty(),
+            "no Open MPI consent for MPICH, no MPICAST_* set"
+        );
+        let words: Vec<String> = l
+            .args
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            words,
+            [
+                "-n",
+                "4",
+                "-f",
+                "hf",
+                "-v",
+                "/r/mpicast-doctor-run",
+                "json",
+                "long=20",
+                "count=5"
+            ]
+        );
+        let o = job_opts(&args("-n 2 --long")).unwrap().unwrap();
+        assert_eq!(o.long, Some(crate::doctor::job::LONG_DEFAULT_SECS));
+        let l = launch(&o, std::path::Path::new("r"), &|_| None, true);
+        assert_eq!(l.program, "mpirun.openmpi");
+        assert_eq!(l.env.len(), 2, "Open MPI's consent as root: {:?}", l.env);
+        assert!(job_opts(&args("--local")).unwrap().is_none());
+        assert!(err("").contains("-n N"));
+        assert!(err("-n 1").contains("at least 2"));
+        assert!(err("-n 2 --long=0").contains("above 0"));
+        assert!(err("-n 2 --count 0").contains("1 to 1000"));
+        assert!(err("-n x").contains("number"));
+        assert!(err("-n 2 --mpi lam").contains("openmpi or mpich"));
+        assert!(err("--local -n 2").contains("no -n"));
+        assert!(err("-n 2 --bogus").contains("--bogus"));
+    }
+
+    #[test]
+    fn the_verdict_line_is_taken_out() {
+        let (r, v) = split_verdict("report\nlast\nmpicast-doctor-run: verdict ok\n");
+        assert_eq!((r.as_str(), v), ("report\nlast\n", Some(false)));
+        let (r, v) = split_verdict("x\nmpicast-doctor-run: verdict problems\n");
+        assert_eq!((r.as_str(), v), ("x\n", Some(true)));
+        assert_eq!(split_verdict("no verdict\n").1, None);
+    }
 
     #[test]
     fn json_strings_are_escaped() {

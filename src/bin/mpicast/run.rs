@@ -38,7 +38,7 @@ impl Mpi {
         }
     }
 
-    fn launcher(self) -> &'static str {
+    pub fn launcher(self) -> &'static str {
         match self {
             Mpi::OpenMpi => "mpirun.openmpi",
             Mpi::Mpich => "mpiexec.mpich",
@@ -152,10 +152,23 @@ pub fn find_runner(
     cwd: &Path,
     mpi: Mpi,
 ) -> Result<PathBuf, String> {
+    find_runner_named(RUNNER, "MPICAST_GOAL_RUNNER", env, exe, cwd, mpi)
+}
+
+/// [`find_runner`] for another runner of the same build (`mpicast-doctor-run`), with the
+/// variable `env_name` that overrides the lookup (its value is `env`).
+pub fn find_runner_named(
+    runner: &str,
+    env_name: &str,
+    env: Option<OsString>,
+    exe: Option<PathBuf>,
+    cwd: &Path,
+    mpi: Mpi,
+) -> Result<PathBuf, String> {
     let found = |p: PathBuf| -> Result<PathBuf, String> {
         match std::fs::read(&p).ok().as_deref().and_then(runner_mpi) {
             Some(m) if m != mpi => Err(format!(
-                "{} is built for {}, not {}: use --mpi {}, or set MPICAST_GOAL_RUNNER to a \
+                "{} is built for {}, not {}: use --mpi {}, or set {env_name} to a \
                  runner built for {}",
                 p.display(),
                 m.title(),
@@ -171,19 +184,19 @@ pub fn find_runner(
         return if p.is_file() {
             found(p)
         } else {
-            Err(format!("MPICAST_GOAL_RUNNER={} is not a file", p.display()))
+            Err(format!("{env_name}={} is not a file", p.display()))
         };
     }
     let mut tried = Vec::new();
     if let Some(dir) = exe.as_deref().and_then(Path::parent) {
         match (flavour_bin_dir(dir), dir.parent().and_then(Path::parent)) {
             (Some(f), Some(build)) if f != mpi => {
-                tried.push(build.join(mpi.name()).join("bin").join(RUNNER))
+                tried.push(build.join(mpi.name()).join("bin").join(runner))
             }
-            _ => tried.push(dir.join(RUNNER)),
+            _ => tried.push(dir.join(runner)),
         }
     }
-    let under_cwd = cwd.join("build").join(mpi.name()).join("bin").join(RUNNER);
+    let under_cwd = cwd.join("build").join(mpi.name()).join("bin").join(runner);
     if !tried.contains(&under_cwd) {
         tried.push(under_cwd);
     }
@@ -194,8 +207,7 @@ pub fn find_runner(
         }
     }
     Err(format!(
-        "cannot find {RUNNER} (tried {}); build it with `make lib` (or `make goal-tools`) or \
-         set MPICAST_GOAL_RUNNER",
+        "cannot find {runner} (tried {}); build it with `make lib` or set {env_name}",
         tried
             .iter()
             .map(|t| t.display().to_string())

@@ -10,6 +10,7 @@ use crate::wire::matching::Want;
 use std::os::raw::{c_char, c_int};
 
 mod dbcast;
+mod doctor;
 mod goal;
 mod handles;
 mod imcast;

@@ -11,7 +11,7 @@ use crate::net::host_facts::gather;
 use crate::run::{self, Launch, Mpi};
 use crate::Fail;
 use std::ffi::OsString;
-use std::io::Read;
+use std::io::BufRead;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -58,6 +58,8 @@ found (or the launch failed), 2 bad usage.";
 /// The variable that names the runner, overriding the lookup.
 const RUNNER_VAR: &str = "MPICAST_DOCTOR_RUNNER";
 const RUNNER: &str = "mpicast-doctor-run";
+/// How long the launcher may take to end after the runner printed its verdict.
+const AFTER_REPORT: Duration = Duration::from_secs(20);
 /// The runner's last line on standard output.
 const VERDICT: &str = "mpicast-doctor-run: verdict ";
 
@@ -313,16 +315,36 @@ fn job(o: &JobOpts) -> Result<(), Fail> {
                 }
             ))
         })?;
-    let mut so = child.stdout.take().expect("piped");
+    let so = child.stdout.take().expect("piped");
+    // Lines as they come, so that a launcher that hangs after the report (MPICH's MPI_Finalize
+    // does on the emulated cluster) can be stopped once the verdict is in.
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
     let reader = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        let _ = so.read_to_end(&mut v);
-        String::from_utf8_lossy(&v).into_owned()
+        let mut r = std::io::BufReader::new(so);
+        let mut line = String::new();
+        while matches!(r.read_line(&mut line), Ok(n) if n > 0) {
+            if tx.send(std::mem::take(&mut line)).is_err() {
+                break;
+            }
+        }
     });
+    let mut out = String::new();
+    let mut verdict_at: Option<Instant> = None;
     let start = Instant::now();
+    let mut stopped_after_report = false;
     let status = loop {
+        while let Ok(l) = rx.try_recv() {
+            if l.starts_with(VERDICT) {
+                verdict_at = Some(Instant::now());
+            }
+            out.push_str(&l);
+        }
         match child.try_wait() {
             Ok(Some(s)) => break Some(s),
+            Ok(None) if verdict_at.is_some_and(|t| t.elapsed() > AFTER_REPORT) => {
+                stopped_after_report = true;
+                break None;
+            }
             Ok(None) if start.elapsed() < limit => std::thread::sleep(Duration::from_millis(20)),
             Ok(None) => break None,
             Err(e) => return Err(Fail::Io(format!("waiting for {}: {e}", l.program))),
@@ -343,7 +365,17 @@ fn job(o: &JobOpts) -> Result<(), Fail> {
         let _ = child.kill();
         let _ = child.wait();
     }
-    let out = reader.join().unwrap_or_default();
+    let _ = reader.join();
+    while let Ok(l) = rx.try_recv() {
+        out.push_str(&l);
+    }
+    if stopped_after_report {
+        eprintln!(
+            "mpicast doctor: the launcher had not ended {} s after the report (ranks hanging in \
+             MPI_Finalize); stopped it",
+            AFTER_REPORT.as_secs()
+        );
+    }
     let (report, verdict) = split_verdict(&out);
     print!("{report}");
     match (status, verdict) {

@@ -116,7 +116,7 @@ if [ -n "${TC_INT_CONFIG:-}" ] && [ -x "$TC_INT_CONFIG" ]; then
   [ "$FLAVOUR" = openmpi ] && launch=("$LAUNCHER" --oversubscribe -n 3)
   run load 0 env MPICAST_CONFIG="$WORK/tune.conf" MPICAST_TOPO=flat TC_EXPECT=mcast \
     "${envmin[@]}" "${launch[@]}" "$TC_INT_CONFIG" --min "$n"
-  has load "threshold $n in force"
+  has load.out "threshold $n in force"
 else
   note "no TC_INT_CONFIG: the file's loading is not checked"
 fi

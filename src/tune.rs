@@ -263,10 +263,11 @@ impl Choice {
     }
 }
 
-/// The margin between curves at one point: the larger of [`MIN_MARGIN`] and the two curves'
-/// spreads added (a repetition of either may move by its spread).
+/// The margin between curves at one point: the larger of [`MIN_MARGIN`] and half the sum of
+/// the two curves' relative interquartile ranges, so that one median must exceed the other by
+/// more than the two half-ranges together (roughly: their interquartile ranges do not overlap).
 pub fn margin(a: &Summary, b: &Summary) -> f64 {
-    (a.spread() + b.spread()).max(MIN_MARGIN)
+    ((a.spread() + b.spread()) / 2.0).max(MIN_MARGIN)
 }
 
 /// `a` is slower than `b` beyond the margin.
@@ -613,13 +614,15 @@ mod tests {
         pts.push(pt(8192, 100.0, 103.0, 110.0));
         pts.push(pt(16384, 200.0, 100.0, 110.0));
         assert_eq!(choose_min(&pts, 1 << 20), MinBytes::From(4096));
-        // A wide spread widens the margin: 20 % faster with ±15 % on both sides is noise.
+        // A wide spread widens the margin: 20 % faster when a repetition of either moves by
+        // 25 % is noise.
         let noisy = [Point {
             bytes: 4096,
-            host: at(100.0, 0.15),
-            eager: at(80.0, 0.15),
-            scouts: at(80.0, 0.15),
+            host: at(100.0, 0.25),
+            eager: at(80.0, 0.25),
+            scouts: at(80.0, 0.25),
         }];
+        assert!((margin(&noisy[0].host, &noisy[0].eager) - 0.25).abs() < 1e-9);
         assert_eq!(choose_min(&noisy, 1 << 20), MinBytes::Never);
         let quiet = [Point {
             host: at(100.0, 0.01),

@@ -28,7 +28,9 @@
  * Rank 0 prints, on stdout, one line each (flushed as it goes; times in ns):
  *
  *   tune-run 1 ranks=N hosts=H reps=R warmup=W sizes=K rcvbuf=BYTES
- *   host NAME ranks=K rmem_max=BYTES granted=BYTES      (one per host; granted: what
+ *   host NAME/ADDR ranks=K rmem_max=BYTES granted=BYTES (one per host, named and told apart
+ *                                                       by the address of its route to the
+ *                                                       groups; granted: what
  *                                                       getsockopt reports for a UDP socket
  *                                                       that asked for --rcvbuf as the
  *                                                       library asks, FORCE then plain)
@@ -47,6 +49,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -192,7 +196,7 @@ static void print_times(const char *head, const double *t, uint64_t reps) {
 
 /* This host's name, rmem_max and the receive buffer a UDP socket gets for `ask` bytes. */
 struct host_facts {
-  char name[MPI_MAX_PROCESSOR_NAME];
+  char name[MPI_MAX_PROCESSOR_NAME + 24];
   long long rmem_max;
   long long granted;
 };
@@ -201,7 +205,28 @@ static struct host_facts my_facts(uint64_t ask) {
   struct host_facts f;
   memset(&f, 0, sizeof f);
   int len = 0;
-  MPI_Get_processor_name(f.name, &len);
+  char proc[MPI_MAX_PROCESSOR_NAME];
+  MPI_Get_processor_name(proc, &len);
+  /* Hosts that share a name (containers, network namespaces) are told apart by the address
+   * their route to the multicast groups leaves from: connecting a UDP socket sends nothing. */
+  char addr[INET_ADDRSTRLEN] = "";
+  int us = socket(AF_INET, SOCK_DGRAM, 0);
+  if (us >= 0) {
+    struct sockaddr_in g, me;
+    socklen_t ml = sizeof me;
+    memset(&g, 0, sizeof g);
+    g.sin_family = AF_INET;
+    g.sin_port = htons(9);
+    inet_pton(AF_INET, "239.255.0.1", &g.sin_addr);
+    if (connect(us, (struct sockaddr *)&g, sizeof g) == 0 &&
+        getsockname(us, (struct sockaddr *)&me, &ml) == 0)
+      inet_ntop(AF_INET, &me.sin_addr, addr, sizeof addr);
+    close(us);
+  }
+  if (addr[0])
+    snprintf(f.name, sizeof f.name, "%s/%s", proc, addr);
+  else
+    snprintf(f.name, sizeof f.name, "%s", proc);
   f.rmem_max = -1;
   FILE *p = fopen("/proc/sys/net/core/rmem_max", "r");
   if (p) {

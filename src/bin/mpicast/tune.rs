@@ -11,7 +11,7 @@ use crate::tune::{self, Choice, Measured};
 use crate::Fail;
 use std::ffi::OsString;
 use std::fmt::Write as _;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, IsTerminal, Read};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
@@ -20,8 +20,9 @@ use std::time::{Duration, Instant};
 /// `mpicast tune --help`.
 pub const USAGE: &str = "\
 usage: mpicast tune -n N [--mpi openmpi|mpich] [--sizes LIST] [--reps R] [--warmup W]
-                    [-o FILE] [--svg FILE] [--timeout SECS] [--dry-run]
+                    [-o FILE] [--svg FILE] [--raw FILE] [--timeout SECS] [--dry-run]
                     [--hostfile H] [--host LIST] [--launcher-arg ARG]...
+       mpicast tune --from RAW [--mpi M] [-o FILE] [--svg FILE]
 
 Measures, on N ranks of your MPI and network, the host MPI's MPI_Bcast (PMPI_Bcast) and
 mpicast's, eager (no scouts) and with scouts, side by side at every size, and the barrier,
@@ -41,6 +42,8 @@ options:
   -o FILE           also write the settings as an MPICAST_CONFIG file, with a header saying
                     how they were measured
   --svg FILE        plot the curves: time against size, both axes logarithmic
+  --raw FILE        also keep what the runner printed (every repetition's time)
+  --from RAW        launch nothing: choose the settings again from a file --raw kept
   --timeout SECS    end the job if it takes longer (default 900)
   --dry-run         print the launch, run nothing
   --hostfile H      passed to the launcher (mpich: -f H)
@@ -80,6 +83,8 @@ struct TuneOpts {
     warmup: u32,
     out: Option<String>,
     svg: Option<String>,
+    raw: Option<String>,
+    from: Option<String>,
     timeout: Duration,
     dry_run: bool,
     hostfile: Option<String>,
@@ -131,6 +136,8 @@ fn tune_opts(args: &[String]) -> Result<TuneOpts, Fail> {
         warmup: DEFAULT_WARMUP,
         out: None,
         svg: None,
+        raw: None,
+        from: None,
         timeout: Duration::from_secs(DEFAULT_TIMEOUT),
         dry_run: false,
         hostfile: None,
@@ -167,6 +174,8 @@ fn tune_opts(args: &[String]) -> Result<TuneOpts, Fail> {
             }
             "-o" | "--out" => o.out = Some(value(a)?),
             "--svg" => o.svg = Some(value(a)?),
+            "--raw" => o.raw = Some(value(a)?),
+            "--from" => o.from = Some(value(a)?),
             "--timeout" => {
                 let s: u64 = number(a, &value(a)?)?;
                 if s == 0 {
@@ -189,6 +198,14 @@ fn tune_opts(args: &[String]) -> Result<TuneOpts, Fail> {
                 )))
             }
         }
+    }
+    if o.from.is_some() {
+        if ranks.is_some() || o.raw.is_some() || o.dry_run {
+            return Err(usage(
+                "--from launches nothing: no -n, --raw or --dry-run with it",
+            ));
+        }
+        return Ok(o);
     }
     o.ranks = ranks.ok_or_else(|| usage("tune needs -n N (the number of ranks)"))?;
     if o.ranks < 2 {
@@ -277,6 +294,9 @@ fn run_streamed(l: &Launch, o: &TuneOpts) -> Result<(String, String), String> {
     let total: u64 = o.sizes.iter().map(|&b| 3 * weight(b)).sum::<u64>() + 2 * weight(0);
     let mut done = 0u64;
     let mut bar = Progress::new("mpicast: tune", true);
+    // Not on a terminal (a log): one line per size instead of the bar.
+    let tty = std::io::stderr().is_terminal();
+    let mut sizes_done = 0;
     bar.update(0, total);
     let mut stdout = String::new();
     let start = Instant::now();
@@ -284,9 +304,20 @@ fn run_streamed(l: &Launch, o: &TuneOpts) -> Result<(String, String), String> {
         match rx.recv_timeout(Duration::from_millis(100)) {
             Ok(line) => {
                 let mut w = line.split_whitespace();
-                match (w.next(), w.next()) {
-                    (Some("bcast"), Some(b)) => done += weight(b.parse().unwrap_or(0)),
-                    (Some("barrier"), _) => done += weight(0),
+                match (w.next(), w.next(), w.next()) {
+                    (Some("bcast"), Some(b), mode) => {
+                        let b = b.parse().unwrap_or(0);
+                        done += weight(b);
+                        if !tty && mode == Some("scouts") {
+                            sizes_done += 1;
+                            eprintln!(
+                                "mpicast: tune: [{sizes_done}/{}] {} measured",
+                                o.sizes.len(),
+                                tune::size_words(b)
+                            );
+                        }
+                    }
+                    (Some("barrier"), _, _) => done += weight(0),
                     _ => {}
                 }
                 bar.update(done, total);
@@ -381,8 +412,8 @@ fn report(m: &Measured, c: &Choice, mpi: Mpi, frag: Option<u64>) -> String {
     );
     let _ = writeln!(
         s,
-        "# {:>9} {:>11} {:>11} {:>11} {:>7}  {}",
-        "bytes", "host MPI", "eager", "scouts", "ratio", "(ratio: mpicast as set below / host MPI)"
+        "# {:>9} {:>11} {:>11} {:>11} {:>7}  (ratio: mpicast as set below / host MPI)",
+        "bytes", "host MPI", "eager", "scouts", "ratio"
     );
     for p in &m.points {
         let mc = tune::mcast_at(p, c.eager_bytes);
@@ -549,7 +580,9 @@ fn plot(m: &Measured, c: &Choice, title: &str) -> String {
             &format!("MPICAST_MIN_BYTES={}", tune::size(b)),
         );
     }
-    let series: [(&str, &str, fn(&tune::Point) -> f64); 3] = [
+    /// A curve: its colour, its label, and its median at a point.
+    type Series = (&'static str, &'static str, fn(&tune::Point) -> f64);
+    let series: [Series; 3] = [
         ("#d62728", "host MPI (PMPI_Bcast)", |p| p.host.median),
         ("#1f77b4", "mpicast, eager", |p| p.eager.median),
         ("#2ca02c", "mpicast, scouts", |p| p.scouts.median),
@@ -583,7 +616,23 @@ pub fn run(args: &[String]) -> Result<(), Fail> {
         println!("{USAGE}");
         return Ok(());
     }
+    if args.is_empty() {
+        return Err(Fail::UsageText(USAGE));
+    }
     let o = tune_opts(args)?;
+    let var = |v: &str| std::env::var_os(v).map(|s| s.to_string_lossy().into_owned());
+    if (o.hostfile.is_some() || o.hosts.is_some()) && var("MPICAST_IFACE").is_none() {
+        // Loopback multicast never leaves a host: the figures would be the host MPI's alone.
+        return Err(usage(
+            "--hostfile/--host without MPICAST_IFACE would multicast on each host's loopback: \
+             set MPICAST_IFACE to the network the hosts share",
+        ));
+    }
+    if let Some(from) = &o.from {
+        let text = std::fs::read_to_string(from).map_err(|e| Fail::Io(format!("{from}: {e}")))?;
+        let m = tune::parse_runner(&text).map_err(|e| Fail::Io(format!("{from}: {e}")))?;
+        return finish(args, &o, &m, None);
+    }
     let runner = run::find_named_runner(
         RUNNER,
         "MPICAST_TUNE_RUNNER",
@@ -594,7 +643,6 @@ pub fn run(args: &[String]) -> Result<(), Fail> {
         o.mpi,
     )
     .map_err(Fail::Io)?;
-    let var = |v: &str| std::env::var_os(v).map(|s| s.to_string_lossy().into_owned());
     let mut l = launch_of(&o, &runner, &var);
     let note = run::loopback_note(&l);
     if var("MPICAST_VERBOSE").is_none() {
@@ -609,6 +657,9 @@ pub fn run(args: &[String]) -> Result<(), Fail> {
         eprintln!("mpicast: {note}");
     }
     let (stdout, stderr) = run_streamed(&l, &o).map_err(Fail::Io)?;
+    if let Some(path) = &o.raw {
+        std::fs::write(path, &stdout).map_err(|e| Fail::Io(format!("{path}: {e}")))?;
+    }
     let m = tune::parse_runner(&stdout).map_err(|e| {
         Fail::Io(format!(
             "{e}\n  command: {}{}",
@@ -616,12 +667,17 @@ pub fn run(args: &[String]) -> Result<(), Fail> {
             tail(&stdout, 6)
         ))
     })?;
-    let c = tune::choose(&m);
-    let body = report(&m, &c, o.mpi, frag_from(&stderr));
+    finish(args, &o, &m, frag_from(&stderr))
+}
+
+/// The report on stdout, and the files asked for.
+fn finish(args: &[String], o: &TuneOpts, m: &Measured, frag: Option<u64>) -> Result<(), Fail> {
+    let c = tune::choose(m);
+    let body = report(m, &c, o.mpi, frag);
     print!("{body}");
     let date = crate::sim_calibrate::utc_now();
     if let Some(path) = &o.out {
-        std::fs::write(path, config_file(args, &m, &body, &date))
+        std::fs::write(path, config_file(args, m, &body, &date))
             .map_err(|e| Fail::Io(format!("{path}: {e}")))?;
         eprintln!("mpicast: tune: wrote {path} (load it with MPICAST_CONFIG={path})");
     }
@@ -632,7 +688,7 @@ pub fn run(args: &[String]) -> Result<(), Fail> {
             m.hosts.len(),
             o.mpi.title()
         );
-        std::fs::write(path, plot(&m, &c, &title)).map_err(|e| Fail::Io(format!("{path}: {e}")))?;
+        std::fs::write(path, plot(m, &c, &title)).map_err(|e| Fail::Io(format!("{path}: {e}")))?;
         eprintln!("mpicast: tune: wrote {path}");
     }
     Ok(())
@@ -685,6 +741,8 @@ mod tests {
         assert!(err("-n 4 --frob").contains("unknown option `--frob`"));
         assert!(err("-n 4 stray").contains("unknown argument `stray`"));
         assert!(err("-n 4 --svg").contains("--svg needs a value"));
+        assert!(err("--from f -n 3").contains("--from launches nothing"));
+        assert_eq!(ok("--from f -o x").from.as_deref(), Some("f"));
     }
 
     #[test]

@@ -43,12 +43,14 @@ for rate in "${rates[@]}"; do
     "${tune[@]}" >"$out/$name.tune.txt" 2>"$out/$name.tune.err"
     echo "# tune took $((SECONDS - s)) s" >>"$out/$name.tune.err"
     sweep=(env MPICAST_CONFIG="$out/$name.conf" LD_PRELOAD="$PWD/build/$mpi/lib/libmpicast.so"
-           "$cluster" run --mpi "$mpi" --timeout 900 -- "build/$mpi/bench/mcast_bench"
+           "$cluster" run --mpi "$mpi" --timeout 900 --out "$out/$name.sweep.csv"
+           --done-marker "# end" --grace 10 -- "build/$mpi/bench/mcast_bench"
            --variants host,default --sizes "$sweep_sizes" --no-barrier --budget 4 --reps-min 9
            --reps-max 25)
     echo "${sweep[*]}" >>"$out/$name.cmd"
     echo "== $name: sweep with the file" >&2
-    "${sweep[@]}" >"$out/$name.sweep.csv" 2>"$out/$name.sweep.err"
+    # --done-marker: MPICH over UCX's TCP sometimes never returns from MPI_Finalize.
+    "${sweep[@]}" 2>"$out/$name.sweep.err"
   done
 done
 rm -f "$hf"

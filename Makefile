@@ -9,12 +9,14 @@
 #   make deps-system  the Debian packages (apt-get; both MPIs, compilers, cmake, nftables, ...)
 #   make pydeps       mpi4py, built against each MPI into build/<flavour>/venv (for make test)
 #   make lib          for every installed MPI flavour: build/<flavour>/lib/libmpicast.so, and
-#                     build/<flavour>/bin/mpicast and mpicast-goal-run (lib-openmpi, lib-mpich: one)
+#                     build/<flavour>/bin/mpicast, mpicast-goal-run and mpicast-tune-run
+#                     (lib-openmpi, lib-mpich: one)
 #   make header       regenerate include/mpicast.h (cbindgen, via the header test)
 #   make check        cargo fmt --check and clippy -D warnings
 #   make unit         cargo test (and the command line's own tests)
 #   make ctest        the C tests of c-tests/ under mpirun, per flavour (CTEST_ARGS=... to filter)
 #   make goal-tools   build/<flavour>/bin/mpicast-goal-run (the runner of `mpicast goal run`)
+#   make tune-tools   build/<flavour>/bin/mpicast-tune-run (the runner of `mpicast tune`)
 #   make goal-bench   the GOAL executor benchmark (bench/goal.sh runs it; see BENCHMARKS.md)
 #   make bench        the emulated-cluster benchmarks of bench/full.sh (root; about an hour):
 #                     CSV, SVG and summary.md into build/bench/<date>/ (BENCH_OUT, BENCH_CONFIGS,
@@ -24,7 +26,8 @@
 #   make examples     build/<flavour>/examples/cholesky, per flavour: the task runtime and tiled
 #                     Cholesky of examples/ (examples/README.md; LAPACKE and BLAS from deps-system)
 #   make install      PREFIX=/usr/local FLAVOUR=openmpi|mpich: the library, headers, CMake and
-#                     pkg-config files, and the executables mpicast and mpicast-goal-run in bin/
+#                     pkg-config files, and the executables mpicast, mpicast-goal-run and
+#                     mpicast-tune-run in bin/
 #   make clean        remove build/ and target/
 #   make help         this list
 #
@@ -57,6 +60,8 @@ mpiexec_mpich := mpiexec.mpich
 # mpicast-goal-run and the GOAL benchmark (goal-tools, goal-bench).
 include tools/goal.mk
 include tools/doctor.mk
+# mpicast-tune-run, the runner of `mpicast tune` (tune-tools).
+include tools/tune.mk
 
 # Open MPI refuses root without these; harmless for MPICH.
 export OMPI_ALLOW_RUN_AS_ROOT := 1
@@ -138,8 +143,8 @@ lib-openmpi lib-mpich: lib-%:
 	  ln -s libmpicast.so.$(SOVERSION) $$d/lib/libmpicast.so; \
 	  if [ -d include ]; then cp -R include/. $$d/include/; fi; \
 	  install -m 0755 $(TARGET_BASE)/$*/release/mpicast $$d/bin/mpicast
-	@$(MAKE) --no-print-directory build/$*/bin/mpicast-goal-run build/$*/bin/mpicast-doctor-run
-	@echo "   -> build/$*/lib/libmpicast.so.$(VERSION), build/$*/bin/mpicast, build/$*/bin/mpicast-goal-run, build/$*/bin/mpicast-doctor-run"
+	@$(MAKE) --no-print-directory build/$*/bin/mpicast-goal-run build/$*/bin/mpicast-doctor-run build/$*/bin/mpicast-tune-run
+	@echo "   -> build/$*/lib/libmpicast.so.$(VERSION), build/$*/bin/mpicast, build/$*/bin/mpicast-goal-run, build/$*/bin/mpicast-doctor-run, build/$*/bin/mpicast-tune-run"
 
 header:
 	MPICAST_REGEN_HEADER=1 $(CARGO_OMPI) test --test header
@@ -150,7 +155,7 @@ check:
 
 unit:
 	$(CARGO_OMPI) test
-	$(CARGO_OMPI) test --bin mpicast -- run:: sim_cmd:: topo:: sim_timeline:: sim_sweep:: sim_calibrate:: svg:: doctor_cmd::
+	$(CARGO_OMPI) test --bin mpicast -- run:: sim_cmd:: topo:: sim_timeline:: sim_sweep:: sim_calibrate:: svg:: doctor_cmd:: tune_cmd::
 	@echo "unit: a 2^16-rank binomial broadcast in the LogGOPS simulator (smoke, not timed)"
 	$(CARGO_OMPI) run -q --release --bin mpicast -- sim --gen binomial --ranks 65536
 

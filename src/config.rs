@@ -1435,7 +1435,12 @@ fn has_prefix(name: &str) -> bool {
 
 /// Variables of mpicast's command-line tools, not of the library: a tool that exports one
 /// starts ranks that inherit it, so the library accepts them and ignores them.
-pub const TOOL_VARIABLES: &[&str] = &["MPICAST_GOAL_RUNNER", "MPICAST_CLI"];
+pub const TOOL_VARIABLES: &[&str] = &[
+    "MPICAST_GOAL_RUNNER",
+    "MPICAST_TUNE_RUNNER",
+    "MPICAST_DOCTOR_RUNNER",
+    "MPICAST_CLI",
+];
 
 fn is_known(name: &str) -> bool {
     VARIABLES.iter().any(|(n, _, _)| *n == name)

@@ -7,6 +7,8 @@ pub mod goal;
 pub mod sched;
 pub mod sim;
 pub mod topology;
+// Pure: the settings `mpicast tune` chooses from its measurements.
+pub mod tune;
 pub mod typemap;
 pub mod wire;
 

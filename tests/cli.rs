@@ -1167,3 +1167,109 @@ fn doctor_names_a_bad_interface_and_bad_usage() {
         assert!(text(&o.stdout).starts_with("usage: mpicast doctor -n N"));
     }
 }
+
+#[test]
+fn tune_usage_errors_and_dry_run() {
+    let o = mpicast(&["tune", "--help"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(text(&o.stdout).starts_with("usage: mpicast tune -n N"));
+    assert!(text(&mpicast(&["--help"]).stdout).contains("\n  tune "));
+    let o = mpicast(&["tune"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).starts_with("usage: mpicast tune"));
+    let clean = [
+        "MPICAST_IFACE",
+        "MPICAST_TTL",
+        "MPICAST_TOPO",
+        "MPICAST_VERBOSE",
+    ];
+    for (args, line) in [
+        (
+            &["--reps", "3"][..],
+            "tune needs -n N (the number of ranks)",
+        ),
+        (
+            &["-n", "1"],
+            "-n wants at least 2 ranks (a broadcast needs a receiver)",
+        ),
+        (
+            &["-n", "3", "--sizes", "64"],
+            "--sizes needs at least two different sizes (a curve)",
+        ),
+        (
+            &["-n", "3", "--sizes", "64,3x"],
+            "--sizes: `3x` is not a size (64, 4k, 1MiB)",
+        ),
+        (&["-n", "3", "--reps", "0"], "--reps wants 1 to 100000"),
+        (
+            &["-n", "3", "--mpi", "lam"],
+            "--mpi wants openmpi or mpich, not `lam`",
+        ),
+        (&["-n", "3", "--nosuch"], "unknown option `--nosuch`"),
+        (
+            &["-n", "3", "--hostfile", "hosts"],
+            "--hostfile/--host without MPICAST_IFACE would multicast on each host's loopback: \
+             set MPICAST_IFACE to the network the hosts share",
+        ),
+    ] {
+        let mut all = vec!["tune"];
+        all.extend(args);
+        let o = mpicast_env(&all, &[], &clean);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert_eq!(
+            text(&o.stderr),
+            format!("mpicast: {line} (see `mpicast tune --help`)\n"),
+            "{args:?}"
+        );
+    }
+    // No runner: exit 1, and the variable named.
+    let o = mpicast_env(
+        &["tune", "-n", "3"],
+        &[("MPICAST_TUNE_RUNNER", "/nonexistent/mpicast-tune-run")],
+        &clean,
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        text(&o.stderr),
+        "mpicast: MPICAST_TUNE_RUNNER=/nonexistent/mpicast-tune-run is not a file\n"
+    );
+    // --dry-run: the launch on loopback, the sizes in bytes, nothing run.
+    let dir = std::env::temp_dir().join(format!("mpicast-cli-tune-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let runner = dir.join("mpicast-tune-run");
+    std::fs::write(&runner, b"\0libmpich.so.12\0").unwrap();
+    let r = runner.to_str().unwrap();
+    let o = mpicast_env(
+        &[
+            "tune",
+            "-n",
+            "4",
+            "--mpi",
+            "mpich",
+            "--sizes",
+            "1k,64",
+            "--reps",
+            "5",
+            "--dry-run",
+        ],
+        &[("MPICAST_TUNE_RUNNER", r)],
+        &clean,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert_eq!(
+        text(&o.stdout),
+        format!(
+            "MPICAST_IFACE=lo MPICAST_TTL=0 MPICAST_TOPO=flat MPICAST_VERBOSE=1 mpiexec.mpich -n 4 \
+             {r} --sizes 64,1024 --reps 5 --warmup 2 --rcvbuf 8388608\n"
+        )
+    );
+    // A runner built for the other MPI is refused, with the --mpi to use.
+    let o = mpicast_env(
+        &["tune", "-n", "4", "--dry-run"],
+        &[("MPICAST_TUNE_RUNNER", r)],
+        &clean,
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o.stderr).contains("is built for MPICH, not Open MPI: use --mpi mpich"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -33,6 +33,9 @@ mod sim;
 #[path = "../topology/mod.rs"]
 mod topology;
 #[allow(dead_code, unused_imports)]
+#[path = "../tune.rs"]
+mod tune;
+#[allow(dead_code, unused_imports)]
 #[path = "../wire/mod.rs"]
 mod wire;
 
@@ -54,6 +57,8 @@ mod sim_timeline;
 mod svg;
 #[path = "mpicast/topo.rs"]
 mod topo;
+#[path = "mpicast/tune.rs"]
+mod tune_cmd;
 
 use goal::{
     binary, dot,
@@ -83,10 +88,13 @@ commands:
           of N ranks placed over a list of hosts (`mpicast topo --help`)
   sim     time a GOAL program (a file or a generator) in the LogGOPS model
           (`mpicast sim --help`)
+  tune    measure the host MPI's broadcast against mpicast's on N ranks of your network and
+          print the settings that keep mpicast never slower (MPICAST_MIN_BYTES, ...), as
+          shell lines or an MPICAST_CONFIG file (`mpicast tune --help`)
 
 mpicast is the command line of libmpicast.so, the library that makes MPI_Bcast and
 MPI_Barrier use UDP multicast under an MPI program (LD_PRELOAD; see README.md). These
-commands need no MPI, except `goal run`, which launches one.
+commands need no MPI, except `goal run` and `tune`, which launch one.
 
 Exit status: 0 fine, 1 errors found, 2 bad usage.";
 
@@ -175,6 +183,10 @@ fn dispatch(args: &[String]) -> (Result<(), Fail>, &'static str) {
                 println!("{}", doctor_cmd::USAGE);
                 (Ok(()), top)
             }
+            Some("tune") => {
+                println!("{}", tune_cmd::USAGE);
+                (Ok(()), top)
+            }
             Some(c) => (Err(Fail::Usage(format!("no command `{c}`"))), top),
         },
         Some("-V" | "--version") => {
@@ -184,6 +196,7 @@ fn dispatch(args: &[String]) -> (Result<(), Fail>, &'static str) {
         Some("doctor") => (doctor_cmd::run(&args[1..]), "mpicast doctor --help"),
         Some("goal") => (goal_cmd(&args[1..]), "mpicast goal --help"),
         Some("topo") => (topo_cmd(&args[1..]), "mpicast topo --help"),
+        Some("tune") => (tune_cmd::run(&args[1..]), "mpicast tune --help"),
         Some("sim") if args.get(1).is_some_and(|a| a == "sweep") => {
             (sim_sweep::run(&args[2..]), "mpicast sim sweep --help")
         }

@@ -271,9 +271,10 @@ pub fn split_verdict(out: &str) -> (String, Option<bool>) {
 }
 
 fn job(o: &JobOpts) -> Result<(), Fail> {
-    let runner = run::find_runner_named(
+    let runner = run::find_named_runner(
         RUNNER,
         RUNNER_VAR,
+        "make doctor-tools",
         std::env::var_os(RUNNER_VAR),
         std::env::current_exe().ok(),
         std::path::Path::new(""),

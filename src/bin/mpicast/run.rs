@@ -152,14 +152,23 @@ pub fn find_runner(
     cwd: &Path,
     mpi: Mpi,
 ) -> Result<PathBuf, String> {
-    find_runner_named(RUNNER, "MPICAST_GOAL_RUNNER", env, exe, cwd, mpi)
+    find_named_runner(
+        RUNNER,
+        "MPICAST_GOAL_RUNNER",
+        "make goal-tools",
+        env,
+        exe,
+        cwd,
+        mpi,
+    )
 }
 
-/// [`find_runner`] for another runner of the same build (`mpicast-doctor-run`), with the
-/// variable `env_name` that overrides the lookup (its value is `env`).
-pub fn find_runner_named(
-    runner: &str,
-    env_name: &str,
+/// As [`find_runner`] for the runner `name`, which the variable `var` (whose value is `env`)
+/// may name instead, and which `make lib` or `build_hint` builds.
+pub fn find_named_runner(
+    name: &str,
+    var: &str,
+    build_hint: &str,
     env: Option<OsString>,
     exe: Option<PathBuf>,
     cwd: &Path,
@@ -168,8 +177,7 @@ pub fn find_runner_named(
     let found = |p: PathBuf| -> Result<PathBuf, String> {
         match std::fs::read(&p).ok().as_deref().and_then(runner_mpi) {
             Some(m) if m != mpi => Err(format!(
-                "{} is built for {}, not {}: use --mpi {}, or set {env_name} to a \
-                 runner built for {}",
+                "{} is built for {}, not {}: use --mpi {}, or set {var} to a runner built for {}",
                 p.display(),
                 m.title(),
                 mpi.title(),
@@ -184,19 +192,19 @@ pub fn find_runner_named(
         return if p.is_file() {
             found(p)
         } else {
-            Err(format!("{env_name}={} is not a file", p.display()))
+            Err(format!("{var}={} is not a file", p.display()))
         };
     }
     let mut tried = Vec::new();
     if let Some(dir) = exe.as_deref().and_then(Path::parent) {
         match (flavour_bin_dir(dir), dir.parent().and_then(Path::parent)) {
             (Some(f), Some(build)) if f != mpi => {
-                tried.push(build.join(mpi.name()).join("bin").join(runner))
+                tried.push(build.join(mpi.name()).join("bin").join(name))
             }
-            _ => tried.push(dir.join(runner)),
+            _ => tried.push(dir.join(name)),
         }
     }
-    let under_cwd = cwd.join("build").join(mpi.name()).join("bin").join(runner);
+    let under_cwd = cwd.join("build").join(mpi.name()).join("bin").join(name);
     if !tried.contains(&under_cwd) {
         tried.push(under_cwd);
     }
@@ -207,7 +215,8 @@ pub fn find_runner_named(
         }
     }
     Err(format!(
-        "cannot find {runner} (tried {}); build it with `make lib` or set {env_name}",
+        "cannot find {name} (tried {}); build it with `make lib` (or `{build_hint}`) or set \
+         {var}",
         tried
             .iter()
             .map(|t| t.display().to_string())
@@ -243,38 +252,7 @@ pub struct RunSpec<'a> {
 /// `auto` would see all ranks on one host and hand every multicast action to the host MPI.
 /// As root, Open MPI's consent variables are set unless already there.
 pub fn launch(spec: &RunSpec, var: &dyn Fn(&str) -> Option<String>, root: bool) -> Launch {
-    let mut env = Vec::new();
-    if var("MPICAST_IFACE").is_none() {
-        env.push(("MPICAST_IFACE".to_string(), "lo".to_string()));
-        env.push(("MPICAST_TTL".to_string(), "0".to_string()));
-        if var("MPICAST_TOPO").is_none() {
-            env.push(("MPICAST_TOPO".to_string(), "flat".to_string()));
-        }
-    }
-    if root && spec.mpi == Mpi::OpenMpi {
-        for v in ["OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] {
-            if var(v).is_none() {
-                env.push((v.to_string(), "1".to_string()));
-            }
-        }
-    }
-    let n = spec.ranks.to_string();
-    let mut args: Vec<OsString> = match spec.mpi {
-        Mpi::OpenMpi => [
-            "--oversubscribe",
-            "-n",
-            &n,
-            "--mca",
-            "mpi_yield_when_idle",
-            "1",
-        ]
-        .iter()
-        .map(OsString::from)
-        .collect(),
-        Mpi::Mpich => vec!["-n".into(), n.into()],
-    };
-    args.push(spec.runner.into());
-    args.push(spec.file.into());
+    let mut args: Vec<OsString> = vec![spec.file.into()];
     for (name, size) in spec.buffers {
         args.push("--buffer".into());
         args.push(format!("{name}={size}").into());
@@ -290,9 +268,54 @@ pub fn launch(spec: &RunSpec, var: &dyn Fn(&str) -> Option<String>, root: bool) 
         args.push("--expect".into());
         args.push(e.into());
     }
+    launch_runner(spec.mpi, spec.ranks, spec.runner, args, var, root)
+}
+
+/// The launch of any runner on `ranks` ranks with `runner_args`, in the environment `launch`
+/// describes (loopback unless `MPICAST_IFACE` is set; Open MPI's consent as root).
+pub fn launch_runner(
+    mpi: Mpi,
+    ranks: u32,
+    runner: &Path,
+    runner_args: Vec<OsString>,
+    var: &dyn Fn(&str) -> Option<String>,
+    root: bool,
+) -> Launch {
+    let mut env = Vec::new();
+    if var("MPICAST_IFACE").is_none() {
+        env.push(("MPICAST_IFACE".to_string(), "lo".to_string()));
+        env.push(("MPICAST_TTL".to_string(), "0".to_string()));
+        if var("MPICAST_TOPO").is_none() {
+            env.push(("MPICAST_TOPO".to_string(), "flat".to_string()));
+        }
+    }
+    if root && mpi == Mpi::OpenMpi {
+        for v in ["OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] {
+            if var(v).is_none() {
+                env.push((v.to_string(), "1".to_string()));
+            }
+        }
+    }
+    let n = ranks.to_string();
+    let mut args: Vec<OsString> = match mpi {
+        Mpi::OpenMpi => [
+            "--oversubscribe",
+            "-n",
+            &n,
+            "--mca",
+            "mpi_yield_when_idle",
+            "1",
+        ]
+        .iter()
+        .map(OsString::from)
+        .collect(),
+        Mpi::Mpich => vec!["-n".into(), n.into()],
+    };
+    args.push(runner.into());
+    args.extend(runner_args);
     Launch {
         env,
-        program: spec.mpi.launcher().to_string(),
+        program: mpi.launcher().to_string(),
         args,
     }
 }

@@ -238,7 +238,7 @@ fn launcher_options(o: &CalOpts) -> Vec<String> {
 /// `l` with `extra` given to the launcher just before the runner, and, for Open MPI on other
 /// hosts, `-x NAME` for each mpicast variable the ranks must see (Open MPI forwards only
 /// what it is told to; MPICH's launcher forwards the whole environment).
-fn with_launcher_options(mut l: Launch, runner: &Path, extra: &[String], mpi: Mpi) -> Launch {
+pub fn with_launcher_options(mut l: Launch, runner: &Path, extra: &[String], mpi: Mpi) -> Launch {
     if extra.is_empty() {
         return l;
     }
@@ -676,7 +676,7 @@ fn civil(days: i64) -> (i64, u32, u32) {
     (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
-fn utc_now() -> String {
+pub fn utc_now() -> String {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs()) as i64;

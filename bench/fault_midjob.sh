@@ -18,6 +18,11 @@
 #           names host 3, rank 2 and `mpicast doctor -n 4`, and the broadcasts give correct
 #           data through the host MPI.
 #
+# A job whose program printed its last line ("done:") but whose MPI_Finalize does not return
+# within 15 s is ended and reported as a finalize hang of the host MPI, not as a failure:
+# MPICH 4.0 over UCX hangs there in the eager case, with main's library too (all ranks inside
+# PMPI_Finalize; bench/results/2026-11-26-faults/README.md).
+#
 # Needs root, the cluster's tools, and build/<mpi>/lib/libmpicast.so (make lib-<mpi>; another
 # build tree: FAULT_LIBDIR=DIR for DIR/<mpi>/lib/libmpicast.so). Every
 # job is bounded (timeout); the rule's table is removed and the cluster taken down on exit,
@@ -68,6 +73,7 @@ NFT
 }
 
 failures=0
+hangs=0
 fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
 has() { grep -q -- "$2" "$1" || fail "$(basename "$1"): no '$2'"; }
 
@@ -88,8 +94,8 @@ job_run() {
   local t0=$SECONDS
   LD_PRELOAD=${FAULT_LIBDIR:-$TOP/build}/$mpi/lib/libmpicast.so MPICAST_PORT=$PORTS MPICAST_TIMEOUT_MS=5000 \
     MPICAST_STATS=1 \
-    "$CL" run --mpi "$mpi" --timeout "$tmo" --out "$out" -- "$prog" --bytes "$bytes" --seconds 20 \
-    2>"$out.err" &
+    "$CL" run --mpi "$mpi" --timeout "$tmo" --out "$out" --done-marker "done:" --grace 15 \
+    -- "$prog" --bytes "$bytes" --seconds 20 2>"$out.err" &
   job=$!
   if [ "$after" != before ]; then
     sleep "$after"
@@ -102,6 +108,12 @@ job_run() {
   cat "$out.err" >>"$out"
   rm -f "$out.err"
   echo "fault_midjob: $name/$mpi: exit $rc after $((SECONDS - t0)) s; counters of the rule:" >&2
+  if grep -q "cluster.sh: finalize-hang" "$out"; then
+    # The program printed its last line and MPICH's own MPI_Finalize did not return (all
+    # ranks inside PMPI_Finalize, two in UCX progress): seen with main's library too.
+    echo "fault_midjob: $name/$mpi: NOTE: the host MPI's MPI_Finalize hung after the program's last line; ended 15 s later" >&2
+    hangs=$((hangs + 1))
+  fi
   ip netns exec "$NS" nft list table $TABLE 2>/dev/null | grep counter >&2 || true
   rule_off
 }
@@ -140,7 +152,7 @@ for mpi in "${mpis[@]}"; do
   done
 done
 if [ "$failures" = 0 ]; then
-  echo "fault_midjob: all passed (${mpis[*]}: ${cases[*]})"
+  echo "fault_midjob: all passed (${mpis[*]}: ${cases[*]})$([ "$hangs" = 0 ] || echo "; $hangs finalize hang(s) of the host MPI after the last line")"
 else
   echo "fault_midjob: $failures check(s) failed" >&2
   exit 1

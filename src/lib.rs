@@ -4,6 +4,7 @@
 pub mod algo;
 pub mod config;
 pub mod goal;
+pub mod reach;
 pub mod sched;
 pub mod sim;
 pub mod topology;

@@ -291,6 +291,12 @@ impl Explanation {
 /// prints a message once, and not at all when the name service says another process
 /// printed it already.
 pub fn say_once(comm: MPI_Comm, message: &str) {
+    say_once_as(comm, message, message)
+}
+
+/// `say_once` where messages that differ only in details (a group address drawn per
+/// communicator) count as one: `key` says which.
+pub fn say_once_as(comm: MPI_Comm, key: &str, message: &str) {
     static SAID: Mutex<Vec<u64>> = Mutex::new(Vec::new());
     let lowest = host::comm::world_ranks(comm)
         .ok()
@@ -299,7 +305,7 @@ pub fn say_once(comm: MPI_Comm, message: &str) {
     if lowest.is_some() && lowest != me {
         return;
     }
-    let key = digest(message.as_bytes());
+    let key = digest(key.as_bytes());
     {
         let mut said = SAID.lock().unwrap_or_else(|p| p.into_inner());
         if said.contains(&key) {

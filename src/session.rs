@@ -657,9 +657,11 @@ impl Session {
             Ok(ch) => Some(ch),
             Err(reason) => {
                 crate::stats::add(&crate::stats::COUNTERS.fallbacks, 1);
-                // About once in the job: every communicator meets the same interface problem.
-                crate::presence::say_once(
+                // Once in the job: every communicator meets the same problem, and the
+                // first one's facts are what a user needs (the group differs between them).
+                crate::presence::say_once_as(
                     comm,
+                    "multicast unavailable",
                     &format!(
                         "mpicast: warning: multicast unavailable: {}; the host MPI carries the \
                          collectives of the communicators concerned",

@@ -55,7 +55,9 @@ fn run(
     let mut ex = Execution::new(sched);
     ex.start(&mut be)?;
     ex.wait(&mut be)?;
-    Ok(be.received())
+    let received = be.received();
+    chan.ops_done += 1;
+    Ok(received)
 }
 
 /// Turns an operation failure into what MPI promises: the communicator's error handler for
@@ -70,6 +72,7 @@ fn fail(comm: MPI_Comm, e: OpError) -> c_int {
             rank,
             missing,
             elsewhere,
+            stopped,
         } => crate::presence::die_once(comm, || {
             let why = match session::started() {
                 Some(s) if !missing.is_empty() => {
@@ -77,7 +80,7 @@ fn fail(comm: MPI_Comm, e: OpError) -> c_int {
                 }
                 _ => String::new(),
             };
-            format!("mpicast: {msg}{why}\n  aborting")
+            format!("mpicast: {msg}{stopped}{why}\n  aborting")
         }),
         OpError::Io(e) => {
             crate::session::say(&format!(

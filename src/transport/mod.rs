@@ -63,6 +63,15 @@ pub struct Channel {
     /// operation of the communicator, and a GOAL run's `mrecv` may still wait for its
     /// prerequisites.
     pub early_dgrams: EarlyDgrams,
+    /// The group and port, and the interface (name and address), for messages.
+    pub group: (Ipv4Addr, u16),
+    pub iface_name: String,
+    /// Every rank of the channel as a user knows it (world rank, host), by channel rank:
+    /// the messages that name ranks multicast stopped reaching.
+    pub members: Vec<crate::reach::Who>,
+    /// Multicast operations completed on this channel: evidence that multicast reached
+    /// every rank before, when one stops arriving.
+    pub ops_done: u64,
 }
 
 /// Bytes of datagrams kept for multicasts not started yet, at most (beyond this they are
@@ -235,7 +244,9 @@ fn draw_group(cfg: &Config, rnd: u64) -> (Ipv4Addr, u16) {
 }
 
 /// Per-rank facts gathered by the probe allgather.
-const INFO_LEN: usize = 24;
+const INFO_LEN: usize = 56;
+/// Bytes of the short host name a rank reports (longer names are cut).
+const HOST_LEN: usize = 24;
 #[derive(Clone, Copy)]
 struct RankInfo {
     /// 0 = could not open/join, 1 = opened but saw no probe, 2 = ready.
@@ -245,6 +256,11 @@ struct RankInfo {
     max_payload: u32,
     /// The rank's responder thread.
     responder: SocketAddrV4,
+    /// Its rank in MPI_COMM_WORLD, the address of its interface, its short host name
+    /// (zero-padded): how messages name it.
+    world: u32,
+    addr: Ipv4Addr,
+    host: [u8; HOST_LEN],
 }
 
 impl RankInfo {
@@ -258,6 +274,9 @@ impl RankInfo {
         }
         b[16..20].copy_from_slice(&self.responder.ip().octets());
         b[20..22].copy_from_slice(&self.responder.port().to_le_bytes());
+        b[24..28].copy_from_slice(&self.world.to_le_bytes());
+        b[28..32].copy_from_slice(&self.addr.octets());
+        b[32..32 + HOST_LEN].copy_from_slice(&self.host);
         b
     }
     fn decode(b: &[u8]) -> RankInfo {
@@ -271,8 +290,45 @@ impl RankInfo {
                 Ipv4Addr::new(b[16], b[17], b[18], b[19]),
                 u16::from_le_bytes([b[20], b[21]]),
             ),
+            world: f(6),
+            addr: Ipv4Addr::new(b[28], b[29], b[30], b[31]),
+            host: b[32..32 + HOST_LEN].try_into().unwrap(),
         }
     }
+
+    fn who(&self) -> crate::reach::Who {
+        let end = self.host.iter().position(|&c| c == 0).unwrap_or(HOST_LEN);
+        crate::reach::Who {
+            world: self.world,
+            host: String::from_utf8_lossy(&self.host[..end]).into_owned(),
+            addr: self.addr,
+        }
+    }
+}
+
+/// This host's short name (up to the first dot), cut to `HOST_LEN` bytes at a character
+/// boundary.
+fn short_host() -> [u8; HOST_LEN] {
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let name = name.trim().split('.').next().unwrap_or("");
+    let mut end = name.len().min(HOST_LEN);
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    let mut b = [0u8; HOST_LEN];
+    b[..end].copy_from_slice(&name.as_bytes()[..end]);
+    b
+}
+
+/// The size of the job and the name of the MPI, for the command a message suggests.
+pub fn job_and_mpi() -> (u32, &'static str) {
+    let size = host::comm::size(host::comm_world()).unwrap_or(0);
+    let mpi = match host::flavour::built_for() {
+        host::flavour::Flavour::OpenMpi => "openmpi",
+        host::flavour::Flavour::Mpich => "mpich",
+        host::flavour::Flavour::Unknown => "",
+    };
+    (size, mpi)
 }
 
 /// Collective over `private`. Ok(Ok(channel)) when multicast works for every rank,
@@ -313,9 +369,14 @@ pub fn setup(
         // Every rank sees the same flag: nobody opens anything.
         // Rank 0's reason is usually this rank's too (the interface comes from the same
         // settings), so that whichever rank reports it says why.
-        return Ok(Err(local_error
-            .or_else(|| iface.as_ref().err().cloned())
-            .unwrap_or_else(|| "rank 0 could not set up multicast".into())));
+        let (job_size, mpi) = job_and_mpi();
+        let facts = crate::reach::ProbeFailure {
+            local_error: local_error.or_else(|| iface.as_ref().err().cloned()),
+            job_size,
+            mpi: mpi.to_string(),
+            ..Default::default()
+        };
+        return Ok(Err(facts.render()));
     }
     let ctx = Ctx {
         key: Key(msg.key),
@@ -330,6 +391,9 @@ pub fn setup(
         rcvbuf_kib: 0,
         max_payload: 0,
         responder: SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0),
+        world: host::comm::rank(host::comm_world()).unwrap_or(rank),
+        addr: iface.as_ref().map_or(Ipv4Addr::UNSPECIFIED, |i| i.addr),
+        host: short_host(),
     };
     let opened = iface.as_ref().map_err(|e| e.clone()).and_then(|ifc| {
         McastSocket::open(ifc, msg.group, msg.port, cfg.ttl, cfg.rcvbuf)
@@ -399,43 +463,37 @@ pub fn setup(
         .filter(|&r| infos[r as usize].status != 2)
         .collect();
     if !failed.is_empty() {
-        let cant_open: Vec<String> = failed
-            .iter()
-            .filter(|&&r| infos[r as usize].status == 0)
-            .map(|&r| {
-                let e = infos[r as usize].errno;
-                if e == 0 {
-                    format!("rank {r}")
-                } else {
-                    format!("rank {r} ({})", std::io::Error::from_raw_os_error(e as i32))
-                }
-            })
-            .collect();
-        let no_probe: Vec<String> = failed
-            .iter()
-            .filter(|&&r| infos[r as usize].status == 1)
-            .map(|r| r.to_string())
-            .collect();
-        let mut why = Vec::new();
-        if let Err(e) = &opened {
-            why.push(e.clone());
-        }
-        if !cant_open.is_empty() {
-            why.push(format!(
-                "could not join the group on {}",
-                cant_open.join(", ")
-            ));
-        }
-        if !no_probe.is_empty() {
-            why.push(format!(
-                "the probe from rank 0 to {}:{} did not reach rank(s) {} within {} ms",
-                msg.group,
-                msg.port,
-                no_probe.join(", "),
-                cfg.probe_ms
-            ));
-        }
-        return Ok(Err(why.join("; ")));
+        let (job_size, mpi) = job_and_mpi();
+        let infos = &infos;
+        let failed = &failed;
+        let of = move |st: u32| {
+            failed
+                .iter()
+                .filter(move |&&r| infos[r as usize].status == st)
+        };
+        let facts = crate::reach::ProbeFailure {
+            group: Some((msg.group, msg.port)),
+            iface: iface.as_ref().ok().map(|i| (i.name.clone(), i.addr)),
+            probe_ms: cfg.probe_ms,
+            prober: Some(infos[0].who()),
+            local_error: opened.as_ref().err().cloned(),
+            cant_join: of(0)
+                .filter(|&&r| r != rank || opened.is_ok())
+                .map(|&r| {
+                    let e = infos[r as usize].errno;
+                    let why = if e == 0 {
+                        String::new()
+                    } else {
+                        std::io::Error::from_raw_os_error(e as i32).to_string()
+                    };
+                    (infos[r as usize].who(), why)
+                })
+                .collect(),
+            no_probe: of(1).map(|&r| infos[r as usize].who()).collect(),
+            job_size,
+            mpi: mpi.to_string(),
+        };
+        return Ok(Err(facts.render()));
     }
     let (sock, ifc) = opened.expect("status 2 means opened");
     // Everybody derives the same fragment size and window from the same gathered facts.
@@ -481,6 +539,10 @@ pub fn setup(
         tx_batch: Vec::new(),
         tx_unsent: 0..0,
         early_dgrams: EarlyDgrams::default(),
+        group: (msg.group, msg.port),
+        iface_name: format!("{} ({})", ifc.name, ifc.addr),
+        members: infos.iter().map(RankInfo::who).collect(),
+        ops_done: 0,
     }))
 }
 
@@ -605,12 +667,21 @@ mod tests {
             rcvbuf_kib: 8192,
             max_payload: 65507,
             responder: SocketAddrV4::new(Ipv4Addr::new(10, 77, 0, 3), 40001),
+            world: 17,
+            addr: Ipv4Addr::new(10, 77, 0, 3),
+            host: *b"node-with-a-long-name-12",
         };
         let d = RankInfo::decode(&i.encode());
         assert_eq!(
             (d.status, d.errno, d.rcvbuf_kib, d.max_payload, d.responder),
             (i.status, i.errno, i.rcvbuf_kib, i.max_payload, i.responder)
         );
+        let w = d.who();
+        assert_eq!((w.world, w.addr), (17, i.addr));
+        assert_eq!(w.host, "node-with-a-long-name-12");
+        let mut short = [0u8; HOST_LEN];
+        short[..2].copy_from_slice(b"h1");
+        assert_eq!(RankInfo { host: short, ..i }.who().host, "h1");
     }
 
     #[test]

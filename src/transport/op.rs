@@ -47,6 +47,9 @@ pub enum OpError {
         rank: u32,
         missing: Vec<u32>,
         elsewhere: String,
+        /// Lines saying that multicast stopped arriving at some ranks (`reach::StopFacts`),
+        /// when the operation's record shows it; those ranks are not in `missing`.
+        stopped: String,
     },
     Unsupported(&'static str),
     /// A message longer than the buffer that receives it, or one that the receiving rank's
@@ -105,6 +108,41 @@ impl Deferred {
 }
 
 impl Channel {
+    /// The ranks among `missing` (channel ranks) that multicast stopped reaching, as the
+    /// lines of an abort message, and the rest of `missing`. `unreached`: the sender's record
+    /// of them (`McastSender::unreached`); `at_me`: this receiver saw no datagram of the group
+    /// for the whole timeout (`unreached` is then this rank).
+    pub fn stopped_at(
+        &self,
+        unreached: &[u32],
+        missing: &[u32],
+        at_me: bool,
+    ) -> (String, Vec<u32>) {
+        let rest: Vec<u32> = missing
+            .iter()
+            .copied()
+            .filter(|r| at_me || !unreached.contains(r))
+            .collect();
+        if unreached.is_empty() {
+            return (String::new(), rest);
+        }
+        let (job_size, mpi) = super::job_and_mpi();
+        let facts = crate::reach::StopFacts {
+            group: self.group,
+            iface: self.iface_name.clone(),
+            stopped_at: unreached
+                .iter()
+                .filter_map(|&r| self.members.get(r as usize).cloned())
+                .collect(),
+            earlier_ops: self.ops_done,
+            at_receiver: at_me,
+            timeout_ms: self.params.stall_timeout / 1_000_000,
+            job_size,
+            mpi: mpi.to_string(),
+        };
+        (facts.render(), rest)
+    }
+
     /// Collects the acknowledgements of the eager broadcast this rank returned from early, if
     /// any, then drops its copy. Called before anything else uses the channel (they come by
     /// MPI on `private` and must not be taken for a later operation's), and when the channel
@@ -155,6 +193,7 @@ impl Channel {
             count_tx(before, d.tx.stats());
             if d.tx.stalled(now) {
                 let missing = d.tx.pending_ranks();
+                let (stopped, rest) = self.stopped_at(&d.tx.unreached(false), &missing, false);
                 return Err(OpError::Stalled {
                     msg: format!(
                         "{}: the root returned at once (eager) and has had no acknowledgement \
@@ -166,7 +205,8 @@ impl Channel {
                     comm: host::SendComm(private),
                     rank: d.rank,
                     elsewhere: not_multicast(Kind::Bcast, d.data.len(), true),
-                    missing,
+                    missing: rest,
+                    stopped,
                 });
             }
             // Not `ack_wait`'s sleep: the acknowledgements owed here usually arrive within
@@ -209,6 +249,15 @@ pub struct OpBackend<'a> {
     eager: bool,
     /// Receiver of such a broadcast: its root's responder.
     repair_to: Option<std::net::SocketAddrV4>,
+    /// Receivers sent their scouts before the root multicast (not an eager broadcast): at a
+    /// stall, every receiver still missing data is known to be in the operation.
+    scouted: bool,
+    /// A receiver's datagrams of this communicator's group read from the multicast socket,
+    /// and its fragments accepted from the multicast socket and from unicast repairs: whether
+    /// multicast still reaches this rank.
+    mcast_seen: u64,
+    mcast_accepted: u64,
+    repair_accepted: u64,
     /// Root of such a broadcast: its responder holds a copy, dropped when the sender is done.
     held: bool,
     /// A receiver that took a shorter message than it posted (the root's size), as the host
@@ -247,6 +296,10 @@ impl<'a> OpBackend<'a> {
             timeout,
             eager: false,
             repair_to: None,
+            scouted: true,
+            mcast_seen: 0,
+            mcast_accepted: 0,
+            repair_accepted: 0,
             held: false,
             received: None,
         }
@@ -266,6 +319,7 @@ impl<'a> OpBackend<'a> {
             Data::None => 0,
         };
         self.eager = eager && self.chan.params.fits_window(len);
+        self.scouted = !eager;
         self
     }
 
@@ -315,16 +369,34 @@ impl<'a> OpBackend<'a> {
                 }
                 if tx.stalled(now) {
                     let missing = tx.pending_ranks();
-                    return Err(self.stalled(
+                    let unreached = tx.unreached(self.scouted);
+                    // Those the window holds back wait for the unreached, nothing else.
+                    let held = if unreached.is_empty() {
+                        Vec::new()
+                    } else {
+                        tx.held_back()
+                    };
+                    let missing: Vec<u32> =
+                        missing.into_iter().filter(|r| !held.contains(r)).collect();
+                    let waiting = if held.is_empty() {
+                        String::new()
+                    } else {
+                        format!(
+                            " ({} received all that was sent and wait for them: the window \
+                             cannot move)",
+                            crate::config::rank_list(&held)
+                        )
+                    };
+                    return Err(self.stalled_unreached(
                         format!(
                             "{}: the root has had no acknowledgement for {} ms; {} still \
-                             missing data",
+                             missing data{waiting}",
                             describe(self.kind, self.seq, self.size, self.rank),
                             self.timeout / 1_000_000,
                             crate::config::rank_list(&missing)
                         ),
                         missing,
-                        true,
+                        &unreached,
                     ));
                 }
             }
@@ -334,15 +406,21 @@ impl<'a> OpBackend<'a> {
                     _ => return Err(OpError::Unsupported("multicast receive without a buffer")),
                 };
                 while let Some(len) = self.chan.sock.recv(&mut self.rbuf)? {
+                    self.mcast_seen += 1;
                     let d = &self.rbuf[..len];
                     if !keep_if_later(self.chan, self.seq, d) {
-                        moved |= count_outcome(rx.handle_datagram(now, d, buf));
+                        let got = count_outcome(rx.handle_datagram(now, d, buf));
+                        self.mcast_accepted += got as u64;
+                        moved |= got;
                     }
                 }
                 if self.repair_to.is_some() {
                     if let Some(qs) = &self.chan.query_sock {
                         while let Ok(Some((len, _))) = qs.recv_from(&mut self.rbuf) {
-                            moved |= count_outcome(rx.handle_datagram(now, &self.rbuf[..len], buf));
+                            let got =
+                                count_outcome(rx.handle_datagram(now, &self.rbuf[..len], buf));
+                            self.repair_accepted += got as u64;
+                            moved |= got;
                         }
                     }
                 }
@@ -389,6 +467,12 @@ impl<'a> OpBackend<'a> {
                     if rx.is_done() {
                         done.push(*id);
                         self.mcast = Mcast::Idle;
+                        repairs_carried(
+                            self.chan,
+                            self.rank,
+                            self.mcast_accepted,
+                            self.repair_accepted,
+                        );
                         return Ok(true);
                     }
                     if rx.stalled(now) {
@@ -397,6 +481,16 @@ impl<'a> OpBackend<'a> {
                             describe(self.kind, self.seq, self.size, self.rank),
                             self.timeout / 1_000_000
                         );
+                        // Not one datagram of the group came here in the whole timeout,
+                        // though multicast reached this rank before.
+                        if self.mcast_seen == 0 && self.scouted {
+                            let (stopped, _) = self.chan.stopped_at(&[self.rank], &[root], true);
+                            let mut e = self.stalled(msg, vec![root], false);
+                            if let OpError::Stalled { stopped: s, .. } = &mut e {
+                                *s = stopped;
+                            }
+                            return Err(e);
+                        }
                         return Err(self.stalled(msg, vec![root], false));
                     }
                 }
@@ -597,6 +691,45 @@ impl OpBackend<'_> {
             rank: self.rank,
             missing,
             elsewhere: not_multicast(self.kind, len, from_root),
+            stopped: String::new(),
+        }
+    }
+
+    /// The stall of a root: `missing` receivers, of which `unreached` are those multicast
+    /// stopped reaching (`McastSender::unreached`).
+    fn stalled_unreached(&self, msg: String, missing: Vec<u32>, unreached: &[u32]) -> OpError {
+        let (stopped, rest) = self.chan.stopped_at(unreached, &missing, false);
+        let mut e = self.stalled(msg, rest, true);
+        if let OpError::Stalled { stopped: s, .. } = &mut e {
+            *s = stopped;
+        }
+        e
+    }
+}
+
+/// Fragments at least, of one broadcast, before repairs that carried most of it say that
+/// multicast no longer arrives here.
+const REPAIRS_WARN_MIN: u64 = 16;
+
+/// A receiver finished a broadcast: when unicast repairs carried most of it (an eager
+/// broadcast's receiver asks the root's responder, which answers by unicast, so a rank that
+/// multicast no longer reaches still gets its data, only slower), one warning per process.
+fn repairs_carried(chan: &Channel, rank: u32, mcast: u64, repaired: u64) {
+    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if repaired >= REPAIRS_WARN_MIN
+        && repaired > mcast * 4
+        && !SAID.swap(true, std::sync::atomic::Ordering::Relaxed)
+    {
+        if let Some(me) = chan.members.get(rank as usize) {
+            let (job_size, mpi) = super::job_and_mpi();
+            crate::session::say(&crate::reach::repairs_warning(
+                me,
+                chan.group,
+                repaired,
+                mcast + repaired,
+                job_size,
+                mpi,
+            ));
         }
     }
 }

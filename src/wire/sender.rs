@@ -42,6 +42,9 @@ pub struct McastSender {
     /// Receivers, ascending, and their cumulative acks.
     ranks: Vec<u32>,
     cums: Vec<u32>,
+    /// Per receiver: it asked for data (a NACK) since its cumulative ack last moved, so it is
+    /// in this operation, waiting for datagrams that the root sends and that do not reach it.
+    asking: Vec<bool>,
     /// Multiset of `cums`: its first key is the window base.
     cum_count: BTreeMap<u32, u32>,
     /// First fragment never sent.
@@ -116,6 +119,7 @@ impl McastSender {
             cum_count.insert(0, ranks.len() as u32);
         }
         let cums = vec![0; ranks.len()];
+        let asking = vec![false; ranks.len()];
         // The probe backs up the receivers' NACK timers, so it starts later than they do.
         let probe_initial = params.nack_initial().saturating_mul(2);
         McastSender {
@@ -132,6 +136,7 @@ impl McastSender {
             stall_timeout: params.stall_timeout,
             ranks,
             cums,
+            asking,
             cum_count,
             next_new: 0,
             last_retx: vec![NEVER; nfrags as usize],
@@ -230,6 +235,9 @@ impl McastSender {
             return Err(Reject::Malformed);
         }
         self.advance(idx, cum, now);
+        if matches!(msg, Control::Nack { .. }) && cum < self.nfrags {
+            self.asking[idx] = true;
+        }
         for &f in missing {
             // Not yet sent fragments come with the window; ones this receiver has are stale.
             if f < cum || f >= self.next_new {
@@ -254,6 +262,7 @@ impl McastSender {
         let old = self.cums[idx];
         if cum > old {
             self.cums[idx] = cum;
+            self.asking[idx] = false;
             match self.cum_count.get_mut(&old) {
                 Some(c) if *c > 1 => *c -= 1,
                 _ => {
@@ -311,6 +320,34 @@ impl McastSender {
             .iter()
             .zip(&self.cums)
             .filter(|&(_, &c)| c < self.nfrags)
+            .map(|(&r, _)| r)
+            .collect()
+    }
+
+    /// At a stall: the receivers still missing data that multicast no longer reaches: they
+    /// lack fragments the root sent.
+    /// `present`: every receiver is known to be in the operation (it sent its scout before
+    /// the root multicast); otherwise only those that asked for data since their last
+    /// progress are. The root sent, and sent again what they asked for, for the whole stall
+    /// timeout, and none of it arrived: what is left out are receivers that may only be late
+    /// (in another call). Ascending.
+    pub fn unreached(&self, present: bool) -> Vec<u32> {
+        self.ranks
+            .iter()
+            .zip(&self.cums)
+            .zip(&self.asking)
+            .filter(|&((_, &c), &asked)| c < self.next_new && (present || asked))
+            .map(|((&r, _), _)| r)
+            .collect()
+    }
+
+    /// Receivers still missing data that have everything the root sent: the window, held
+    /// back by slower receivers, keeps the rest from them. Ascending.
+    pub fn held_back(&self) -> Vec<u32> {
+        self.ranks
+            .iter()
+            .zip(&self.cums)
+            .filter(|&(_, &c)| c < self.nfrags && c >= self.next_new)
             .map(|(&r, _)| r)
             .collect()
     }

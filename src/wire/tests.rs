@@ -43,8 +43,9 @@ struct Net {
     loss: f64,
     /// Per multicast, lost for every receiver (a drop at the root or the switch).
     common_loss: f64,
-    /// Receivers that get no multicast datagram at all.
+    /// Receivers that get no multicast datagram at all (from `dead_from` on).
     dead: Vec<u32>,
+    dead_from: Nanos,
     dup: f64,
     /// Duplicates arrive up to this much later: late copies cross into the next operation.
     dup_delay: Nanos,
@@ -69,6 +70,7 @@ impl Net {
             loss: 0.0,
             common_loss: 0.0,
             dead: vec![],
+            dead_from: 0,
             dup: 0.0,
             dup_delay: 0,
             corrupt: 0.0,
@@ -127,6 +129,9 @@ struct Report {
     rx: ReceiverStats,
     /// Set when the root stalled: its pending ranks then, and the receivers that stalled.
     root_stalled: Option<Vec<u32>>,
+    /// At the root's stall: `McastSender::unreached(false)` and `(true)`, and `held_back()`.
+    root_unreached: Option<(Vec<u32>, Vec<u32>)>,
+    root_held: Vec<u32>,
     rx_stalled: Vec<u32>,
     /// Per op, the time it completed at the root.
     op_end: Vec<Nanos>,
@@ -263,7 +268,8 @@ impl Sim {
         let mut lost = false;
         for i in 0..self.rxs.len() {
             let rank = self.rxs[i].rank;
-            if common || net.dead.contains(&rank) || self.rng.chance(net.loss) {
+            let dead = net.dead.contains(&rank) && self.now >= net.dead_from;
+            if common || dead || self.rng.chance(net.loss) {
                 lost = true;
                 continue;
             }
@@ -552,6 +558,8 @@ impl Sim {
             }
             if let Some(s) = sender.as_ref().filter(|s| s.stalled(self.now)) {
                 self.rep.root_stalled = Some(s.pending_ranks());
+                self.rep.root_unreached = Some((s.unreached(false), s.unreached(true)));
+                self.rep.root_held = s.held_back();
                 self.rep.sender.datagrams += s.stats().datagrams;
                 self.rep.sender.retransmits += s.stats().retransmits;
                 return;
@@ -1618,4 +1626,110 @@ fn ack_wait_grows_with_the_operation_and_stops_at_the_timer() {
     }
     assert!(tx.is_done());
     assert_eq!(tx.ack_wait(t + 10_000_000), None);
+}
+
+/// Multicast that stops arriving at some receivers in the middle of a run (a switch that
+/// drops the group, a firewall rule): earlier broadcasts complete, then the root stalls and
+/// its record names exactly those receivers as unreached, whether they stopped hearing before
+/// the broadcast began (nothing acknowledged) or in its middle; the receivers that hear
+/// everything are never named.
+#[test]
+fn multicast_stopping_mid_run_names_the_unreached() {
+    let fp = params().frag_payload;
+    for (seed, n, mid) in [(21u64, 6u32, false), (22, 9, true), (23, 5, true)] {
+        let sizes = [40 * fp, 40 * fp, 40 * fp, 40 * fp];
+        let mut cfg = Cfg::new(n, &sizes, Net::clean(), seed);
+        cfg.params.stall_timeout = 500_000_000;
+        // When the operations end on a healthy network: the cut comes between the second
+        // and the third, or early in the second.
+        let ends = Sim::run(cfg.clone()).op_end;
+        let dead_from = if mid {
+            // Ten fragments into the second (the root puts one out per `tx_time`).
+            ends[0] + 10 * cfg.net.tx_time
+        } else {
+            ends[1] + 1
+        };
+        let mut rng = Rng(seed);
+        let _ = rng.bytes(32);
+        let _ = rng.next();
+        let _ = rng.next();
+        let root = rng.below(n as u64) as u32;
+        let dead: Vec<u32> = (0..n).filter(|&r| r != root && r % 3 == 1).collect();
+        cfg.net.dead = dead.clone();
+        cfg.net.dead_from = dead_from;
+        let rep = Sim::run(cfg);
+        println!(
+            "seed {seed:#x}: cut at {dead_from} ns, {} ops done before the stall",
+            rep.op_end.len()
+        );
+        assert_eq!(rep.op_end.len(), if mid { 1 } else { 2 }, "seed {seed:#x}");
+        // The others may wait too, for the window that the unreached hold back.
+        let stalled = rep.root_stalled.clone().expect("stalled");
+        assert!(dead.iter().all(|d| stalled.contains(d)), "seed {seed:#x}");
+        let (asking, present) = rep.root_unreached.clone().expect("stalled");
+        // With scouts every pending receiver is in the operation.
+        assert_eq!(present, dead, "seed {seed:#x}");
+        // Without, those that asked for data: all of them here, as each got the root's tail
+        // probe or a gap before the cut, or asks after its silence.
+        assert!(
+            asking.iter().all(|r| dead.contains(r)),
+            "seed {seed:#x}: {asking:?}"
+        );
+        // Every other pending receiver has all that was sent.
+        let mut explained = present.clone();
+        explained.extend(&rep.root_held);
+        explained.sort_unstable();
+        assert_eq!(explained, stalled, "seed {seed:#x}");
+    }
+}
+
+/// A receiver that never asks is not named without scouts (it may be in another call); one
+/// that asked since its last progress is, and progress clears it.
+#[test]
+fn unreached_needs_presence_or_a_request() {
+    let p = Params::new(64, 8, 1_000_000_000);
+    let ctx = Ctx {
+        key: Key([3; 32]),
+        job: 1,
+        comm: 2,
+    };
+    let data = vec![7u8; 64 * 4];
+    let mut tx = McastSender::new(&ctx, 5, 0, &[0, 1, 2, 3], data.len(), &p, 0);
+    let mut out = Vec::new();
+    while tx.poll_transmit(0, &data, &mut out) {}
+    let ctl = |c: Control| {
+        let mut b = Vec::new();
+        c.encode(&mut b);
+        b
+    };
+    tx.handle_control(10, 1, &ctl(Control::Ack { seq: 5, cum: 4 }))
+        .unwrap();
+    tx.handle_control(
+        10,
+        2,
+        &ctl(Control::Nack {
+            seq: 5,
+            cum: 0,
+            missing: vec![0, 1],
+        }),
+    )
+    .unwrap();
+    assert_eq!(tx.pending_ranks(), vec![2, 3]);
+    assert_eq!(tx.unreached(false), vec![2]);
+    assert_eq!(tx.unreached(true), vec![2, 3]);
+    // Rank 2 progresses: it is reached again until it asks again.
+    tx.handle_control(20, 2, &ctl(Control::Ack { seq: 5, cum: 2 }))
+        .unwrap();
+    assert!(tx.unreached(false).is_empty());
+    tx.handle_control(
+        30,
+        2,
+        &ctl(Control::Nack {
+            seq: 5,
+            cum: 2,
+            missing: vec![2],
+        }),
+    )
+    .unwrap();
+    assert_eq!(tx.unreached(false), vec![2]);
 }

@@ -124,10 +124,21 @@ failed=""
 check() {
   local name=$1 want_rc=$2 want_codes=$3 rc=0
   shift 3
+  local note=""
   env "${ENVS[@]}" "$@" "$CLI" doctor -n "$HOSTS" --mpi "$MPI" --hostfile "$HF" --json \
-    >"$OUT/$name.json" 2>"$OUT/$name.err" || rc=$?
+    --timeout 60 >"$OUT/$name.json" 2>"$OUT/$name.err" || rc=$?
+  # Open MPI 4.1 here sometimes hangs in the first communicator creation of the job that
+  # follows a change of a host's interfaces, with or without mpicast (README of the results):
+  # the doctor's --timeout ends it; try once more, and say so.
+  if grep -q "did not end within" "$OUT/$name.err"; then
+    note=" (first launch hung in the host MPI and was stopped; second launch)"
+    mv "$OUT/$name.err" "$OUT/$name.first-launch.err"
+    rc=0
+    env "${ENVS[@]}" "$@" "$CLI" doctor -n "$HOSTS" --mpi "$MPI" --hostfile "$HF" --json \
+      --timeout 60 >"$OUT/$name.json" 2>"$OUT/$name.err" || rc=$?
+  fi
   env "${ENVS[@]}" "$@" "$CLI" doctor -n "$HOSTS" --mpi "$MPI" --hostfile "$HF" \
-    >"$OUT/$name.txt" 2>&1 || true
+    --timeout 60 >"$OUT/$name.txt" 2>&1 || true
   local codes
   codes=$(python3 -c '
 import json, sys
@@ -140,8 +151,8 @@ print(" ".join(sorted(set(f["code"] for f in d["findings"]))))' "$OUT/$name.json
     verdict=FAIL
     failed="$failed $name"
   fi
-  echo "doctor_faults.sh: $name: exit $rc (wanted $want_rc), codes [$codes] (wanted [$want]): $verdict" >&2
-  echo "| $name | $rc ($want_rc) | $codes ($want) | $verdict |" >>"$OUT/summary.md"
+  echo "doctor_faults.sh: $name: exit $rc (wanted $want_rc), codes [$codes] (wanted [$want]): $verdict$note" >&2
+  echo "| $name | $rc ($want_rc) | $codes ($want) | $verdict$note |" >>"$OUT/summary.md"
 }
 
 check healthy 0 ""

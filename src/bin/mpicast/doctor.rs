@@ -191,68 +191,15 @@ pub fn launch(
     var: &dyn Fn(&str) -> Option<String>,
     root: bool,
 ) -> Launch {
-    let mut env = Vec::new();
-    if root && o.mpi == Mpi::OpenMpi {
-        for v in ["OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] {
-            if var(v).is_none() {
-                env.push((v.to_string(), "1".to_string()));
-            }
-        }
-    }
-    let n = o.ranks.to_string();
-    let mut args: Vec<OsString> = match o.mpi {
-        Mpi::OpenMpi => [
-            "--oversubscribe",
-            "-n",
-            &n,
-            "--mca",
-            "mpi_yield_when_idle",
-            "1",
-        ]
-        .iter()
-        .map(OsString::from)
-        .collect(),
-        Mpi::Mpich => vec!["-n".into(), n.into()],
-    };
-    let mut extra: Vec<String> = Vec::new();
-    if let Some(h) = &o.hostfile {
-        extra.push(match o.mpi {
-            Mpi::OpenMpi => "--hostfile".into(),
-            Mpi::Mpich => "-f".into(),
-        });
-        extra.push(h.clone());
-    }
-    if let Some(h) = &o.hosts {
-        extra.push(match o.mpi {
-            Mpi::OpenMpi => "--host".into(),
-            Mpi::Mpich => "-hosts".into(),
-        });
-        extra.push(h.clone());
-    }
-    extra.extend(o.launcher_args.iter().cloned());
-    // Open MPI forwards to other hosts only the variables it is told; MPICH's launcher
-    // forwards the whole environment.
-    if o.mpi == Mpi::OpenMpi && !extra.is_empty() {
-        let mut names: Vec<String> = std::env::vars_os()
-            .filter_map(|(k, _)| {
-                let k = k.to_string_lossy().into_owned();
-                k.starts_with("MPICAST_").then_some(k)
-            })
-            .collect();
-        names.sort();
-        for k in names {
-            extra.push("-x".into());
-            extra.push(k);
-        }
-    }
-    args.extend(extra.into_iter().map(OsString::from));
-    args.push(runner.into());
-    args.extend(runner_args(o).into_iter().map(OsString::from));
-    Launch {
-        env,
-        program: o.mpi.launcher().to_string(),
-        args,
-    }
+    let args = runner_args(o).into_iter().map(OsString::from).collect();
+    let l = run::launch_runner(o.mpi, o.ranks, runner, args, var, root, false);
+    let extra = run::launcher_options(
+        o.mpi,
+        o.hostfile.as_deref(),
+        o.hosts.as_deref(),
+        &o.launcher_args,
+    );
+    run::with_launcher_options(l, runner, &extra, o.mpi)
 }
 
 /// The runner's standard output without its verdict line, and the verdict (`Some(true)`:

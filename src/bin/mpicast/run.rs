@@ -268,11 +268,12 @@ pub fn launch(spec: &RunSpec, var: &dyn Fn(&str) -> Option<String>, root: bool) 
         args.push("--expect".into());
         args.push(e.into());
     }
-    launch_runner(spec.mpi, spec.ranks, spec.runner, args, var, root)
+    launch_runner(spec.mpi, spec.ranks, spec.runner, args, var, root, true)
 }
 
 /// The launch of any runner on `ranks` ranks with `runner_args`, in the environment `launch`
-/// describes (loopback unless `MPICAST_IFACE` is set; Open MPI's consent as root).
+/// describes (with `loopback`, on this host's loopback unless `MPICAST_IFACE` is set; Open
+/// MPI's consent as root).
 pub fn launch_runner(
     mpi: Mpi,
     ranks: u32,
@@ -280,9 +281,10 @@ pub fn launch_runner(
     runner_args: Vec<OsString>,
     var: &dyn Fn(&str) -> Option<String>,
     root: bool,
+    loopback: bool,
 ) -> Launch {
     let mut env = Vec::new();
-    if var("MPICAST_IFACE").is_none() {
+    if loopback && var("MPICAST_IFACE").is_none() {
         env.push(("MPICAST_IFACE".to_string(), "lo".to_string()));
         env.push(("MPICAST_TTL".to_string(), "0".to_string()));
         if var("MPICAST_TOPO").is_none() {
@@ -367,6 +369,63 @@ pub fn render(l: &Launch) -> String {
     words.push(quote(&l.program));
     words.extend(l.args.iter().map(|a| quote(&a.to_string_lossy())));
     words.join(" ")
+}
+
+/// The options of the launcher itself, in its own spelling: where the ranks go (`--hostfile`,
+/// `--host`; MPICH's `-f`, `-hosts`) and the caller's own arguments.
+pub fn launcher_options(
+    mpi: Mpi,
+    hostfile: Option<&str>,
+    hosts: Option<&str>,
+    extra: &[String],
+) -> Vec<String> {
+    let mut v = Vec::new();
+    if let Some(h) = hostfile {
+        v.push(match mpi {
+            Mpi::OpenMpi => "--hostfile".to_string(),
+            Mpi::Mpich => "-f".to_string(),
+        });
+        v.push(h.to_string());
+    }
+    if let Some(h) = hosts {
+        v.push(match mpi {
+            Mpi::OpenMpi => "--host".to_string(),
+            Mpi::Mpich => "-hosts".to_string(),
+        });
+        v.push(h.to_string());
+    }
+    v.extend(extra.iter().cloned());
+    v
+}
+
+/// `l` with `extra` given to the launcher just before the runner, and, for Open MPI on other
+/// hosts, `-x NAME` for each mpicast variable the ranks must see (Open MPI forwards only
+/// what it is told to; MPICH's launcher forwards the whole environment).
+pub fn with_launcher_options(mut l: Launch, runner: &Path, extra: &[String], mpi: Mpi) -> Launch {
+    if extra.is_empty() {
+        return l;
+    }
+    let at = l
+        .args
+        .iter()
+        .position(|a| Path::new(a) == runner)
+        .unwrap_or(l.args.len());
+    let mut add: Vec<OsString> = extra.iter().map(OsString::from).collect();
+    if mpi == Mpi::OpenMpi {
+        let mut names: Vec<String> = l.env.iter().map(|(k, _)| k.clone()).collect();
+        names.extend(std::env::vars_os().filter_map(|(k, _)| {
+            let k = k.to_string_lossy().into_owned();
+            k.starts_with("MPICAST_").then_some(k)
+        }));
+        names.sort();
+        names.dedup();
+        for k in names.iter().filter(|k| k.starts_with("MPICAST_")) {
+            add.push("-x".into());
+            add.push(k.into());
+        }
+    }
+    l.args.splice(at..at, add);
+    l
 }
 
 #[cfg(test)]

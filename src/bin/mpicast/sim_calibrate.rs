@@ -7,7 +7,6 @@ use crate::run::{self, Launch, Mpi, RunSpec};
 use crate::sim::calibrate::{self, Channel, Fit, Measured, Probe};
 use crate::sim::{simulate, Options, Params};
 use crate::Fail;
-use std::ffi::OsString;
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Read, Write as _};
 use std::path::{Path, PathBuf};
@@ -216,53 +215,12 @@ fn cal_opts(args: &[String]) -> Result<CalOpts, Fail> {
 
 /// The options of the launcher itself, in its own spelling.
 fn launcher_options(o: &CalOpts) -> Vec<String> {
-    let mut v = Vec::new();
-    if let Some(h) = &o.hostfile {
-        v.push(match o.mpi {
-            Mpi::OpenMpi => "--hostfile".to_string(),
-            Mpi::Mpich => "-f".to_string(),
-        });
-        v.push(h.clone());
-    }
-    if let Some(h) = &o.hosts {
-        v.push(match o.mpi {
-            Mpi::OpenMpi => "--host".to_string(),
-            Mpi::Mpich => "-hosts".to_string(),
-        });
-        v.push(h.clone());
-    }
-    v.extend(o.launcher_args.iter().cloned());
-    v
-}
-
-/// `l` with `extra` given to the launcher just before the runner, and, for Open MPI on other
-/// hosts, `-x NAME` for each mpicast variable the ranks must see (Open MPI forwards only
-/// what it is told to; MPICH's launcher forwards the whole environment).
-pub fn with_launcher_options(mut l: Launch, runner: &Path, extra: &[String], mpi: Mpi) -> Launch {
-    if extra.is_empty() {
-        return l;
-    }
-    let at = l
-        .args
-        .iter()
-        .position(|a| Path::new(a) == runner)
-        .unwrap_or(l.args.len());
-    let mut add: Vec<OsString> = extra.iter().map(OsString::from).collect();
-    if mpi == Mpi::OpenMpi {
-        let mut names: Vec<String> = l.env.iter().map(|(k, _)| k.clone()).collect();
-        names.extend(std::env::vars_os().filter_map(|(k, _)| {
-            let k = k.to_string_lossy().into_owned();
-            k.starts_with("MPICAST_").then_some(k)
-        }));
-        names.sort();
-        names.dedup();
-        for k in names.iter().filter(|k| k.starts_with("MPICAST_")) {
-            add.push("-x".into());
-            add.push(k.into());
-        }
-    }
-    l.args.splice(at..at, add);
-    l
+    run::launcher_options(
+        o.mpi,
+        o.hostfile.as_deref(),
+        o.hosts.as_deref(),
+        &o.launcher_args,
+    )
 }
 
 /// What one launch printed that calibration uses.
@@ -516,7 +474,7 @@ impl Runs<'_> {
             l.env.push(("MPICAST_VERBOSE".into(), "1".into()));
         }
         (
-            with_launcher_options(l, &self.runner, &self.extra, self.o.mpi),
+            run::with_launcher_options(l, &self.runner, &self.extra, self.o.mpi),
             file,
         )
     }
@@ -1160,10 +1118,10 @@ mod tests {
             program: "mpirun.openmpi".into(),
             args: ["-n", "2", "/r/mpicast-goal-run", "f.goal"]
                 .iter()
-                .map(OsString::from)
+                .map(std::ffi::OsString::from)
                 .collect(),
         };
-        let l = with_launcher_options(l, runner, &extra, Mpi::OpenMpi);
+        let l = run::with_launcher_options(l, runner, &extra, Mpi::OpenMpi);
         let words: Vec<String> = l
             .args
             .iter()

@@ -218,27 +218,6 @@ fn tune_opts(args: &[String]) -> Result<TuneOpts, Fail> {
     Ok(o)
 }
 
-/// The options of the launcher itself, in its own spelling.
-fn launcher_options(o: &TuneOpts) -> Vec<String> {
-    let mut v = Vec::new();
-    if let Some(h) = &o.hostfile {
-        v.push(match o.mpi {
-            Mpi::OpenMpi => "--hostfile".to_string(),
-            Mpi::Mpich => "-f".to_string(),
-        });
-        v.push(h.clone());
-    }
-    if let Some(h) = &o.hosts {
-        v.push(match o.mpi {
-            Mpi::OpenMpi => "--host".to_string(),
-            Mpi::Mpich => "-hosts".to_string(),
-        });
-        v.push(h.clone());
-    }
-    v.extend(o.launcher_args.iter().cloned());
-    v
-}
-
 fn launch_of(o: &TuneOpts, runner: &Path, var: &dyn Fn(&str) -> Option<String>) -> Launch {
     let sizes: Vec<String> = o.sizes.iter().map(u64::to_string).collect();
     let args: Vec<OsString> = vec![
@@ -251,8 +230,14 @@ fn launch_of(o: &TuneOpts, runner: &Path, var: &dyn Fn(&str) -> Option<String>) 
         "--rcvbuf".into(),
         tune::DEFAULT_RCVBUF.to_string().into(),
     ];
-    let l = run::launch_runner(o.mpi, o.ranks, runner, args, var, run::is_root());
-    crate::sim_calibrate::with_launcher_options(l, runner, &launcher_options(o), o.mpi)
+    let l = run::launch_runner(o.mpi, o.ranks, runner, args, var, run::is_root(), true);
+    let extra = run::launcher_options(
+        o.mpi,
+        o.hostfile.as_deref(),
+        o.hosts.as_deref(),
+        &o.launcher_args,
+    );
+    run::with_launcher_options(l, runner, &extra, o.mpi)
 }
 
 /// How long one size takes, roughly, for the progress bar: a fixed cost and the bytes.

@@ -16,10 +16,11 @@
 //! - **Up**: a link is up when it goes towards the root: to a switch of a lower level, or of the
 //!   same level and a lower id. That is Autonet's rule. The seed says "a cross edge going from a
 //!   higher id to a lower one" without the level; taken literally, a cross edge from a switch
-//!   of level 1 and id 5 to one of level 2 and id 3 would be up, and with ids that do not grow
-//!   with the level the up links can close a cycle (a deadlock). Both agree when the ids follow
-//!   the levels, as in the seed's experiments; the levels come first here. Up links always
-//!   lower (level, id), so they cannot close a cycle; a down link is the reverse of an up one.
+//!   of level 1 and id 4 to one of level 2 and id 2 would be up, and with ids that do not grow
+//!   with the level the up links can close a cycle (a deadlock; the tests have one). Both
+//!   agree when the ids follow the levels, as in a network numbered breadth-first; the levels
+//!   come first here. Up links always lower (level, id), so they cannot close a cycle; a down
+//!   link is the reverse of an up one.
 //! - **Legal route**: no up link after a down link. Among legal routes the shortest in hops;
 //!   among those, the one whose sequence of switches, compared one by one in declaration
 //!   order, comes first (as `ShortestPaths` breaks its ties). It is found by a breadth-first

@@ -288,6 +288,57 @@ fn a_ring_of_five_deadlocks_with_shortest_paths_but_not_up_down() {
     assert_eq!(path(&n, &ud, "s2", "s0"), ["s2", "s1", "s0"]);
 }
 
+#[test]
+fn the_seeds_literal_rule_would_deadlock_here() {
+    // Root s0; s3 and s4 on level 1; s2 below s3 (s3 is searched first), s1 below s4. Cross
+    // edges s4-s2 (levels 1 and 2) and s2-s1 (both on level 2). Read literally, the seed makes
+    // a cross edge up from the higher id to the lower: s4->s2 and s2->s1, and with the tree's
+    // s1->s4 the up links close a cycle. By level first: s2->s4, s2->s1, s1->s4 are up.
+    let n = net("switch s0 s1 s2 s3 s4
+link s0 s3 1Gbit
+link s0 s4 1Gbit
+link s3 s2 1Gbit
+link s4 s1 1Gbit
+link s4 s2 1Gbit
+link s1 s2 1Gbit
+");
+    let ud = UpDown::new(&n, 0);
+    assert_eq!(
+        (0..5).map(|s| ud.level(s)).collect::<Vec<_>>(),
+        [0, 2, 2, 1, 1]
+    );
+    assert_eq!(n.link_name(ud.parent_link(id(&n, "s2")).unwrap()), "s2->s3");
+    assert_eq!(n.link_name(ud.parent_link(id(&n, "s1")).unwrap()), "s1->s4");
+    let literal_up = |l: LinkId| {
+        let k = &n.links[l as usize];
+        let (Node::Switch(a), Node::Switch(b)) = (k.from, k.to) else {
+            unreachable!()
+        };
+        if ud.is_tree(l) {
+            ud.level(b) < ud.level(a)
+        } else {
+            b < a
+        }
+    };
+    let cycle = [
+        link(&n, "s4", "s2"),
+        link(&n, "s2", "s1"),
+        link(&n, "s1", "s4"),
+    ];
+    assert!(cycle.iter().all(|&l| literal_up(l)));
+    assert_eq!(
+        cycle.map(|l| ud.dir(l).unwrap()),
+        [Dir::Down, Dir::Up, Dir::Up]
+    );
+    assert!(!has_dependency_cycle(&n, &ud));
+    // s3 s2 s1 goes down then up (s2->s1): s3 s0 s4 s1 instead; and back, s1 s2 s3 goes down
+    // then up (s2->s3): s1 s4 s0 s3, up, up, down.
+    assert_eq!(path(&n, &ud, "s3", "s1"), ["s3", "s0", "s4", "s1"]);
+    assert_eq!(path(&n, &ud, "s1", "s3"), ["s1", "s4", "s0", "s3"]);
+    assert_eq!(path(&n, &ud, "s2", "s4"), ["s2", "s4"]);
+    assert_eq!(path(&n, &ud, "s2", "s1"), ["s2", "s1"]);
+}
+
 // ------------------------------------------------------------------------------ properties
 
 /// A random irregular network of 4 to 64 switches, each with 1 to `max` (2 to 8) cables, `max`

@@ -36,7 +36,7 @@
 //!   (MPI's order; point-to-point and multicast apart): its arrival is raised to that one's if
 //!   a faster route end would put it ahead.
 
-use super::network::{HostId, LinkId, Network, Node, Routing, ShortestPaths};
+use super::network::{HostId, LinkId, Network, Node, Routing};
 use super::{Params, PerByte};
 use crate::sched::ActionId;
 use std::collections::HashMap;
@@ -76,9 +76,10 @@ pub struct Contention {
 
 impl Contention {
     /// The network `net` for a program of `ranks` ranks with the NIC of `prm` (its `G`), routed
-    /// by `ShortestPaths`. An error (naming the network's file) when it places fewer ranks.
+    /// as its file says (`Network::router`: `ShortestPaths` by default). An error (naming the
+    /// network's file) when it places fewer ranks.
     pub fn new(net: &Network, ranks: u32, prm: &Params) -> Result<Self, String> {
-        Self::with_routing(net, ranks, prm, Box::new(ShortestPaths::new(net)))
+        Self::with_routing(net, ranks, prm, net.router())
     }
 
     /// As `new`, with another routing.

@@ -6,9 +6,9 @@
 //! real bytes in a random order and checks results; this one moves no bytes and computes times.
 //! Pure code: no I/O, no clock, no MPI, no `unsafe`. The model and its rules are in `loggops`
 //! (and in docs/sim.md), the optional network and its contention in `network` and
-//! `contention`; `calibrate` fits the parameters to measured ping-pongs (the programs it
-//! generates and the fit; `mpicast sim calibrate` runs them). The command line is
-//! `mpicast sim` (src/bin/mpicast/sim.rs).
+//! `contention`, up-down routing (seed 003) in `updown`; `calibrate` fits the parameters to
+//! measured ping-pongs (the programs it generates and the fit; `mpicast sim calibrate` runs
+//! them). The command line is `mpicast sim` (src/bin/mpicast/sim.rs).
 
 pub mod calibrate;
 pub mod contention;
@@ -17,6 +17,7 @@ pub mod loggops;
 pub mod network;
 pub mod queue;
 pub mod repair;
+pub mod updown;
 
 pub use contention::Contention;
 pub use flat::Flat;
@@ -30,3 +31,5 @@ pub use network::Network;
 mod network_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod updown_tests;

@@ -14,6 +14,7 @@
 //! host NAME SWITCH [BANDWIDTH [LATENCY]] a host and its own link to its switch
 //! ranks-per-host K                       rank r runs on host number r / K (file order)
 //! rank R[-R2] HOST                       or: these ranks run on HOST
+//! routing shortest | updown [ROOT]       how messages find their way (default: shortest)
 //! ```
 //!
 //! A BANDWIDTH is a number and a unit of bits per second: `bit`, `Kbit`, `Mbit`, `Gbit`,
@@ -25,11 +26,15 @@
 //! Placement: `rank` lines name the host of each rank; without them, `ranks-per-host K`
 //! (default 1) places rank r on the (r / K)-th host of the file. The two exclude each other.
 //!
+//! Routing: `shortest` (`ShortestPaths`, the default) or `updown` (`updown::UpDown`, up-down
+//! routing from ROOT, by default the first switch declared); `Network::router` makes it.
+//!
 //! Refused, with file and line: an unknown statement or a wrong number of words, a switch or
 //! host declared twice, a host on two switches, a name that is both a switch and a host, a link
 //! to an unknown switch or from a switch to itself, two links between the same two switches, a
 //! bad (or zero) bandwidth or a bad latency, switches that cannot all reach each other (the first one that the
-//! first switch cannot reach is named), a rank on an unknown host or placed twice. A program
+//! first switch cannot reach is named), a rank on an unknown host or placed twice, an unknown
+//! routing, a root that is not a switch, a second `routing` line. A program
 //! with more ranks than the file places is refused when it is simulated (`Network::places`).
 //!
 //! # Routes
@@ -41,9 +46,10 @@
 //! comes first: a breadth-first search from the source switch that visits each switch's
 //! neighbours in declaration order and enters each switch from the first switch it got there
 //! from. The routes from one source are the paths of that search's tree, so a multicast (the
-//! union of its routes) crosses each directed link once. Up-down routing (seed 003) can come as
-//! another `Routing`.
+//! union of its routes) crosses each directed link once. Up-down routing (seed 003) is another
+//! `Routing`: `updown.rs`.
 
+use super::updown::UpDown;
 use super::PerByte;
 use std::cell::OnceCell;
 use std::collections::HashMap;
@@ -148,10 +154,21 @@ pub struct Network {
     pub hosts: Vec<Host>,
     pub links: Vec<NetLink>,
     pub placement: Placement,
+    /// The `routing` statement (`Shortest` without one).
+    pub routing: RoutingKind,
+}
+
+/// Which `Routing` a network file asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RoutingKind {
+    /// `routing shortest`, the default: `ShortestPaths`.
+    Shortest,
+    /// `routing updown [ROOT]`: `UpDown` from switch `root` (the first declared by default).
+    UpDown { root: SwitchId },
 }
 
 /// Which switch-to-switch links a message takes: the part of routing that can be swapped
-/// (shortest paths today, up-down routing later).
+/// (`ShortestPaths`, `UpDown`; the file's `routing` line picks, `Network::router` makes it).
 pub trait Routing {
     /// Appends to `out` the links from switch `from` to switch `to`, in order (none when they
     /// are the same switch).
@@ -221,6 +238,14 @@ impl Network {
     /// Reads a network file; `file` names it in errors (`file:line: what`).
     pub fn parse(text: &str, file: &str) -> Result<Network, String> {
         Parser::new(file).run(text)
+    }
+
+    /// The routing the file asks for (`routing`; shortest paths without it).
+    pub fn router(&self) -> Box<dyn Routing> {
+        match self.routing {
+            RoutingKind::Shortest => Box::new(ShortestPaths::new(self)),
+            RoutingKind::UpDown { root } => Box::new(UpDown::new(self, root)),
+        }
     }
 
     pub fn switch_named(&self, name: &str) -> Option<SwitchId> {
@@ -439,14 +464,17 @@ enum Stmt<'a> {
         hi: u32,
         host: &'a str,
     },
+    /// `routing updown ROOT`: the root is looked up once every switch is known.
+    Root(&'a str),
 }
 
-const FORMS: [(&str, &str); 5] = [
+const FORMS: [(&str, &str); 6] = [
     ("switch", "switch NAME [NAME...]"),
     ("link", "link SWITCH SWITCH BANDWIDTH [LATENCY]"),
     ("host", "host NAME SWITCH [BANDWIDTH [LATENCY]]"),
     ("ranks-per-host", "ranks-per-host K"),
     ("rank", "rank R[-R2] HOST"),
+    ("routing", "routing shortest | routing updown [ROOT]"),
 ];
 
 struct Parser<'f> {
@@ -466,6 +494,7 @@ impl<'f> Parser<'f> {
                 hosts: Vec::new(),
                 links: Vec::new(),
                 placement: Placement::PerHost { ranks: 1, line: 0 },
+                routing: RoutingKind::Shortest,
             },
             switch_ids: HashMap::new(),
             host_ids: HashMap::new(),
@@ -498,6 +527,7 @@ impl<'f> Parser<'f> {
         // Pass 1, in line order: the form of each statement, its numbers, and the switches.
         let mut stmts: Vec<(usize, Stmt)> = Vec::new();
         let mut per_host: Option<usize> = None;
+        let mut routing: Option<usize> = None;
         for (i, raw) in text.lines().enumerate() {
             let line = i + 1;
             let words: Vec<&str> = raw
@@ -520,6 +550,7 @@ impl<'f> Parser<'f> {
                 "link" => n == 4 || n == 5,
                 "host" => (3..=5).contains(&n),
                 "ranks-per-host" => n == 2,
+                "routing" => n == 2 || n == 3,
                 _ => n == 3,
             };
             if !arity_ok {
@@ -611,6 +642,39 @@ impl<'f> Parser<'f> {
                     per_host = Some(line);
                     self.net.placement = Placement::PerHost { ranks: k, line };
                 }
+                "routing" => {
+                    if let Some(first) = routing {
+                        return Err(self.at(
+                            line,
+                            format!("routing is given twice (first on line {first})"),
+                        ));
+                    }
+                    routing = Some(line);
+                    match words[1] {
+                        "shortest" if n == 2 => self.net.routing = RoutingKind::Shortest,
+                        "shortest" => {
+                            return Err(self.at(
+                                line,
+                                format!(
+                                    "`routing shortest` has no root: expected `{form}`, got `{}`",
+                                    words.join(" ")
+                                ),
+                            ))
+                        }
+                        "updown" => {
+                            self.net.routing = RoutingKind::UpDown { root: 0 };
+                            if let Some(&root) = words.get(2) {
+                                stmts.push((line, Stmt::Root(root)));
+                            }
+                        }
+                        other => {
+                            return Err(self.at(
+                                line,
+                                format!("unknown routing `{other}` (known: shortest, updown)"),
+                            ))
+                        }
+                    }
+                }
                 _ => {
                     let (lo, hi) = parse_ranks(words[1]).map_err(|m| self.at(line, m))?;
                     stmts.push((
@@ -701,6 +765,10 @@ impl<'f> Parser<'f> {
                         down,
                         line,
                     });
+                }
+                Stmt::Root(name) => {
+                    let root = self.switch(line, name)?;
+                    self.net.routing = RoutingKind::UpDown { root };
                 }
                 Stmt::Rank { .. } => {}
             }

@@ -169,7 +169,7 @@ fn parser_errors_name_file_and_line() {
     let cases: [(&str, &str); 24] = [
         ("", "net.txt: no switch declared"),
         ("# nothing\nhost a s\n", "net.txt: no switch declared"),
-        ("switch s\nrouter r\n", "net.txt:2: unknown statement `router` (known: switch, link, host, ranks-per-host, rank)"),
+        ("switch s\nrouter r\n", "net.txt:2: unknown statement `router` (known: switch, link, host, ranks-per-host, rank, routing)"),
         ("switch\n", "net.txt:1: expected `switch NAME [NAME...]`, got `switch`"),
         ("switch a b\nlink a b\n", "net.txt:2: expected `link SWITCH SWITCH BANDWIDTH [LATENCY]`, got `link a b`"),
         ("switch a\nhost h\n", "net.txt:2: expected `host NAME SWITCH [BANDWIDTH [LATENCY]]`, got `host h`"),

@@ -18,7 +18,16 @@
 #   loss        nft on host 2 drops 5 % of those datagrams   loss (host 2)              exit 0
 #   ttl0        MPICAST_TTL=0                                ttl                        exit 1
 #   together    firewall + mtu + loss (on host 4)            all three                  exit 1
+#   snooping    the bridge snoops IGMP, no querier, unknown   no-crossing, no-querier    exit 1
+#               groups not flooded; --long=10
+#   querier     the same with the bridge as querier (a query  none; every host heard     exit 0
+#               every 3 s); --long=10                         the queries
 #
+# The last two are a switch that snoops IGMP: a Linux bridge with mcast_snooping 1 and
+# mcast_flood off on its ports forwards a group only to ports that reported it, and, while it
+# knows of no querier, not even there. (The expiry of a group some minutes into a job, the
+# `group-expired` finding, takes the membership interval and is tested with made-up counts in
+# src/doctor/job/tests.rs only.) CASES="firewall mtu" runs only those cases.
 # A case passes when its codes are exactly those listed (no more: nothing else may be reported)
 # and the exit status is the one listed. rmem: the kernel here (6.18) refuses to set
 # net.core.rmem_max inside a network namespace (EINVAL), so the case sets the machine's own
@@ -113,6 +122,21 @@ mtu() { inh "$1" ip link set mpicast1 mtu "$2"; }
 ifstate() { inh "$1" ip link set mpicast1 "$2"; }
 
 failed=""
+CASES=${CASES:-healthy firewall mtu rmem iface-down loss ttl0 together snooping querier}
+wanted() { [[ " $CASES " == *" $1 "* ]]; }
+DOCTOR_ARGS=()
+snooping() { # on|off [querier]
+  local p
+  for p in $(bridge link show | awk -F': ' '{print $2}' | sed 's/@.*//' | grep -E "^mpicast-c${INST}(h|d)[0-9]+$"); do
+    bridge link set dev "$p" mcast_flood "$([ "$1" = on ] && echo off || echo on)"
+  done
+  if [ "$1" = on ]; then
+    ip link set dev "$BRIDGE" type bridge mcast_snooping 1 mcast_querier "$([ "${2:-}" = querier ] && echo 1 || echo 0)" \
+      mcast_query_interval 300 mcast_query_response_interval 100 mcast_startup_query_interval 100
+  else
+    ip link set dev "$BRIDGE" type bridge mcast_querier 0 mcast_snooping 0
+  fi
+}
 {
   echo "# mpicast doctor against faults ($(date -u +%Y-%m-%dT%H:%MZ), $MPI, $HOSTS hosts, 100 Mbit/s)"
   echo
@@ -125,8 +149,9 @@ check() {
   local name=$1 want_rc=$2 want_codes=$3 rc=0
   shift 3
   local note=""
+  wanted "$name" || return 0
   env "${ENVS[@]}" "$@" "$CLI" doctor -n "$HOSTS" --mpi "$MPI" --hostfile "$HF" --json \
-    --timeout 60 >"$OUT/$name.json" 2>"$OUT/$name.err" || rc=$?
+    "${DOCTOR_ARGS[@]}" --timeout 60 >"$OUT/$name.json" 2>"$OUT/$name.err" || rc=$?
   # Open MPI 4.1 here sometimes hangs in the first communicator creation of the job that
   # follows a change of a host's interfaces, with or without mpicast (README of the results):
   # the doctor's --timeout ends it; try once more, and say so.
@@ -135,10 +160,10 @@ check() {
     mv "$OUT/$name.err" "$OUT/$name.first-launch.err"
     rc=0
     env "${ENVS[@]}" "$@" "$CLI" doctor -n "$HOSTS" --mpi "$MPI" --hostfile "$HF" --json \
-      --timeout 60 >"$OUT/$name.json" 2>"$OUT/$name.err" || rc=$?
+      "${DOCTOR_ARGS[@]}" --timeout 60 >"$OUT/$name.json" 2>"$OUT/$name.err" || rc=$?
   fi
   env "${ENVS[@]}" "$@" "$CLI" doctor -n "$HOSTS" --mpi "$MPI" --hostfile "$HF" \
-    --timeout 60 >"$OUT/$name.txt" 2>&1 || true
+    "${DOCTOR_ARGS[@]}" --timeout 60 >"$OUT/$name.txt" 2>&1 || true
   local codes
   codes=$(python3 -c '
 import json, sys
@@ -147,6 +172,13 @@ print(" ".join(sorted(set(f["code"] for f in d["findings"]))))' "$OUT/$name.json
   local want
   want=$(tr ' ' '\n' <<<"$want_codes" | sed '/^$/d' | sort -u | tr '\n' ' ' | sed 's/ $//')
   local verdict=pass
+  # The querier case: every host must have heard the bridge's queries.
+  if [ "$name" = querier ] && ! python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["queriers"] and all(q["heard"] for q in d["queriers"]), d["queriers"]' "$OUT/$name.json" 2>/dev/null; then
+    codes="$codes (queries not heard)"
+  fi
   if [ "$rc" != "$want_rc" ] || [ "$codes" != "$want" ]; then
     verdict=FAIL
     failed="$failed $name"
@@ -186,6 +218,22 @@ check together 1 "hears-nothing mtu-differs loss"
 firewall 2 off
 mtu 3 1500
 lossy 4 off
+
+if wanted snooping; then
+  snooping on
+  DOCTOR_ARGS=(--long=10)
+  check snooping 1 "no-crossing no-querier"
+  DOCTOR_ARGS=()
+  snooping off
+fi
+if wanted querier; then
+  snooping on querier
+  sleep 10 # the bridge's startup queries: it knows itself as the querier
+  DOCTOR_ARGS=(--long=10)
+  check querier 0 ""
+  DOCTOR_ARGS=()
+  snooping off
+fi
 
 echo "doctor_faults.sh: results in $OUT (summary.md)" >&2
 if [ -n "$failed" ]; then

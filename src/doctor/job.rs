@@ -407,6 +407,31 @@ fn hearing(j: &JobResults, out: &mut Vec<Finding>) {
     if silent_any.is_empty() {
         return;
     }
+    let before = out.len();
+    hearing_findings(j, &took, silent_any, out);
+    // With --long: pairs silent at the start that heard each other after the wait.
+    if let Some((secs, after)) = &j.after_long {
+        for f in out[before..].iter_mut() {
+            f.what.push_str(&format!(
+                "; after the {secs} s wait of --long {}",
+                if after.silent().is_empty() {
+                    "every pair heard each other: the network learned the group late (a \
+                     snooping switch whose querier had just started?), too late for a job's \
+                     start"
+                } else {
+                    "some pairs still heard nothing"
+                }
+            ));
+        }
+    }
+}
+
+fn hearing_findings(
+    j: &JobResults,
+    took: &[usize],
+    mut silent_any: Vec<(usize, usize)>,
+    out: &mut Vec<Finding>,
+) {
     let cross: Vec<(usize, usize)> = silent_any
         .iter()
         .copied()
@@ -689,7 +714,8 @@ fn querier(j: &JobResults, out: &mut Vec<Finding>) {
     };
     let heard: Vec<&QuerierWatch> = j.queriers.iter().filter(|q| !q.heard.is_empty()).collect();
     let listened = j.queriers.iter().any(|q| q.error.is_none());
-    if heard.is_empty() && listened {
+    // One host (loopback, or a single machine) has no switch in between.
+    if heard.is_empty() && listened && j.hosts.len() > 1 {
         out.push(warning(
             "no-querier",
             format!(

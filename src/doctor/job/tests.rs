@@ -326,3 +326,30 @@ fn codec_round_trips() {
         [1, u32::MAX, 0]
     );
 }
+
+#[test]
+fn a_group_learned_late_is_said_with_the_problem() {
+    let hosts = ["a", "b"];
+    let mut j = results(&hosts, 20);
+    let after = j.small[0].clone();
+    for rd in j.small.iter_mut() {
+        silence(rd, 0, 1);
+        silence(rd, 1, 0);
+    }
+    j.after_long = Some((12, after));
+    j.queriers[0].heard.push(Ipv4Addr::UNSPECIFIED);
+    let d = diagnose(&j);
+    assert_eq!(codes(&j), ["no-crossing"], "{d:?}");
+    assert!(
+        d[0].what.contains("after the 12 s wait of --long every pair heard each other"),
+        "{}",
+        d[0].what
+    );
+}
+
+#[test]
+fn one_host_has_no_querier_to_miss() {
+    let mut j = results(&["a", "a"], 20);
+    j.after_long = Some((5, j.small[0].clone()));
+    assert!(diagnose(&j).is_empty());
+}

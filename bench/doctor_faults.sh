@@ -84,8 +84,12 @@ for i in $(seq 1 "$HOSTS"); do
   [ ! -w "/proc/sys/net/ipv6/conf/mpicast-c${INST}d$i/disable_ipv6" ] ||
     echo 1 >"/proc/sys/net/ipv6/conf/mpicast-c${INST}d$i/disable_ipv6"
   ip link set "mpicast-c${INST}d$i" master "$BRIDGE" up
+  # Two interfaces of one host on one segment: each answers ARP for its own address only
+  # (arp_ignore 1, arp_announce 2), or the other hosts may learn the MPI address at
+  # mpicast1's MAC, and the MPI job that follows taking mpicast1 down hangs on it.
   ip netns exec "$ns" bash -c "
     [ ! -w /proc/sys/net/ipv6/conf/mpicast1/disable_ipv6 ] || echo 1 >/proc/sys/net/ipv6/conf/mpicast1/disable_ipv6
+    echo 1 >/proc/sys/net/ipv4/conf/all/arp_ignore && echo 2 >/proc/sys/net/ipv4/conf/all/arp_announce
     ip addr add $DATA.$i/24 dev mpicast1 && ip link set mpicast1 up"
 done
 

@@ -75,7 +75,8 @@ pub fn code_named(s: &str) -> &'static str {
     CODES.iter().find(|c| **c == s).copied().unwrap_or("other")
 }
 
-fn problem(code: &'static str, what: String, fix: String) -> Finding {
+/// A [`Severity::Problem`] finding.
+pub fn problem(code: &'static str, what: String, fix: String) -> Finding {
     Finding {
         severity: Severity::Problem,
         code,
@@ -84,7 +85,8 @@ fn problem(code: &'static str, what: String, fix: String) -> Finding {
     }
 }
 
-fn warning(code: &'static str, what: String, fix: String) -> Finding {
+/// A [`Severity::Warning`] finding.
+pub fn warning(code: &'static str, what: String, fix: String) -> Finding {
     Finding {
         severity: Severity::Warning,
         code,

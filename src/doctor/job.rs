@@ -6,7 +6,7 @@
 use std::fmt::Write;
 use std::net::Ipv4Addr;
 
-use super::host::{Finding, Severity};
+use super::host::{problem, warning, Finding, Severity};
 use super::report::{finding_text, json_str};
 use crate::config::rank_list;
 
@@ -231,24 +231,6 @@ impl JobResults {
         }
         let loss = 1.0 - f64::from(st.got[r].min(st.sent)) / f64::from(st.sent);
         (loss >= share).then_some(loss)
-    }
-}
-
-fn problem(code: &'static str, what: String, fix: String) -> Finding {
-    Finding {
-        severity: Severity::Problem,
-        code,
-        what,
-        fix,
-    }
-}
-
-fn warning(code: &'static str, what: String, fix: String) -> Finding {
-    Finding {
-        severity: Severity::Warning,
-        code,
-        what,
-        fix,
     }
 }
 

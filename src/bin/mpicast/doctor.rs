@@ -299,19 +299,7 @@ fn job(o: &JobOpts) -> Result<(), Fail> {
         }
     };
     if status.is_none() {
-        // The launcher passes SIGTERM on to its ranks.
-        let _ = Command::new("kill")
-            .args(["-TERM", &child.id().to_string()])
-            .status();
-        let grace = Instant::now();
-        while grace.elapsed() < Duration::from_secs(5) {
-            if let Ok(Some(_)) = child.try_wait() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = child.kill();
-        let _ = child.wait();
+        run::stop(&mut child);
     }
     let _ = reader.join();
     while let Ok(l) = rx.try_recv() {

@@ -371,6 +371,23 @@ pub fn render(l: &Launch) -> String {
     words.join(" ")
 }
 
+/// Ends a launcher: SIGTERM, which it passes on to its ranks (SIGKILL would leave them
+/// behind), then, after 5 s, SIGKILL; waits for it.
+pub fn stop(child: &mut std::process::Child) {
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let grace = std::time::Instant::now();
+    while grace.elapsed() < std::time::Duration::from_secs(5) {
+        if let Ok(Some(_)) = child.try_wait() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
 /// The options of the launcher itself, in its own spelling: where the ranks go (`--hostfile`,
 /// `--host`; MPICH's `-f`, `-hosts`) and the caller's own arguments.
 pub fn launcher_options(

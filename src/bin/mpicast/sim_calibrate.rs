@@ -353,19 +353,7 @@ fn run_captured(l: &Launch, limit: Duration) -> Result<Finished, String> {
         }
     };
     let Some(status) = status else {
-        // The launcher passes SIGTERM on to its ranks; SIGKILL would leave them behind.
-        let _ = Command::new("kill")
-            .args(["-TERM", &child.id().to_string()])
-            .status();
-        let grace = Instant::now();
-        while grace.elapsed() < Duration::from_secs(5) {
-            if let Ok(Some(_)) = child.try_wait() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = child.kill();
-        let _ = child.wait();
+        run::stop(&mut child);
         return Err(format!(
             "the launch did not end within {} s and was stopped (--timeout SECS)",
             limit.as_secs()

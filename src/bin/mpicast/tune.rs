@@ -333,19 +333,7 @@ fn run_streamed(l: &Launch, o: &TuneOpts) -> Result<(String, String), String> {
     };
     bar.finish();
     let Some(status) = status else {
-        // The launcher passes SIGTERM on to its ranks; SIGKILL would leave them behind.
-        let _ = Command::new("kill")
-            .args(["-TERM", &child.id().to_string()])
-            .status();
-        let grace = Instant::now();
-        while grace.elapsed() < Duration::from_secs(5) {
-            if let Ok(Some(_)) = child.try_wait() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = child.kill();
-        let _ = child.wait();
+        run::stop(&mut child);
         if done_at.is_some() {
             // Every figure is in: a launcher whose MPI_Finalize hangs (MPICH's, on the
             // emulated cluster) costs the job's end, not the results.

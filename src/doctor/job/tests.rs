@@ -341,7 +341,8 @@ fn a_group_learned_late_is_said_with_the_problem() {
     let d = diagnose(&j);
     assert_eq!(codes(&j), ["no-crossing"], "{d:?}");
     assert!(
-        d[0].what.contains("after the 12 s wait of --long every pair heard each other"),
+        d[0].what
+            .contains("after the 12 s wait of --long every pair heard each other"),
         "{}",
         d[0].what
     );

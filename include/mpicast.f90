@@ -60,6 +60,7 @@ module mpicast
   public :: MPICAST_Request_free, MPICAST_Request_mpi
   public :: MPICAST_Comm_f2c, MPICAST_Type_f2c
   public :: MPICAST_Dbcast_enable, MPICAST_Dbcast, MPICAST_Send_defer, MPICAST_Send_release
+  public :: MPICAST_Doctor
 
   ! The shape of a user function for GOAL exec actions (MPICAST_Goal_reg_func takes
   ! c_funloc of a bind(C) function like this): dst = f(src, dst), returns 0 on success.
@@ -96,6 +97,19 @@ module mpicast
       integer(c_int), value :: status
       type(c_ptr) :: text
     end function MPICAST_Status_string
+
+    ! The job-wide checks of `mpicast doctor -n N` over comm (collective; comm is the C handle,
+    ! MPICAST_Comm_f2c of the Fortran one): rank 0 prints the report on standard output, and
+    ! problems_out becomes 1 on every rank when a problem was found, else 0. options is text
+    ! ended by c_null_char: "" for the defaults, or words such as json, long=SECONDS, count=K.
+    function MPICAST_Doctor(comm, options, problems_out) bind(C, name="MPICAST_Doctor") &
+        result(status)
+      import :: c_int, c_intptr_t, c_char
+      integer(c_intptr_t), value :: comm
+      character(kind=c_char), dimension(*), intent(in) :: options
+      integer(c_int), intent(out) :: problems_out
+      integer(c_int) :: status
+    end function MPICAST_Doctor
 
     ! The C handle of a Fortran communicator or datatype, as the comm and datatype arguments
     ! below take it (an integer of pointer width); in mpi_f08 pass comm%MPI_VAL. An unknown

@@ -32,6 +32,7 @@ module mpicast
   integer(c_int), parameter, public :: MPICAST_ERR_TRUNCATE = 8
   integer(c_int), parameter, public :: MPICAST_ERR_NO_THREAD = 9
   integer(c_int), parameter, public :: MPICAST_ERR_UNKNOWN_KEY = 10
+  integer(c_int), parameter, public :: MPICAST_ERR_TOPOLOGY = 11
 
   ! MPICAST_Stats: this process's counters (not summed over ranks). The C fields are
   ! uint64_t; Fortran has no unsigned kind, and the counts stay far below 2**63.
@@ -60,7 +61,7 @@ module mpicast
   public :: MPICAST_Request_free, MPICAST_Request_mpi
   public :: MPICAST_Comm_f2c, MPICAST_Type_f2c
   public :: MPICAST_Dbcast_enable, MPICAST_Dbcast, MPICAST_Send_defer, MPICAST_Send_release
-  public :: MPICAST_Doctor
+  public :: MPICAST_Doctor, MPICAST_Mmcast
 
   ! The shape of a user function for GOAL exec actions (MPICAST_Goal_reg_func takes
   ! c_funloc of a bind(C) function like this): dst = f(src, dst), returns 0 on success.
@@ -372,6 +373,29 @@ module mpicast
       type(c_ptr), intent(out) :: request_out
       integer(c_int) :: status
     end function MPICAST_Imcast
+
+    ! Collective: multicasts sendcount elements of sendtype at sendbuf to the ndests ranks
+    ! in dests, and receives from each of the nsources ranks in sources recvcounts(i)
+    ! elements of recvtype at recvbuf + displs(i) extents (see mpicast.h; docs/agents.md).
+    ! Handles are C handles (MPICAST_Comm_f2c, MPICAST_Type_f2c).
+    function MPICAST_Mmcast(sendbuf, sendcount, sendtype, dests, ndests, recvbuf, &
+        recvcounts, displs, recvtype, sources, nsources, comm) &
+        bind(C, name="MPICAST_Mmcast") result(status)
+      import :: c_int, c_intptr_t, c_ptr
+      type(c_ptr), value :: sendbuf
+      integer(c_int), value :: sendcount
+      integer(c_intptr_t), value :: sendtype
+      integer(c_int), dimension(*), intent(in) :: dests
+      integer(c_int), value :: ndests
+      type(c_ptr), value :: recvbuf
+      integer(c_int), dimension(*), intent(in) :: recvcounts
+      integer(c_int), dimension(*), intent(in) :: displs
+      integer(c_intptr_t), value :: recvtype
+      integer(c_int), dimension(*), intent(in) :: sources
+      integer(c_int), value :: nsources
+      integer(c_intptr_t), value :: comm
+      integer(c_int) :: status
+    end function MPICAST_Mmcast
 
     function MPICAST_Mcast_irecv(buf, count, datatype, source, tag, comm, request_out) &
         bind(C, name="MPICAST_Mcast_irecv") result(status)

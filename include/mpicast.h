@@ -67,6 +67,12 @@ typedef enum MPICAST_Status {
    released already); nothing was sent.
    */
   MPICAST_ERR_UNKNOWN_KEY = 10,
+  /*
+   The switch topology (MPICAST_SWITCH_TOPOLOGY) cannot be used: unreadable, invalid,
+   different between ranks, or a host of the job missing from it; the message went to
+   stderr.
+   */
+  MPICAST_ERR_TOPOLOGY = 11,
 } MPICAST_Status;
 
 /*
@@ -554,6 +560,43 @@ int MPICAST_Mcast_irecv(void *buf,
  `flag_out` writable; `status` MPI_STATUS_IGNORE or writable.
  */
 int MPICAST_Mcast_iprobe(int source, int tag, MPI_Comm comm, int *flag_out, MPI_Status *status);
+
+/*
+ Collective over `comm`: this rank multicasts `sendcount` elements of `sendtype` at
+ `sendbuf` to the `ndests` ranks in `dests` (none: it multicasts nothing; distinct, not
+ itself), and receives from each of the `nsources` ranks in `sources` (distinct, not
+ itself) the message it multicasts, `recvcounts[i]` elements of `recvtype` at `recvbuf` +
+ `displs[i]` times the extent of `recvtype`. What a rank expects must be what is sent to it:
+ `sources` lists exactly the ranks whose `dests` name this rank, and the sizes in bytes
+ agree (the type signatures match, as in MPI). The messages are scheduled by the algorithm of
+ MPICAST_MMCAST_ALGO on the switch topology of MPICAST_SWITCH_TOPOLOGY (docs/agents.md) and
+ travel point to point over the host MPI on a duplicate of `comm` of mpicast's own; ranks
+ relay only multicasts they receive themselves. Returns when this rank's part is done: its
+ buffer sent on and its receives complete.
+
+ MPICAST_ERR_ARG on every rank when some rank's arguments are out of range or do not agree
+ with the others' (that rank's message on stderr; nothing was sent); MPICAST_ERR_TOPOLOGY on
+ every rank when the switch topology cannot be used (rank 0 says why);
+ MPICAST_ERR_NULL_ARG (on this rank only, as the others cannot know) for a NULL list or
+ buffer that is needed.
+
+ # Safety
+ `sendbuf` holds `sendcount` elements of `sendtype` (NULL when nothing is sent); `dests`
+ holds `ndests` ints, `sources`, `recvcounts` and `displs` `nsources` ints each (NULL when
+ the count is 0); the receive areas are writable and do not overlap.
+ */
+int MPICAST_Mmcast(const void *sendbuf,
+                   int sendcount,
+                   MPI_Datatype sendtype,
+                   const int *dests,
+                   int ndests,
+                   void *recvbuf,
+                   const int *recvcounts,
+                   const int *displs,
+                   MPI_Datatype recvtype,
+                   const int *sources,
+                   int nsources,
+                   MPI_Comm comm);
 
 /*
  Waits until `*request` completes, forwarding meanwhile; fills `*status` (or

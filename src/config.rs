@@ -128,6 +128,12 @@ pub struct Config {
     pub topo_pick: TopoPick,
     /// `MPICAST_IMCAST_ROUTE`: who the next hops of `MPICAST_Imcast` are.
     pub imcast_route: Route,
+    /// `MPICAST_SWITCH_TOPOLOGY`: the path of the switch topology (the network file of
+    /// `mpicast sim --network`) that `MPICAST_Mmcast` plans its routes on.
+    pub switch_topology: Option<String>,
+    /// `MPICAST_MMCAST_ALGO`: the algorithm of `MPICAST_Mmcast`, one of [`MMCAST_ALGOS`]
+    /// (lower case).
+    pub mmcast_algo: String,
     /// `MPICAST_SEGMENT_BYTES`: `MPICAST_Imcast` pipelines a message in segments of this size.
     pub segment_bytes: usize,
     /// `MPICAST_IMCAST_BUFFER`: bytes of multicasts a rank holds before their receives come.
@@ -266,6 +272,8 @@ impl Default for Config {
             topo_base: DEFAULT_TOPO_BASE,
             topo_pick: TopoPick::Nearest,
             imcast_route: Route::Dests,
+            switch_topology: None,
+            mmcast_algo: "auto".to_string(),
             segment_bytes: DEFAULT_SEGMENT_BYTES,
             imcast_buffer: DEFAULT_IMCAST_BUFFER,
             imcast_transport: ImcastTransport::Auto,
@@ -442,6 +450,21 @@ pub const VARIABLES: &[(&str, &str, &str)] = &[
          as fast or faster in 22 of 24 measured cases",
     ),
     (
+        "MPICAST_SWITCH_TOPOLOGY",
+        "(not set)",
+        "file of the switched network the ranks' hosts hang on, for MPICAST_Mmcast's routes: the \
+         network file of `mpicast sim --network` (switch, link, host lines; hosts by name or \
+         address, or rank lines by MPI_COMM_WORLD rank); every rank reads it and must find the \
+         same contents; not set: all hosts on one switch",
+    ),
+    (
+        "MPICAST_MMCAST_ALGO",
+        "auto",
+        "algorithm of MPICAST_Mmcast: sametree-binomial, sametree-cyclic, random-binomial, \
+         random-cyclic (seed 003's agent-based multicasts), spcco (destinations ordered along \
+         the routing tree), naive (each source sends to each destination), or auto",
+    ),
+    (
         "MPICAST_SEGMENT_BYTES",
         "8KiB",
         "MPICAST_Imcast and MPICAST_Dbcast forward a message in segments of this size, 64 bytes to 16 MiB (8 KiB, \
@@ -488,6 +511,18 @@ pub const VARIABLES: &[(&str, &str, &str)] = &[
          faster (the binomial root sends the whole message once per step); off: always the \
          binomial tree",
     ),
+];
+
+/// The values `MPICAST_MMCAST_ALGO` takes (`algo::agents::MmcastAlgo::from_name` reads all
+/// but `auto`).
+pub const MMCAST_ALGOS: [&str; 7] = [
+    "auto",
+    "sametree-binomial",
+    "sametree-cyclic",
+    "random-binomial",
+    "random-cyclic",
+    "spcco",
+    "naive",
 ];
 
 /// A variable (or `MPI_Info` key) whose value, or name, is not acceptable.
@@ -742,6 +777,21 @@ impl Config {
                 "table" => Route::Table,
                 _ => return Err(err("MPICAST_IMCAST_ROUTE", &raw, "dests or table")),
             };
+        }
+        if let Some((_, v)) = val("MPICAST_SWITCH_TOPOLOGY") {
+            c.switch_topology = Some(v);
+        }
+        if let Some((raw, v)) = val("MPICAST_MMCAST_ALGO") {
+            let v = v.to_ascii_lowercase();
+            if !MMCAST_ALGOS.contains(&v.as_str()) {
+                return Err(err(
+                    "MPICAST_MMCAST_ALGO",
+                    &raw,
+                    "auto, sametree-binomial, sametree-cyclic, random-binomial, random-cyclic, \
+                     spcco or naive",
+                ));
+            }
+            c.mmcast_algo = v;
         }
         if let Some((raw, v)) = val("MPICAST_SEGMENT_BYTES") {
             let (lo, hi) = SEGMENT_RANGE;
@@ -1054,6 +1104,7 @@ impl Config {
                 .to_string(),
             ),
             ("MPICAST_SEGMENT_BYTES", self.segment_bytes.to_string()),
+            ("MPICAST_MMCAST_ALGO", self.mmcast_algo.clone()),
             // Whether the communicator's engine sets up a multicast group is collective; the
             // choice per multicast is the root's, and receivers take either.
             (
@@ -1663,7 +1714,7 @@ mod tests {
             assert!(n.starts_with(PREFIX));
             assert_eq!(names.iter().filter(|m| *m == n).count(), 1, "{n} twice");
         }
-        assert_eq!(names.len(), 31);
+        assert_eq!(names.len(), 33);
     }
 
     #[test]
@@ -1936,6 +1987,8 @@ mod tests {
             ("MPICAST_IMCAST_IP_BYTES", "1k"),
             ("MPICAST_DBCAST_TREE", "Topo"),
             ("MPICAST_DBCAST_CHAIN_BYTES", "off"),
+            ("MPICAST_SWITCH_TOPOLOGY", "/etc/fabric.net"),
+            ("MPICAST_MMCAST_ALGO", "SameTree-Cyclic"),
         ])
         .unwrap();
         assert_eq!(
@@ -1964,6 +2017,8 @@ mod tests {
                 topo_base: 8,
                 topo_pick: TopoPick::Random { seed: Some(42) },
                 imcast_route: Route::Table,
+                switch_topology: Some("/etc/fabric.net".into()),
+                mmcast_algo: "sametree-cyclic".into(),
                 segment_bytes: 64 << 10,
                 imcast_buffer: 2 << 20,
                 imcast_transport: ImcastTransport::P2p,
@@ -2124,6 +2179,12 @@ mod tests {
         for v in ["tree", "dest", "1"] {
             bad("MPICAST_IMCAST_ROUTE", v);
         }
+        let algo = |v| cfg(&[("MPICAST_MMCAST_ALGO", v)]).unwrap().mmcast_algo;
+        assert_eq!(algo("Random-Cyclic"), "random-cyclic");
+        assert_eq!(algo("SPCCO"), "spcco");
+        for v in ["agents", "cco", "sametree"] {
+            bad("MPICAST_MMCAST_ALGO", v);
+        }
 
         let seg = |v| cfg(&[("MPICAST_SEGMENT_BYTES", v)]).unwrap().segment_bytes;
         assert_eq!(seg("64"), 64);
@@ -2196,11 +2257,12 @@ mod tests {
         let worst = Config::from_vars([
             ("MPICAST_TOPO_FILE", long.as_str()),
             ("MPICAST_TOPO_PICK", "random:18446744073709551615"),
+            ("MPICAST_MMCAST_ALGO", "sametree-binomial"),
             ("MPICAST_IFACE", "10.1.0.0/16"),
             ("MPICAST_PORT", "30000-30099"),
         ])
         .unwrap();
-        assert!(worst.agreed_line().len() < 450, "{}", worst.agreed_line());
+        assert!(worst.agreed_line().len() < 490, "{}", worst.agreed_line());
     }
 
     #[test]

@@ -89,6 +89,8 @@ pub struct CommState {
     pub min_bytes: usize,
     /// The forwarding engine of the multicast calls, once MPICAST_Mcast_enable made it.
     pub fwd: Option<Arc<Mutex<transport::forward::Engine>>>,
+    /// What MPICAST_Mmcast set up at its first call on the communicator (`coll::mmcast`).
+    pub mmcast: Option<crate::coll::MmcastComm>,
 }
 
 /// The per-communicator MPI_Info keys that belong to mpicast.
@@ -330,6 +332,7 @@ impl Session {
             path,
             min_bytes,
             fwd: None,
+            mmcast: None,
         })
     }
 
@@ -375,7 +378,7 @@ impl Session {
                 .collect();
             say(&format!(
                 "mpicast: multicast calls enabled on a communicator of {} ranks: topology IDs \
-                 from {:?}, digits: {}; route {:?}, segments of {} bytes",
+                 from {}, digits: {}; route {:?}, segments of {} bytes",
                 resolved.topology.ranks(),
                 resolved.source,
                 layout.join(", "),
@@ -516,8 +519,28 @@ impl Session {
             .iter()
             .find_map(|v| std::env::var(v).ok()?.trim().parse::<u32>().ok())
             .unwrap_or(topo::UNKNOWN);
+        // IDs from the switch topology, for ranks that have none of their own: collective,
+        // so every rank gathers whether or not it set MPICAST_SWITCH_TOPOLOGY.
+        let switch_ids = crate::coll::switch_topo_ids(private, cfg)?;
+        // The same answer on every rank: a broken switch topology is every rank's error.
+        let switch_ids = match switch_ids {
+            Some(Err(e)) => return Ok(Err(e)),
+            Some(Ok(ids)) => Some(ids),
+            None => None,
+        };
+        let explicit = match (
+            Explicit::first_found(info_id, cfg.topo_id.as_deref()),
+            switch_ids,
+        ) {
+            (Some(e), _) => Some(e),
+            (None, None) => None,
+            (None, Some(ids)) => Some(Explicit {
+                source: topo::IdSource::Switch,
+                text: ids[host::comm::rank(private)? as usize].clone(),
+            }),
+        };
         let mine = RankFacts {
-            explicit: Explicit::first_found(info_id, cfg.topo_id.as_deref()),
+            explicit,
             host: std::fs::read_to_string("/proc/sys/kernel/hostname")
                 .map(|h| h.trim().to_string())
                 .unwrap_or_default(),
@@ -785,6 +808,9 @@ impl CommState {
                 let _ = host::comm::free(h.local.0);
             }
             _ => {}
+        }
+        if let Some(m) = self.mmcast.take() {
+            m.free();
         }
         if self.private.0 != host::comm_null() {
             // Errors here cannot be reported to anyone; the communicator is going away.

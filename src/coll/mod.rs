@@ -7,10 +7,12 @@ mod barrier;
 mod bcast;
 mod hier;
 mod info;
+mod mmcast;
 
 pub use barrier::barrier;
 pub use bcast::{bcast, bcast_below_threshold};
 pub use info::{dup_with_info, set_info};
+pub use mmcast::{mmcast, switch_topo_ids, MmcastComm, MmcastError, MmcastRecv};
 
 use crate::host::{self, MPI_Comm};
 use crate::sched::{Execution, Schedule};

@@ -47,6 +47,16 @@ impl Drop for Addressed {
     }
 }
 
+/// The extent of `dtype` in bytes (what displacements in elements of it are multiplied by).
+pub fn extent(dtype: MPI_Datatype) -> MpiResult<isize> {
+    let (mut lb, mut extent): (mpi_sys::MPI_Aint, mpi_sys::MPI_Aint) = (0, 0);
+    // SAFETY: writes two integers; the host checks the handle.
+    check(unsafe { mpi_sys::PMPI_Type_get_extent(dtype, &mut lb, &mut extent) })?;
+    // MPI_Aint is isize under Open MPI and i64 under MPICH.
+    #[allow(clippy::unnecessary_cast)]
+    Ok(extent as isize)
+}
+
 /// Size in bytes of `count` elements of `dtype`, or `None` when the host rejects the datatype
 /// or the count is negative (the caller then hands the call to the host, which reports it).
 /// Predefined datatypes are looked up in a table made once (no call), any other costs one
@@ -198,6 +208,11 @@ impl UserBuf {
 
     pub fn bytes(&self) -> usize {
         self.bytes
+    }
+
+    /// The start of the data when it lies in place as one run of `bytes()` bytes.
+    pub fn contiguous_ptr(&self) -> Option<*mut u8> {
+        self.contiguous
     }
 
     pub fn is_contiguous(&self) -> bool {

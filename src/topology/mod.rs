@@ -52,6 +52,7 @@
 //! 4. calls [`resolve`] with the records and its copy. An error is the same on every rank that
 //!    read the same file, and every rank gets one, so rank 0 can say it once for all.
 
+pub mod switches;
 pub mod sysfs;
 
 use crate::algo::prefix::{self, IdError, Shape, TopoId, Topology};
@@ -82,6 +83,9 @@ pub enum IdSource {
     Info,
     /// `MPICAST_TOPO_ID` in the rank's environment.
     Env,
+    /// Made from `MPICAST_SWITCH_TOPOLOGY` (`switches::topo_ids`): the path down the up-down
+    /// routing tree to the rank's switch, then its place on the switch.
+    Switch,
 }
 
 impl IdSource {
@@ -90,6 +94,7 @@ impl IdSource {
         match self {
             IdSource::Info => "MPI_Info key mpicast_topo_id",
             IdSource::Env => "MPICAST_TOPO_ID",
+            IdSource::Switch => "MPICAST_SWITCH_TOPOLOGY",
         }
     }
 }
@@ -257,6 +262,7 @@ impl RankFacts {
             None => 0,
             Some(IdSource::Info) => 1,
             Some(IdSource::Env) => 2,
+            Some(IdSource::Switch) => 3,
         });
         for v in [
             self.base,
@@ -336,6 +342,7 @@ impl RankFacts {
             0 => None,
             1 => Some(IdSource::Info),
             2 => Some(IdSource::Env),
+            3 => Some(IdSource::Switch),
             k => return Err(bad(format!("ID source {k}"))),
         }
         .map(|source| Explicit {
@@ -822,6 +829,8 @@ pub enum Source {
     Info,
     /// Every rank's `MPICAST_TOPO_ID`.
     Env,
+    /// The switch topology of `MPICAST_SWITCH_TOPOLOGY`.
+    Switch,
     /// `MPICAST_TOPO_FILE` (its name in messages).
     File(String),
     /// Derived from hosts and CPU placement.
@@ -833,6 +842,7 @@ impl fmt::Display for Source {
         match self {
             Source::Info => f.write_str(IdSource::Info.name()),
             Source::Env => f.write_str(IdSource::Env.name()),
+            Source::Switch => f.write_str(IdSource::Switch.name()),
             Source::File(name) => f.write_str(name),
             Source::Derived => f.write_str("derived from hosts and CPU placement"),
         }
@@ -948,6 +958,7 @@ fn explicit(facts: &[RankFacts], base: u32, source: IdSource) -> Result<Resolved
         source: match source {
             IdSource::Info => Source::Info,
             IdSource::Env => Source::Env,
+            IdSource::Switch => Source::Switch,
         },
         layout: vec![("given", shape.digits())],
     })

@@ -14,6 +14,7 @@ mod doctor;
 mod goal;
 mod handles;
 mod imcast;
+mod mmcast;
 mod request;
 mod stats;
 
@@ -55,6 +56,10 @@ pub enum MPICAST_Status {
     /// MPICAST_Send_release named a key that no MPICAST_Send_defer registered (or that was
     /// released already); nothing was sent.
     MPICAST_ERR_UNKNOWN_KEY = 10,
+    /// The switch topology (MPICAST_SWITCH_TOPOLOGY) cannot be used: unreadable, invalid,
+    /// different between ranks, or a host of the job missing from it; the message went to
+    /// stderr.
+    MPICAST_ERR_TOPOLOGY = 11,
 }
 
 /// The library version as a static NUL-terminated string, e.g. "0.1.0". Never NULL; the
@@ -83,6 +88,7 @@ pub extern "C" fn MPICAST_Status_string(status: c_int) -> *const c_char {
         8 => "message truncated: longer than the receive buffer\0",
         9 => "needs the progress thread (MPICAST_PROGRESS=thread and MPI_THREAD_MULTIPLE)\0",
         10 => "no deferred send has this key (never registered, or released already)\0",
+        11 => "the switch topology (MPICAST_SWITCH_TOPOLOGY) cannot be used (see stderr)\0",
         _ => "unknown status\0",
     };
     s.as_ptr() as *const c_char
@@ -150,3 +156,4 @@ pub(super) const NOT_ENABLED: c_int = MPICAST_Status::MPICAST_ERR_NOT_ENABLED as
 pub(super) const TRUNCATE: c_int = MPICAST_Status::MPICAST_ERR_TRUNCATE as c_int;
 pub(super) const NO_THREAD: c_int = MPICAST_Status::MPICAST_ERR_NO_THREAD as c_int;
 pub(super) const UNKNOWN_KEY: c_int = MPICAST_Status::MPICAST_ERR_UNKNOWN_KEY as c_int;
+pub(super) const TOPOLOGY: c_int = MPICAST_Status::MPICAST_ERR_TOPOLOGY as c_int;

@@ -525,6 +525,9 @@ pub const MMCAST_ALGOS: [&str; 7] = [
     "naive",
 ];
 
+const EXPECT_MMCAST_ALGO: &str = "auto, sametree-binomial, sametree-cyclic, random-binomial, \
+                                  random-cyclic, spcco or naive";
+
 /// A variable (or `MPI_Info` key) whose value, or name, is not acceptable.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConfigError {
@@ -784,12 +787,7 @@ impl Config {
         if let Some((raw, v)) = val("MPICAST_MMCAST_ALGO") {
             let v = v.to_ascii_lowercase();
             if !MMCAST_ALGOS.contains(&v.as_str()) {
-                return Err(err(
-                    "MPICAST_MMCAST_ALGO",
-                    &raw,
-                    "auto, sametree-binomial, sametree-cyclic, random-binomial, random-cyclic, \
-                     spcco or naive",
-                ));
+                return Err(err("MPICAST_MMCAST_ALGO", &raw, EXPECT_MMCAST_ALGO));
             }
             c.mmcast_algo = v;
         }
@@ -1033,6 +1031,9 @@ impl Config {
         }
         if let Some(e) = h.eager_bytes {
             c.eager_bytes = e;
+        }
+        if let Some(a) = &h.mmcast_algo {
+            c.mmcast_algo = a.clone();
         }
         c
     }
@@ -1413,6 +1414,8 @@ pub struct Hints {
     pub sync: Option<SyncAlgo>,
     pub min_bytes: Option<MinBytes>,
     pub eager_bytes: Option<usize>,
+    /// `mpicast_mmcast_algo`: as `MPICAST_MMCAST_ALGO`, lower case.
+    pub mmcast_algo: Option<String>,
 }
 
 impl Hints {
@@ -1450,6 +1453,16 @@ impl Hints {
                     Some(parse_size(v).ok_or_else(|| err(&var(), value, EXPECT_SIZE))?)
                 };
             }
+            "mpicast_mmcast_algo" => {
+                let l = v.to_ascii_lowercase();
+                self.mmcast_algo = if v.is_empty() {
+                    None
+                } else if MMCAST_ALGOS.contains(&l.as_str()) {
+                    Some(l)
+                } else {
+                    return Err(err(&var(), value, EXPECT_MMCAST_ALGO));
+                };
+            }
             // This rank's topology ID for the multicast calls: a value of its own on each
             // rank, read where the routing table is built, not a setting ranks share.
             "mpicast_topo_id" => {}
@@ -1457,8 +1470,8 @@ impl Hints {
                 return Err(err(
                     &var(),
                     value,
-                    "a known key: mpicast, mpicast_sync, mpicast_min_bytes, mpicast_eager_bytes \
-                     or mpicast_topo_id",
+                    "a known key: mpicast, mpicast_sync, mpicast_min_bytes, mpicast_eager_bytes, \
+                     mpicast_mmcast_algo or mpicast_topo_id",
                 ));
             }
             _ => return Ok(false),
@@ -2704,6 +2717,7 @@ mod tests {
                 sync: Some(SyncAlgo::Linear),
                 min_bytes: Some(MinBytes::Fixed(65536)),
                 eager_bytes: Some(0),
+                mmcast_algo: None,
             }
         );
         let c = Config::default().with_hints(&h);
@@ -2712,6 +2726,14 @@ mod tests {
         assert_eq!(c.min_bytes, MinBytes::Fixed(65536));
         assert_eq!(c.eager_bytes, 0);
         assert!(h.set("mpicast_eager_bytes", "lots").is_err());
+        assert_eq!(h.set("mpicast_mmcast_algo", "SPCCO"), Ok(true));
+        assert_eq!(h.mmcast_algo.as_deref(), Some("spcco"));
+        assert!(h.set("mpicast_mmcast_algo", "agents").is_err());
+        assert_eq!(
+            Config::default().with_hints(&h).mmcast_algo,
+            "spcco",
+            "the hint wins over the variable"
+        );
         assert_eq!(h.set("mpicast_min_bytes", "AUTO"), Ok(true));
         assert_eq!(h.min_bytes, Some(MinBytes::Auto));
 

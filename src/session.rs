@@ -94,11 +94,12 @@ pub struct CommState {
 }
 
 /// The per-communicator MPI_Info keys that belong to mpicast.
-pub const HINT_KEYS: [&str; 5] = [
+pub const HINT_KEYS: [&str; 6] = [
     "mpicast",
     "mpicast_sync",
     "mpicast_min_bytes",
     "mpicast_eager_bytes",
+    "mpicast_mmcast_algo",
     crate::topology::INFO_KEY,
 ];
 

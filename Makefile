@@ -193,7 +193,7 @@ demo: deps-system lib-openmpi
 bench-progs: lib
 	@for f in $(FLAVOURS); do \
 	  $(MAKE) --no-print-directory build/$$f/bench/mcast_bench build/$$f/bench/shim_cost \
-	    build/$$f/bench/imcast_bench; \
+	    build/$$f/bench/imcast_bench build/$$f/bench/mmcast_bench; \
 	done
 
 build/%/bench/mcast_bench: bench/mcast_bench.c include/mpicast.h
@@ -215,6 +215,14 @@ build/%/bench/imcast_bench: bench/imcast_bench.c include/mpicast.h
 	@mkdir -p $(@D)
 	$(mpicc_$*) -O2 -Wall -Wextra -Werror -Iinclude -o $@ $< -L$(CURDIR)/build/$*/lib -lmpicast \
 	  -Wl,-rpath,$(CURDIR)/build/$*/lib -lm
+
+# MPICAST_Mmcast's algorithms against k host broadcasts (bench/agents.sh runs it): linked
+# with the flavour's libmpicast, as imcast_bench is.
+build/%/bench/mmcast_bench: bench/mmcast_bench.c include/mpicast.h
+	@[ -e build/$*/lib/libmpicast.so ] || { echo "$@: build/$*/lib/libmpicast.so missing: run make lib-$*" >&2; exit 1; }
+	@mkdir -p $(@D)
+	$(mpicc_$*) -O2 -Wall -Wextra -Werror -Iinclude -o $@ $< -L$(CURDIR)/build/$*/lib -lmpicast \
+	  -Wl,-rpath,$(CURDIR)/build/$*/lib
 
 # The task runtime and tiled Cholesky of examples/, per flavour, with that flavour's mpicc
 # ($* is the flavour). Kernels from Debian's reference LAPACKE, LAPACK and BLAS (CBLAS is in

@@ -14,7 +14,8 @@
 #   switched.sh path HOST1 HOST2                the switches a packet from HOST1 to HOST2 crosses,
 #                                               measured (traceroute-like, ICMP with rising TTL)
 #   switched.sh counters                        "link tx-bytes" of every switch-to-switch direction
-#   switched.sh run [--mpi openmpi|mpich] [--ppn K] [--hosts M] [--timeout S] [--] PROG ARGS...
+#   switched.sh run [--mpi openmpi|mpich] [--ppn K] [--hosts M] [--timeout S]
+#                   [--out FILE [--done-marker TEXT] [--grace S]] [--] PROG ARGS...
 #   switched.sh mpi-env [--mpi M] [--ppn K] [--hosts M] HOSTFILE
 #   switched.sh selftest NETFILE [--mpi M]...   up, check paths, rates and MPI jobs, down
 #
@@ -423,9 +424,11 @@ counters() { # every switch interface: "namespace dev tx_bytes rx_bytes"
   done
 }
 
-# run [--mpi openmpi|mpich] [--ppn K] [--hosts M] [--timeout S] [--] PROG ARGS...
-# As cluster.sh's run (LD_PRELOAD, MPICAST_* and MPIR_CVAR_* go to every rank); the ranks on
-# the first M hosts of the file, K each.
+# run [--mpi openmpi|mpich] [--ppn K] [--hosts M] [--timeout S]
+#     [--out FILE [--done-marker TEXT] [--grace S]] [--] PROG ARGS...
+# As cluster.sh's run (LD_PRELOAD, MPICAST_* and MPIR_CVAR_* go to every rank; --done-marker:
+# a job that printed a line starting with TEXT and has not exited --grace seconds later is
+# ended and counts as done); the ranks on the first M hosts of the file, K each.
 launcher_cmd() { # MPI PPN HOSTS HOSTFILE -> LAUNCH array
   local mpi=$1 ppn=$2 hosts=$3 hf=$4 np=$(($3 * $2)) agent="$HERE/switched-agent.sh" v vars=()
   for v in $(compgen -e | grep -E '^(MPICAST_|MPIR_CVAR_|LD_PRELOAD$)' || true); do vars+=("$v"); done
@@ -455,34 +458,57 @@ launcher_cmd() { # MPI PPN HOSTS HOSTFILE -> LAUNCH array
 
 run() {
   is_up
-  local mpi=openmpi ppn=1 hosts="" tmo=600
+  local mpi=openmpi ppn=1 hosts="" tmo=600 out="" marker="" grace=20
   while [ $# -gt 0 ]; do
     case $1 in
       --mpi) mpi=$2; shift 2 ;;
       --ppn) ppn=$2; shift 2 ;;
       --hosts) hosts=$2; shift 2 ;;
       --timeout) tmo=$2; shift 2 ;;
+      --out) out=$2; shift 2 ;;
+      --done-marker) marker=$2; shift 2 ;;
+      --grace) grace=$2; shift 2 ;;
       --) shift; break ;;
       *) break ;;
     esac
   done
   [ $# -ge 1 ] || die "run: no program"
+  [ -z "$marker" ] || [ -n "$out" ] || die "run: --done-marker needs --out"
   local n
   n=$(wc -l <"$HOSTS_FILE")
   [ -n "$hosts" ] || hosts=$n
   [ "$hosts" -le "$n" ] || die "run: $hosts hosts wanted, $n up"
   export MPICAST_IFACE=${MPICAST_IFACE:-$DATA_SUBNET}
-  local hf rc=0 job
+  local hf rc=0 job seen=""
   hf=$(mktemp /tmp/mpicast-xhosts.XXXXXX)
   LAUNCH=()
   launcher_cmd "$mpi" "$ppn" "$hosts" "$hf"
-  timeout -k 10 "$tmo" "${LAUNCH[@]}" "$@" &
+  # In the background, so that an interrupt or a TERM reaches us at once.
+  if [ -n "$out" ]; then
+    timeout -k 10 "$tmo" "${LAUNCH[@]}" "$@" >"$out" &
+  else
+    timeout -k 10 "$tmo" "${LAUNCH[@]}" "$@" &
+  fi
   job=$!
   trap 'kill -TERM "$job" 2>/dev/null; wait "$job" 2>/dev/null || true; reap; rm -f "$hf"; exit 130' INT TERM
-  wait "$job" || rc=$?
+  while kill -0 "$job" 2>/dev/null; do
+    if [ -n "$marker" ] && [ -z "$seen" ] && grep -q "^$marker" "$out" 2>/dev/null; then seen=$SECONDS; fi
+    if [ -n "$seen" ] && [ $((SECONDS - seen)) -ge "$grace" ]; then
+      # MPICH's ch4:ucx over UCX_TLS=tcp,self sometimes never returns from MPI_Finalize
+      # (cluster.sh's run says why): the job wrote its last line, so it counts as done.
+      log "run: the job wrote its last line ($marker) but has not exited ${grace} s later: ending it (finalize hang)"
+      kill -TERM "$job" 2>/dev/null || true
+      wait "$job" 2>/dev/null || true
+      echo "switched.sh: finalize-hang" >&2
+      job=""
+      break
+    fi
+    sleep 0.2
+  done
+  [ -z "$job" ] || wait "$job" || rc=$?
   trap - INT TERM
   rm -f "$hf"
-  reap # MPICH over UCX's TCP may leave a rank in MPI_Finalize (cluster.sh's run says why)
+  reap # what a job left in our namespaces
   return $rc
 }
 

@@ -445,9 +445,8 @@ launcher_cmd() { # MPI PPN HOSTS HOSTFILE -> LAUNCH array
       for v in "${vars[@]}"; do LAUNCH+=(-x "$v"); done
       ;;
     mpich)
-      local list
-      list=$(awk -v n="$hosts" -v k="$ppn" 'NR <= n {printf "%s%s:%s", (NR > 1 ? "," : ""), $4, k}' "$HOSTS_FILE")
-      LAUNCH=(mpiexec.mpich -launcher ssh -launcher-exec "$agent" -hosts "$list" -n "$np"
+      awk -v n="$hosts" -v k="$ppn" 'NR <= n {print $4 ":" k}' "$HOSTS_FILE" >"$hf"
+      LAUNCH=(mpiexec.mpich -launcher ssh -launcher-exec "$agent" -f "$hf" -n "$np"
         -iface "$MGMT_BRIDGE" -genv MPIR_CVAR_NOLOCAL 1 -genv UCX_TLS tcp,self
         -genv UCX_NET_DEVICES "$DATA_IF")
       for v in "${vars[@]}"; do LAUNCH+=(-genv "$v" "${!v}"); done

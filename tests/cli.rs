@@ -740,6 +740,20 @@ fn sim_routes_follow_the_files_routing() {
     let out = text(&o.stdout);
     assert_eq!(out.lines().filter(|l| l.starts_with("path ")).count(), 20);
     assert!(out.contains("path s2 s3: s2 s0 s1 s3\n"), "{out}");
+    // nine.net: s5 forwards towards s4 by s8 for s3's traffic and by s2 for its own.
+    let nine = concat!(env!("CARGO_MANIFEST_DIR"), "/bench/switched/nine.net");
+    let o = mpicast(&["sim", "routes", nine]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    for line in [
+        "path s3 s4: s3 s5 s8 s4\n",
+        "path s5 s4: s5 s2 s4\n",
+        "next s5 s4: -\n",
+        "via s3 s4 s5: s8\n",
+        "via s5 s4 s5: s2\n",
+    ] {
+        assert!(out.contains(line), "lacks {line:?}:\n{out}");
+    }
     // Mistakes: usage (exit 2), a bad file (exit 1).
     assert_eq!(mpicast(&["sim", "routes"]).status.code(), Some(2));
     assert_eq!(mpicast(&["sim", "routes", &updown, "x"]).status.code(), Some(2));

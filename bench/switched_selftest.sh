@@ -12,6 +12,8 @@
 #           each): every rank's data0 address, a broadcast checked by an allreduce, and the
 #           bytes the switch-to-switch links carried during the job (not zero: the data went
 #           over the switches, not shared memory nor the management network)
+#   goal    with build/<mpi>/bin/mpicast-goal-run (make lib): a binomial broadcast generated
+#           by `mpicast goal gen` run by mpicast's GOAL executor, --expect bcast
 # Prints one "ok"/"FAIL" line per check and "N passed, N failed" at the end (exit 1 on a
 # failure). Needs root, ip, tc, ping, the mpicast binary (as switched.sh), mpicc.openmpi /
 # mpicc.mpich for the MPIs asked (default both).
@@ -150,6 +152,32 @@ for m in "${mpis[@]}"; do
   else
     bad "mpi $m: exit $rc, $addrs data0 addresses, $moved bytes over the switch links; stderr:"
     tail -n 15 "$work/mpi-$m.err" | sed 's/^/#   /'
+  fi
+done
+
+# GOAL: a generated binomial broadcast run by mpicast's executor (mpicast-goal-run of each
+# MPI's build, when there is one: make lib), --expect bcast.
+echo "## GOAL"
+TOP=$(cd "$HERE/.." && pwd)
+for m in "${mpis[@]}"; do
+  runner=$TOP/build/$m/bin/mpicast-goal-run
+  [ -x "$runner" ] || { echo "# $m: no $runner (make lib): GOAL not run"; continue; }
+  goal=$work/bcast.goal
+  "${MPICAST:-$TOP/build/$m/bin/mpicast}" goal gen binomial-bcast --ranks "$nh" --size "$size" -o "$goal"
+  before=$(link_bytes)
+  t0=$SECONDS
+  rc=0
+  "$SW" run --mpi "$m" --timeout 300 --out "$work/goal-$m.out" --done-marker "expect $reps/$reps" --grace 10 -- \
+    "$runner" "$goal" --buffer "buf=$size" --reps "$reps" --expect bcast 2>"$work/goal-$m.err" || rc=$?
+  moved=$(($(link_bytes) - before))
+  sed 's/^/#   /' "$work/goal-$m.out"
+  echo "# $m: GOAL job $((SECONDS - t0)) s (exit $rc); switch links carried $moved bytes"
+  if [ "$(grep -c '^expect .*: buf is' "$work/goal-$m.out" || true)" = "$reps" ] && { [ "$rc" = 0 ] || grep -q 'finalize-hang' "$work/goal-$m.err"; } &&
+     [ "$moved" -ge $((size * reps)) ]; then
+    ok "goal $m: binomial-bcast of $size bytes on $nh ranks, $reps runs as expected, $moved bytes over the switch links"
+  else
+    bad "goal $m: exit $rc; stderr:"
+    tail -n 15 "$work/goal-$m.err" | sed 's/^/#   /'
   fi
 done
 

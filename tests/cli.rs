@@ -716,7 +716,8 @@ fn sim_routes_follow_the_files_routing() {
     assert!(out.starts_with("routing updown a\n"), "{out}");
     for line in [
         "path e c: e a b c\n",
-        "path c e: c d e\n",
+        "path c e: c b a e\n",
+        "path b d: b c d\n",
         "path d c: d c\n",
         "next e c: a\n",
         "next a c: b\n",

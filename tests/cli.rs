@@ -757,13 +757,19 @@ fn sim_routes_follow_the_files_routing() {
     }
     // Mistakes: usage (exit 2), a bad file (exit 1).
     assert_eq!(mpicast(&["sim", "routes"]).status.code(), Some(2));
-    assert_eq!(mpicast(&["sim", "routes", &updown, "x"]).status.code(), Some(2));
+    assert_eq!(
+        mpicast(&["sim", "routes", &updown, "x"]).status.code(),
+        Some(2)
+    );
     let o = mpicast(&["sim", "routes", "--help"]);
     assert!(text(&o.stdout).starts_with("usage: mpicast sim routes FILE"));
     let bad = write("bad.net", "switch s0\nhost h0 s9\n");
     let o = mpicast(&["sim", "routes", &bad]);
     assert_eq!(o.status.code(), Some(1));
-    assert_eq!(text(&o.stderr), format!("mpicast: {bad}:2: unknown switch `s9`\n"));
+    assert_eq!(
+        text(&o.stderr),
+        format!("mpicast: {bad}:2: unknown switch `s9`\n")
+    );
     std::fs::remove_dir_all(&dir).ok();
 }
 

@@ -88,7 +88,15 @@ pub fn routes(net: &Network) -> String {
             let p = &paths[a as usize][b as usize];
             for w in p.windows(2) {
                 let (at, hop) = (w[0], w[1]);
-                writeln!(via, "via {} {} {}: {}", name(a), name(b), name(at), name(hop)).unwrap();
+                writeln!(
+                    via,
+                    "via {} {} {}: {}",
+                    name(a),
+                    name(b),
+                    name(at),
+                    name(hop)
+                )
+                .unwrap();
                 let cell = &mut next[at as usize][b as usize];
                 *cell = match *cell {
                     None => Some(Some(hop)),

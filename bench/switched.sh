@@ -203,7 +203,7 @@ read_net() {
   SWITCHES=() LINKS=() HOSTS=()
   while read -r kw a b c d; do
     case $kw in
-      switch) SWITCHES+=($a $b $c $d) ;;
+      switch) SWITCHES+=("$a") ;; # one a line (below)
       link)
         [ -z "$d" ] || [[ "$d" =~ ^0+(ns|us|ms|s)?$ ]] || log "link $a $b: latency $d ignored (no netem here)"
         LINKS+=("$a $b $(file_rate "$c")") ;;

@@ -5,6 +5,7 @@
 # interrupt), then checks that nothing of ours is left:
 #   paths   for one host of every switch and every other switch's host, the switches a packet
 #           crosses (switched.sh path: ICMP with rising TTL) equal `mpicast sim routes`' path
+#   data    one iperf3 flow along the longest route: its data on exactly that route's links
 #   rates   iperf3 (if installed), 3 s each: one TCP flow between hosts of two neighbouring
 #           switches (about the link's rate), then two flows from two hosts of one switch to
 #           two hosts of a neighbour at once (they share the one link: about half each)
@@ -60,6 +61,57 @@ while read -r ha sa; do
     if [ "$got" = "$want" ]; then ok "path $ha($sa) -> $hb($sb): $got"; else bad "path $ha($sa) -> $hb($sb): measured '$got', routes say '$want'"; fi
   done <<<"$firsts"
 done <<<"$firsts"
+
+# The path of TCP data: one iperf3 flow (2 s) between hosts of the two switches whose route is
+# the longest; every directed switch link of the route must carry at least half of the bytes of
+# the busiest link, every other at most 5 % (the answers' ACKs take the way back).
+echo "## data path"
+link_tx() { # "FROM->TO bytes" for every directed switch-to-switch link
+  local i=0 a b
+  while read -r _ a b _; do
+    echo "$a->$b $("$SW" exec "$a" cat "/sys/class/net/mpicast-xl${i}a/statistics/tx_bytes")"
+    echo "$b->$a $("$SW" exec "$b" cat "/sys/class/net/mpicast-xl${i}b/statistics/tx_bytes")"
+    i=$((i + 1))
+  done < <(sed 's/#.*//' "$file" | awk '$1 == "link"')
+}
+if command -v iperf3 >/dev/null; then
+  long=$(grep '^path ' "$routes" | while read -r _ a b rest; do
+    b=${b%:}
+    if awk -v s="$a" '$5 == s' "$hosts" | grep -q . && awk -v s="$b" '$5 == s' "$hosts" | grep -q .; then
+      echo "$(wc -w <<<"$rest") $rest"
+    fi
+  done | sort -rn -k1,1 -s | head -1 | cut -d' ' -f2-)
+  read -r -a sws <<<"$long"
+  ha=$(awk -v s="${sws[0]}" '$5 == s {print $1; exit}' "$hosts")
+  hb=$(awk -v s="${sws[-1]}" '$5 == s {print $1; exit}' "$hosts")
+  "$SW" exec "$hb" timeout 30 iperf3 -s -1 -p 5201 >"$work/path-server.log" 2>&1 &
+  sleep 1
+  link_tx | sort >"$work/tx0"
+  "$SW" exec "$ha" timeout 20 iperf3 -c "$(awk -v n="$hb" '$1 == n {print $3}' "$hosts")" -t 2 -f m >"$work/path.log" 2>&1 || true
+  wait || true
+  link_tx | sort >"$work/tx1"
+  want=" "
+  for ((k = 0; k + 1 < ${#sws[@]}; k++)); do want+="${sws[$k]}->${sws[$((k + 1))]} "; done
+  join "$work/tx0" "$work/tx1" | awk '{print $1, $3 - $2}' >"$work/txd"
+  max=$(awk 'BEGIN {m = 0} $2 > m {m = $2} END {print m}' "$work/txd")
+  echo "# $ha -> $hb (route ${long}): bytes sent per directed switch link during the flow:"
+  awk '$2 > 0' "$work/txd" | sort -k2,2nr | sed 's/^/#   /'
+  okp=1
+  while read -r l d; do
+    if [[ "$want" == *" $l "* ]]; then
+      [ "$d" -ge $((max / 2)) ] || { okp=0; echo "# on the route but carried $d: $l"; }
+    else
+      [ "$d" -le $((max / 20)) ] || { okp=0; echo "# off the route but carried $d: $l"; }
+    fi
+  done <"$work/txd"
+  if [ "$okp" = 1 ] && [ "$max" -gt 1000000 ]; then
+    ok "data path $ha -> $hb: TCP data on exactly${want% }"
+  else
+    bad "data path $ha -> $hb: not exactly the route${want% } (busiest link $max bytes)"
+  fi
+else
+  echo "# no iperf3: data path not checked"
+fi
 
 # rates
 echo "## rates"

@@ -5,7 +5,8 @@
 # interrupt), then checks that nothing of ours is left:
 #   paths   for one host of every switch and every other switch's host, the switches a packet
 #           crosses (switched.sh path: ICMP with rising TTL) equal `mpicast sim routes`' path
-#   data    one iperf3 flow along the longest route: its data on exactly that route's links
+#   data    one iperf3 flow along the longest route, and along each route through a switch
+#           whose next hop depends on the source: its data on exactly that route's links
 #   rates   iperf3 (if installed), 3 s each: one TCP flow between hosts of two neighbouring
 #           switches (about the link's rate), then two flows from two hosts of one switch to
 #           two hosts of a neighbour at once (they share the one link: about half each)
@@ -63,7 +64,8 @@ while read -r ha sa; do
 done <<<"$firsts"
 
 # The path of TCP data: one iperf3 flow (2 s) between hosts of the two switches whose route is
-# the longest; every directed switch link of the route must carry at least half of the bytes of
+# the longest, and one for every route through a switch whose next hop depends on the source
+# (`next AT DST: -` of mpicast sim routes); every directed switch link of the route must carry at least half of the bytes of
 # the busiest link, every other at most 5 % (the answers' ACKs take the way back).
 echo "## data path"
 link_tx() { # "FROM->TO bytes" for every directed switch-to-switch link
@@ -74,16 +76,12 @@ link_tx() { # "FROM->TO bytes" for every directed switch-to-switch link
     i=$((i + 1))
   done < <(sed 's/#.*//' "$file" | awk '$1 == "link"')
 }
-if command -v iperf3 >/dev/null; then
-  long=$(grep '^path ' "$routes" | while read -r _ a b rest; do
-    b=${b%:}
-    if awk -v s="$a" '$5 == s' "$hosts" | grep -q . && awk -v s="$b" '$5 == s' "$hosts" | grep -q .; then
-      echo "$(wc -w <<<"$rest") $rest"
-    fi
-  done | sort -rn -k1,1 -s | head -1 | cut -d' ' -f2-)
-  read -r -a sws <<<"$long"
-  ha=$(awk -v s="${sws[0]}" '$5 == s {print $1; exit}' "$hosts")
-  hb=$(awk -v s="${sws[-1]}" '$5 == s {print $1; exit}' "$hosts")
+has_hosts() { awk -v s="$1" '$5 == s' "$hosts" | grep -q .; }
+data_path() { # SWITCH-A SWITCH-B: one flow from A's first host to B's
+  local sws ha hb want max okp l d k
+  read -r -a sws <<<"$(sed -n "s/^path $1 $2: //p" "$routes")"
+  ha=$(awk -v s="$1" '$5 == s {print $1; exit}' "$hosts")
+  hb=$(awk -v s="$2" '$5 == s {print $1; exit}' "$hosts")
   "$SW" exec "$hb" timeout 30 iperf3 -s -1 -p 5201 >"$work/path-server.log" 2>&1 &
   sleep 1
   link_tx | sort >"$work/tx0"
@@ -94,7 +92,7 @@ if command -v iperf3 >/dev/null; then
   for ((k = 0; k + 1 < ${#sws[@]}; k++)); do want+="${sws[$k]}->${sws[$((k + 1))]} "; done
   join "$work/tx0" "$work/tx1" | awk '{print $1, $3 - $2}' >"$work/txd"
   max=$(awk 'BEGIN {m = 0} $2 > m {m = $2} END {print m}' "$work/txd")
-  echo "# $ha -> $hb (route ${long}): bytes sent per directed switch link during the flow:"
+  echo "# $ha -> $hb (route ${sws[*]}): bytes sent per directed switch link during the flow:"
   awk '$2 > 0' "$work/txd" | sort -k2,2nr | sed 's/^/#   /'
   okp=1
   while read -r l d; do
@@ -109,6 +107,22 @@ if command -v iperf3 >/dev/null; then
   else
     bad "data path $ha -> $hb: not exactly the route${want% } (busiest link $max bytes)"
   fi
+}
+if command -v iperf3 >/dev/null; then
+  # The longest route between switches with hosts, and every route through a switch whose
+  # next hop depends on the source (`next AT DST: -`).
+  pairs=$(grep '^path ' "$routes" | while read -r _ a b rest; do
+    b=${b%:}
+    if has_hosts "$a" && has_hosts "$b"; then echo "$(wc -w <<<"$rest") $a $b"; fi
+  done | sort -rn -k1,1 -s | head -1 | cut -d' ' -f2-)
+  while read -r _ at dst _; do
+    dst=${dst%:}
+    pairs+=$'\n'$(awk -v at="$at" -v d="$dst" '$1 == "via" && $3 == d && $4 == at ":" {print $2, d}' "$routes")
+  done < <(grep '^next .*: -$' "$routes")
+  while read -r a b; do
+    [ -n "$a" ] && has_hosts "$a" && has_hosts "$b" || continue
+    data_path "$a" "$b"
+  done < <(grep . <<<"$pairs" | awk '!seen[$0]++')
 else
   echo "# no iperf3: data path not checked"
 fi

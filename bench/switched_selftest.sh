@@ -240,7 +240,9 @@ for m in "${mpis[@]}"; do
   echo "# $m: GOAL job $((SECONDS - t0)) s (exit $rc); switch links carried $moved bytes"
   if [ "$(grep -c '^expect .*: buf is' "$work/goal-$m.out" || true)" = "$reps" ] && { [ "$rc" = 0 ] || grep -q 'finalize-hang' "$work/goal-$m.err"; } &&
      [ "$moved" -ge $((size * reps)) ]; then
-    ok "goal $m: binomial-bcast of $size bytes on $nh ranks, $reps runs as expected, $moved bytes over the switch links"
+    hang=""
+    grep -q 'switched.sh: finalize-hang' "$work/goal-$m.err" && hang=" (MPI_Finalize did not return: ended after the last line)"
+    ok "goal $m: binomial-bcast of $size bytes on $nh ranks, $reps runs as expected, $moved bytes over the switch links$hang"
   else
     bad "goal $m: exit $rc; stderr:"
     tail -n 15 "$work/goal-$m.err" | sed 's/^/#   /'

@@ -695,6 +695,85 @@ fn sim_on_a_network_file() {
 }
 
 #[test]
+fn sim_routes_follow_the_files_routing() {
+    let dir = std::env::temp_dir().join(format!("mpicast-cli-routes-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // A ring of five switches, root a: levels a 0, b e 1, c d 2; c-d is a cross edge, d->c up.
+    // The shortest path from e to c (e d c) goes down then up: up-down routing refuses it and
+    // goes e a b c.
+    let ring = "switch a b c d e\nlink a b 100Mbit\nlink b c 100Mbit\nlink c d 100Mbit\n\
+                link d e 100Mbit\nlink e a 100Mbit\nhost h0 a\nhost h1 c\n";
+    let write = |name: &str, body: &str| {
+        let p = dir.join(name);
+        std::fs::write(&p, body).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let updown = write("ring-updown.net", &format!("{ring}routing updown\n"));
+    let shortest = write("ring-shortest.net", ring);
+    let o = mpicast(&["sim", "routes", &updown]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(out.starts_with("routing updown a\n"), "{out}");
+    for line in [
+        "path e c: e a b c\n",
+        "path c e: c b a e\n",
+        "path b d: b c d\n",
+        "path d c: d c\n",
+        "next e c: a\n",
+        "next a c: b\n",
+        "via e c a: b\n",
+        "host h1 c\n",
+    ] {
+        assert!(out.contains(line), "lacks {line:?}:\n{out}");
+    }
+    // 5 · 4 paths and next hops.
+    assert_eq!(out.lines().filter(|l| l.starts_with("path ")).count(), 20);
+    assert_eq!(out.lines().filter(|l| l.starts_with("next ")).count(), 20);
+    let o = mpicast(&["sim", "routes", &shortest]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(out.starts_with("routing shortest\n"), "{out}");
+    assert!(out.contains("path e c: e d c\n"), "{out}");
+    // The example of bench/switched.sh parses and routes every pair.
+    let five = concat!(env!("CARGO_MANIFEST_DIR"), "/bench/switched/five.net");
+    let o = mpicast(&["sim", "routes", five]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert_eq!(out.lines().filter(|l| l.starts_with("path ")).count(), 20);
+    assert!(out.contains("path s2 s3: s2 s0 s1 s3\n"), "{out}");
+    // nine.net: s5 forwards towards s4 by s8 for s3's traffic and by s2 for its own.
+    let nine = concat!(env!("CARGO_MANIFEST_DIR"), "/bench/switched/nine.net");
+    let o = mpicast(&["sim", "routes", nine]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    for line in [
+        "path s3 s4: s3 s5 s8 s4\n",
+        "path s5 s4: s5 s2 s4\n",
+        "next s5 s4: -\n",
+        "via s3 s4 s5: s8\n",
+        "via s5 s4 s5: s2\n",
+    ] {
+        assert!(out.contains(line), "lacks {line:?}:\n{out}");
+    }
+    // Mistakes: usage (exit 2), a bad file (exit 1).
+    assert_eq!(mpicast(&["sim", "routes"]).status.code(), Some(2));
+    assert_eq!(
+        mpicast(&["sim", "routes", &updown, "x"]).status.code(),
+        Some(2)
+    );
+    let o = mpicast(&["sim", "routes", "--help"]);
+    assert!(text(&o.stdout).starts_with("usage: mpicast sim routes FILE"));
+    let bad = write("bad.net", "switch s0\nhost h0 s9\n");
+    let o = mpicast(&["sim", "routes", &bad]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        text(&o.stderr),
+        format!("mpicast: {bad}:2: unknown switch `s9`\n")
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
 fn sim_calibrate_usage_and_launches() {
     // Help, and mistakes as one line that points to calibrate's own help.
     for args in [

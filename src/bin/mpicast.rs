@@ -49,6 +49,8 @@ mod run;
 mod sim_calibrate;
 #[path = "mpicast/sim.rs"]
 mod sim_cmd;
+#[path = "mpicast/sim_routes.rs"]
+mod sim_routes;
 #[path = "mpicast/sim_sweep.rs"]
 mod sim_sweep;
 #[path = "mpicast/sim_timeline.rs"]

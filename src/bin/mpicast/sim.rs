@@ -21,6 +21,7 @@ usage: mpicast sim FILE [options]
        mpicast sim sweep --gen ALGO[,ALGO...] --ranks LIST [--size LIST] [--csv OUT.csv]
                          [--svg OUT.svg] [parameter options]   (`mpicast sim sweep --help`)
        mpicast sim calibrate -n N [--mpi openmpi|mpich] [--sizes LIST] [--reps R] [--out FILE] ...
+       mpicast sim routes FILE   (the switch paths of a network file's routing: `--help`)
 
 Simulates a GOAL program in the LogGOPS model (LogGOPSim's rules: docs/sim.md) and prints each
 rank's end time (for at most 64 ranks), the maximum, and with --critical-path the chain of
@@ -224,6 +225,9 @@ pub fn run(args: &[String]) -> Result<(), Fail> {
     }
     if args[0] == "calibrate" {
         return crate::sim_calibrate::run(&args[1..]);
+    }
+    if args[0] == "routes" {
+        return crate::sim_routes::run(&args[1..]);
     }
     if args[0] == "help" || args.iter().any(|a| a == "-h" || a == "--help") {
         println!("{USAGE}");

@@ -21,7 +21,10 @@
  *           every rank starts PMPI_Ibcast on each of its communicators, then PMPI_Waitall.
  *
  * The figure is the slowest rank's time: PMPI_Barrier, each rank times its part, PMPI_Reduce
- * MAX. Output, CSV on rank 0's stdout: label,variant,ranks,k,bytes,rep,seconds; every
+ * MAX. Output, CSV on rank 0's stdout: label,variant,ranks,k,bytes,rep,seconds,spec (spec: the
+ * pattern as `mpicast goal gen mmcast-*` and `mpicast sim` take it, --mcasts
+ * "SRC:D,D;SRC:D", so that the simulator can time the very same multicasts), then a line
+ * "# mmcast_bench: done"; every
  * received byte is checked against its source's pattern after each run (a wrong byte stops
  * the job). */
 #include <mpi.h>
@@ -162,7 +165,8 @@ int main(int argc, char **argv) {
   MPI_Request *reqs = malloc(sizeof(MPI_Request) * 1024);
   MPI_Status *sts = malloc(sizeof(MPI_Status) * 1024);
   MPI_Comm *sub = malloc(sizeof(MPI_Comm) * 1024);
-  if (rank == 0) printf("label,variant,ranks,k,bytes,rep,seconds\n");
+  if (rank == 0) printf("label,variant,ranks,k,bytes,rep,seconds,spec\n");
+  char *spec = malloc((size_t)1024 * (nranks + 1) * 6 + 1);
   for (int ki = 0; ki < nk; ki++) {
     int k = ks[ki] < nranks ? ks[ki] : nranks;
     if ((double)k * (double)maxsize > 2147483647.0) die("k times the size exceeds an int");
@@ -171,6 +175,17 @@ int main(int argc, char **argv) {
       uint64_t st = seed * 1000003 + (uint64_t)k * 7919 + size;
       for (int rep = 0; rep < reps; rep++) {
         draw(&p, k, ndests, &st);
+        size_t at = 0;
+        spec[0] = 0;
+        for (int m = 0; m < k; m++) {
+          at += (size_t)sprintf(spec + at, "%s%d:", m ? ";" : "", p.src[m]);
+          int first = 1;
+          for (int d = 0; d < nranks; d++)
+            if (p.to[m * nranks + d]) {
+              at += (size_t)sprintf(spec + at, "%s%d", first ? "" : ",", d);
+              first = 0;
+            }
+        }
         int mine = -1, nd = 0, nsrc = 0;
         for (int m = 0; m < k; m++) {
           if (p.src[m] == rank) mine = m;
@@ -234,7 +249,8 @@ int main(int argc, char **argv) {
               if (recv[(size_t)displs[s] + i] != pat(sources[s], i)) die("wrong byte received");
           for (int j = 0; j < nsub; j++) MPI_Comm_free(&sub[j]);
           if (rank == 0)
-            printf("%s,%s,%d,%d,%zu,%d,%.9f\n", label, vars[v], nranks, k, size, rep, worst);
+            printf("%s,%s,%d,%d,%zu,%d,%.9f,\"%s\"\n", label, vars[v], nranks, k, size, rep, worst,
+                   spec);
           fflush(stdout);
         }
       }
@@ -242,6 +258,8 @@ int main(int argc, char **argv) {
   }
   for (int v = 0; v < nv; v++)
     if (comms[v] != MPI_COMM_NULL) MPI_Comm_free(&comms[v]);
+  if (rank == 0) printf("# mmcast_bench: done\n");
+  fflush(stdout);
   MPI_Finalize();
   return 0;
 }

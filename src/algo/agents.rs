@@ -678,3 +678,7 @@ fn splitmix(z: &mut u64) -> u64 {
     x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     x ^ (x >> 31)
 }
+
+#[cfg(test)]
+#[path = "agents_tests.rs"]
+mod tests;

@@ -671,7 +671,8 @@ impl<'c, 'a> Mc<'c, 'a> {
     }
 }
 
-fn splitmix(z: &mut u64) -> u64 {
+/// SplitMix64, the generator of the Random variants' draws (and `goal::gen_mmcast`'s).
+pub(crate) fn splitmix(z: &mut u64) -> u64 {
     *z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
     let mut x = *z;
     x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);

@@ -25,12 +25,12 @@
 //! - **The agent-based variants** (SameTree/Random x Binomial/Cyclic), in three steps:
 //!   1. the source sends m to its *primary agent* (the source is never a destination, so never
 //!      an agent: this hop is always made);
-//!   2. the primary agent gets m to one destination on the root switch r (the lowest rank of
-//!      D(m,r), if any) and to the agent of every subtree of S(m,r): the *step-2 list*, in ring
+//!   2. the primary agent gets m to one destination on the root switch r (A(m,r)'s choice
+//!      among D(m,r), if any) and to the agent of every subtree of S(m,r): the *step-2 list*, in ring
 //!      order (the root switch first, then the root's children in declaration order);
 //!   3. every agent of S(m,r) runs RAM in its subtree, and the root-switch destination sends m to
-//!      the rest of D(m,r) by a binomial multicast (recursive halving, itself first, then rank
-//!      order).
+//!      the rest of D(m,r) by a binomial multicast (recursive halving, itself first, then the
+//!      others in rank order from it, wrapping).
 //!
 //!   *SameTree*: the primary agent is the agent of the root's child subtree that holds the
 //!   source, if that subtree holds destinations; otherwise (the source on the root switch, or its
@@ -51,12 +51,15 @@
 //!
 //! # RAM, the agent function and the cost function
 //!
-//! A(m,v): the lowest rank of D(m,v) when v has destinations of m; otherwise the agent of the
+//! A(m,v): a rank of D(m,v) when v has destinations of m (the seed says "arbitrary": here
+//! the (m mod |D(m,v)|)-th in rank order, m the multicast's index, so that many multicasts
+//! spread the agent's work over the ranks of a switch rather than all picking its lowest
+//! rank, which the contention simulator shows as a hot host link); otherwise the agent of the
 //! costliest child in S(m,v) (first in declaration order among equals; the seed's text is cut
 //! here and also says "highest cost"). RAM(v), run by A(m,v) once it has m, is
 //! `ForwardInSwitch`: the list of members [A(m,v), then the agents of S(m,v) (but the child
 //! A(m,v) itself came from) by decreasing cost (declaration order among equals), then the other
-//! ranks of D(m,v) in rank order], and a binomial multicast over it by recursive doubling (in
+//! ranks of D(m,v) in rank order from A(m,v), wrapping], and a binomial multicast over it by recursive doubling (in
 //! round t every member of index i < 2^t sends to i + 2^t), so that the costliest subtrees get m
 //! first and every informed member, agent or local destination, sends too. A member that is the
 //! agent of a child w runs RAM(w) once its own sends at this level are done (A(m,v) does so for
@@ -456,7 +459,7 @@ struct Mc<'c, 'a> {
     index: u32,
     source: u32,
     dests: Vec<u32>,
-    /// Per switch: D(m,v), ascending.
+    /// Per switch: D(m,v) in rank order, rotated left by m's index (its agent first).
     local: Vec<Vec<u32>>,
     /// Per switch: the subtree holds destinations.
     has: Vec<bool>,
@@ -477,6 +480,12 @@ impl<'c, 'a> Mc<'c, 'a> {
         }
         for l in &mut local {
             l.sort_unstable();
+            // The agent is the first: multicast m takes the (m mod |D|)-th in rank order, so
+            // that many multicasts do not all make the same rank of a switch their agent.
+            if !l.is_empty() {
+                let k = index as usize % l.len();
+                l.rotate_left(k);
+            }
         }
         Mc {
             ctx,

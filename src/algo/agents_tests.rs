@@ -126,9 +126,9 @@ fn six_two_multicasts_by_hand() {
     // s3 -> 3 (3, 7: cost 1), s2 -> 2 (2, agent of s3 3: cost 2), s5 -> 5 (cost 0).
     // Step-2 list [0 (root switch), 1 (s1), 2 (s2), 5 (s5)]; SameTree: the source is below
     // s1, so the primary agent is 1.
-    // m1: s4 -> 4 (4, 8: cost 1), s1 -> 4 via s4 (cost 1), s5 -> 5; list [4 (s1), 5 (s5)];
-    // the source's subtree s2 has no destination of m1 and the root switch none either, so
-    // the costliest subtree's agent, 4.
+    // m1: D(m1,s4) = 4, 8 rotated by the index 1: s4 -> 8 (8, 4: cost 1), s1 -> 8 via s4
+    // (cost 1), s5 -> 5; list [8 (s1), 5 (s5)]; the source's subtree s2 has no destination
+    // of m1 and the root switch none either, so the costliest subtree's agent, 8.
     assert_eq!(
         show(&six_plan(MmcastAlgo::SameTreeBinomial, &m, 1)),
         [
@@ -136,8 +136,8 @@ fn six_two_multicasts_by_hand() {
             // RAM(s1) by 1: 1 to 8 (s4's agent, costlier), 1 to 6; RAM(s2) by 2: 2 to 3;
             // RAM(s3) by 3: 3 to 7.
             "0:4>1@0", "0:1>5@1", "0:1>2@2", "0:5>0@2", "0:1>8@3", "0:2>3@3", "0:1>6@4", "0:3>7@4",
-            // m1: 2 to 4; 4 to 5, then RAM(s1) = RAM(s4) by 4: 4 to 8.
-            "1:2>4@0", "1:4>5@1", "1:4>8@2",
+            // m1: 2 to 8; 8 to 5, then RAM(s1) = RAM(s4) by 8: 8 to 4.
+            "1:2>8@0", "1:8>5@1", "1:8>4@2",
         ]
     );
     assert_eq!(
@@ -145,7 +145,7 @@ fn six_two_multicasts_by_hand() {
         [
             // m0: the ring from 1 (s1) rightwards: 1, 2, 5, then 0 (the root switch, wrapping).
             "0:4>1@0", "0:1>2@1", "0:1>8@2", "0:2>5@2", "0:1>6@3", "0:2>3@3", "0:5>0@3", "0:3>7@4",
-            "1:2>4@0", "1:4>5@1", "1:4>8@2",
+            "1:2>8@0", "1:8>5@1", "1:8>4@2",
         ]
     );
     // Depth-first order: 0 (s0), 1 6 (s1), 4 8 (s4), 2 (s2), 3 7 (s3), 5 (s5).
@@ -224,35 +224,27 @@ fn schedule_tags_and_buffers() {
         offset: m as usize * 10,
         len: 10,
     };
-    // Rank 4: source of m0 (sends to 1 at once), receives m1 from 2 and relays it to 5, 8.
+    // Rank 4: source of m0 (sends to 1 at once), receives m1 from 8 and is a leaf of it.
     let s = schedule(&p, 4, buf);
     let ops: Vec<Op> = s.actions().map(|(_, o)| o.clone()).collect();
-    assert_eq!(
-        ops,
-        [
-            Op::Recv {
-                peer: 2,
-                tag: 1,
-                buf: buf(1)
-            },
-            Op::Send {
-                peer: 1,
-                tag: 0,
-                buf: buf(0)
-            },
-            Op::Send {
-                peer: 5,
-                tag: 1,
-                buf: buf(1)
-            },
-            Op::Send {
-                peer: 8,
-                tag: 1,
-                buf: buf(1)
-            },
-        ]
-    );
-    assert_eq!(s.dependents(0), [2, 3]);
+    let recv = |peer, m| Op::Recv {
+        peer,
+        tag: m,
+        buf: buf(m),
+    };
+    let send = |peer, m| Op::Send {
+        peer,
+        tag: m,
+        buf: buf(m),
+    };
+    assert_eq!(ops, [recv(8, 1), send(1, 0)]);
+    assert_eq!(s.edge_count(), 0);
+    // Rank 8: receives m0 from 1, m1 from 2, and relays m1 to 5 then 4.
+    let s = schedule(&p, 8, buf);
+    let ops: Vec<Op> = s.actions().map(|(_, o)| o.clone()).collect();
+    assert_eq!(ops, [recv(1, 0), recv(2, 1), send(5, 1), send(4, 1)]);
+    assert!(s.dependents(0).is_empty());
+    assert_eq!(s.dependents(1), [2, 3]);
     assert_eq!(s.initially_ready().collect::<Vec<_>>(), [0, 1]);
 }
 

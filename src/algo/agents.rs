@@ -26,8 +26,8 @@
 //!   1. the source sends m to its *primary agent* (the source is never a destination, so never
 //!      an agent: this hop is always made);
 //!   2. the primary agent gets m to one destination on the root switch r (A(m,r)'s choice
-//!      among D(m,r), if any) and to the agent of every subtree of S(m,r): the *step-2 list*, in ring
-//!      order (the root switch first, then the root's children in declaration order);
+//!      among D(m,r), if any) and to the agent of every subtree of S(m,r): the *step-2 list*,
+//!      in ring order (the root switch first, then the root's children in declaration order);
 //!   3. every agent of S(m,r) runs RAM in its subtree, and the root-switch destination sends m to
 //!      the rest of D(m,r) by a binomial multicast (recursive halving, itself first, then the
 //!      others in rank order from it, wrapping).
@@ -59,9 +59,10 @@
 //! here and also says "highest cost"). RAM(v), run by A(m,v) once it has m, is
 //! `ForwardInSwitch`: the list of members [A(m,v), then the agents of S(m,v) (but the child
 //! A(m,v) itself came from) by decreasing cost (declaration order among equals), then the other
-//! ranks of D(m,v) in rank order from A(m,v), wrapping], and a binomial multicast over it by recursive doubling (in
-//! round t every member of index i < 2^t sends to i + 2^t), so that the costliest subtrees get m
-//! first and every informed member, agent or local destination, sends too. A member that is the
+//! ranks of D(m,v) in rank order from A(m,v), wrapping], and a binomial multicast over it by
+//! recursive doubling (in round t every member of index i < 2^t sends to i + 2^t), so that the
+//! costliest subtrees get m first and every informed member, agent or local destination,
+//! sends too. A member that is the
 //! agent of a child w runs RAM(w) once its own sends at this level are done (A(m,v) does so for
 //! the child it stands for).
 //!

@@ -493,11 +493,11 @@ fn goal_cmd(args: &[String]) -> Result<(), Fail> {
                 let p = mmcast_program(algo, &o.mm, o.ranks, o.size.unwrap_or(8))?;
                 return write_program(&o, &p);
             }
-            o.mm.refuse(true)?;
             let algo = algo_from_name(&name, o.ways, o.op)
                 .ok_or_else(|| unknown_algorithm(&name))?
                 .with_segment(o.segment)
                 .with_ppn(o.ppn);
+            o.mm.refuse(true)?;
             let n = o
                 .ranks
                 .ok_or_else(|| Fail::Usage("gen needs --ranks N".into()))?;

@@ -365,8 +365,8 @@ fn generated(o: &SimOpts, name: &str) -> Result<Flat, Fail> {
         }
         return Ok(flat);
     }
-    o.mm.refuse(false)?;
     let algo = algo_named(name, o.ways, o.op, o.segment, o.ppn)?;
+    o.mm.refuse(false)?;
     let n = o
         .ranks
         .ok_or_else(|| Fail::Usage("--gen needs --ranks N".into()))?;

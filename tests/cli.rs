@@ -144,7 +144,9 @@ fn usage_errors_exit_2() {
         text(&o.stderr),
         "mpicast: unknown algorithm `nosuch`; known: binomial-bcast, dissemination-allreduce, \
          scout-tree-bcast, scout-linear-bcast, mcast-barrier, chain-bcast, binary-tree-bcast, \
-         dbcast, eager-mcast-bcast, imcast-bcast, binomial-isend-bcast\n"
+         dbcast, eager-mcast-bcast, imcast-bcast, binomial-isend-bcast, mmcast-naive, \
+         mmcast-spcco, mmcast-sametree-binomial, mmcast-sametree-cyclic, mmcast-random-binomial, \
+         mmcast-random-cyclic\n"
     );
 }
 

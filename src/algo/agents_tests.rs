@@ -445,3 +445,26 @@ fn agents_enter_each_subtree_once() {
         }
     }
 }
+
+/// The Random variants with seed 1 on the two multicasts above: both draw s5's agent, 5.
+#[test]
+fn six_random_by_hand() {
+    let m = [mc(4, &[0, 1, 2, 3, 5, 6, 7, 8]), mc(2, &[4, 8, 5])];
+    // m0: the list [0, 1, 2, 5] from 5: [5, 0, 1, 2]. Halving: 5 to 1, then 5 to 0 and 1 to
+    // 2; RAM(s1) by 1 and RAM(s2) by 2 as under SameTree. m1: [8, 5] from 5: 5 to 8, 8 to 4.
+    assert_eq!(
+        show(&six_plan(MmcastAlgo::RandomBinomial, &m, 1)),
+        [
+            "0:4>5@0", "0:5>1@1", "0:1>2@2", "0:5>0@2", "0:1>8@3", "0:2>3@3", "0:1>6@4", "0:3>7@4",
+            "1:2>5@0", "1:5>8@1", "1:8>4@2",
+        ]
+    );
+    // Cyclic: 5 to 0 (wrapping to the root switch), 0 to 1, 1 to 2, each then its subtree.
+    assert_eq!(
+        show(&six_plan(MmcastAlgo::RandomCyclic, &m, 1)),
+        [
+            "0:4>5@0", "0:5>0@1", "0:0>1@2", "0:1>2@3", "0:1>8@4", "0:2>3@4", "0:1>6@5", "0:3>7@5",
+            "1:2>5@0", "1:5>8@1", "1:8>4@2",
+        ]
+    );
+}

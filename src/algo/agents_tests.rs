@@ -468,3 +468,21 @@ fn six_random_by_hand() {
         ]
     );
 }
+
+/// One switch: no subtrees, the step-2 list is the root switch's destination alone.
+#[test]
+fn one_switch() {
+    let n = net("switch s0\nhost a s0\nhost b s0\nhost c s0\nhost d s0\nhost e s0\n");
+    let (ud, sw) = setup(&n);
+    let mcasts = [mc(0, &[1, 2, 3, 4]), mc(2, &[0]), mc(4, &[])];
+    for algo in MmcastAlgo::ALL {
+        let p = plan(&n, &ud, &sw, &mcasts, algo, 5).unwrap();
+        check_plan(&p, &mcasts, algo.name());
+        check_replay(&p, &mcasts, 5, 1, algo.name());
+    }
+    // The agent of m0 is 1 (index 0), who gets it from 0 and halves [1, 2, 3, 4].
+    assert_eq!(
+        show(&plan(&n, &ud, &sw, &mcasts, MmcastAlgo::SameTreeCyclic, 5).unwrap()),
+        ["0:0>1@0", "0:1>3@1", "0:1>2@2", "0:3>4@2", "1:2>0@0"]
+    );
+}

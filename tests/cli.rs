@@ -144,7 +144,9 @@ fn usage_errors_exit_2() {
         text(&o.stderr),
         "mpicast: unknown algorithm `nosuch`; known: binomial-bcast, dissemination-allreduce, \
          scout-tree-bcast, scout-linear-bcast, mcast-barrier, chain-bcast, binary-tree-bcast, \
-         dbcast, eager-mcast-bcast, imcast-bcast, binomial-isend-bcast\n"
+         dbcast, eager-mcast-bcast, imcast-bcast, binomial-isend-bcast, mmcast-naive, \
+         mmcast-spcco, mmcast-sametree-binomial, mmcast-sametree-cyclic, mmcast-random-binomial, \
+         mmcast-random-cyclic\n"
     );
 }
 
@@ -1351,4 +1353,129 @@ fn tune_usage_errors_and_dry_run() {
     assert_eq!(o.status.code(), Some(1));
     assert!(text(&o.stderr).contains("is built for MPICH, not Open MPI: use --mpi mpich"));
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn mmcast_generators_and_their_option_errors() {
+    let dir = std::env::temp_dir().join(format!("mpicast-cli-mmcast-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let net = dir.join("six.net");
+    std::fs::write(
+        &net,
+        "switch s0 s1 s2 s3 s4 s5\nlink s0 s1 1Gbit\nlink s0 s2 1Gbit\nlink s0 s5 1Gbit\n\
+         link s1 s4 1Gbit\nlink s2 s3 1Gbit\nlink s3 s4 1Gbit\nlink s5 s3 1Gbit\n\
+         host h0 s0\nhost h1 s1\nhost h2 s2\nhost h3 s3\nhost h4 s4\nhost h5 s5\n\
+         host h6 s1\nhost h7 s3\nhost h8 s4\nrouting updown\n",
+    )
+    .unwrap();
+    let net = net.to_str().unwrap();
+    // docs/agents.md's example: rank 4 to everyone, rank 2 to 4, 8, 5, SameTree-Cyclic.
+    let o = mpicast(&[
+        "goal",
+        "gen",
+        "mmcast-sametree-cyclic",
+        "--network",
+        net,
+        "--mcasts",
+        "4:0,1,2,3,5,6,7,8;2:4,8,5",
+        "--size",
+        "1024",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(out.starts_with("num_ranks 9;"), "{out}");
+    let r4 = out.split("rank #4 {").nth(1).unwrap();
+    assert!(
+        r4.trim_start()
+            .starts_with("recv 1024,1024 from 8 tag 1;\n  send 0,1024 to 1;"),
+        "{out}"
+    );
+    for algo in [
+        "naive",
+        "spcco",
+        "sametree-binomial",
+        "SameTree-Cyclic",
+        "random-binomial",
+        "random-cyclic",
+    ] {
+        let name = format!("mmcast-{algo}");
+        let o = mpicast(&[
+            "sim",
+            "--gen",
+            &name,
+            "--network",
+            net,
+            "--k",
+            "9",
+            "--dests",
+            "8",
+            "--size",
+            "65536",
+            "--seed",
+            "3",
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{name}: {}", text(&o.stderr));
+        let out = text(&o.stdout);
+        assert!(out.contains("9 ranks, 144 actions"), "{name}: {out}");
+        assert!(out.contains("maximum: "), "{name}: {out}");
+    }
+    let usage = |args: &[&str], want: &str| {
+        let o = mpicast(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let err = text(&o.stderr);
+        assert!(err.contains(want), "{args:?}: {err}");
+    };
+    let gen = |rest: &[&str]| {
+        let mut v = vec!["goal", "gen", "mmcast-spcco"];
+        v.extend_from_slice(rest);
+        v.iter().map(|s| s.to_string()).collect::<Vec<_>>()
+    };
+    let cases: &[(&[&str], &str)] = &[
+        (&["--k", "2"], "mmcast-spcco needs --network FILE"),
+        (&["--network", net], "needs --mcasts SPEC or --k K"),
+        (
+            &["--network", net, "--k", "2", "--mcasts", "0:1"],
+            "give --mcasts or --k, not both",
+        ),
+        (
+            &["--network", net, "--mcasts", "0:1", "--dests", "3"],
+            "--dests goes with --k",
+        ),
+        (&["--network", net, "--mcasts", "0-1"], "wants SOURCE:DEST"),
+        (
+            &["--network", net, "--mcasts", "0:0"],
+            "source 0 is among its own destinations",
+        ),
+        (
+            &["--network", net, "--mcasts", "0:9"],
+            "destination 9 is not below the 9 ranks",
+        ),
+        (&["--network", net, "--k", "10"], "--k 10"),
+        (&["--network", net, "--k", "2", "--dests", "9"], "--dests 9"),
+        (
+            &["--network", net, "--k", "2", "--ranks", "9"],
+            "takes its ranks from --network",
+        ),
+        (&["--network", net, "--k", "x"], "--k wants a number"),
+    ];
+    for (rest, want) in cases {
+        let args = gen(rest);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        usage(&args, want);
+    }
+    usage(
+        &["goal", "gen", "binomial", "--ranks", "4", "--mcasts", "0:1"],
+        "--mcasts is for the mmcast-* generators only",
+    );
+    usage(
+        &["sim", "--gen", "binomial", "--ranks", "4", "--k", "2"],
+        "--k is for the mmcast-* generators only",
+    );
+    usage(
+        &["goal", "gen", "mmcast-nosuch", "--network", net, "--k", "1"],
+        "mmcast-random-cyclic",
+    );
+    let o = mpicast(&["goal", "--help"]);
+    assert!(text(&o.stdout).contains("gen mmcast-ALGO --network FILE"));
+    std::fs::remove_dir_all(&dir).ok();
 }

@@ -3,6 +3,7 @@
 //! `tree` owns the rank arithmetic of the binary scout tree, `scout` the broadcast and barrier of
 //! Chen, Carrasco and Apon's paper (scouts gathered over point-to-point, then one multicast).
 
+pub mod agents;
 pub mod binomial;
 pub mod dbcast;
 pub mod dbcast_sched;

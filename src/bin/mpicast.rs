@@ -65,7 +65,7 @@ mod tune_cmd;
 use goal::{
     binary, dot,
     gen::{self, algo_from_name},
-    print,
+    gen_mmcast, print,
     validate::{self, BufferSizes},
     Dialect, Parsed, Program,
 };
@@ -113,12 +113,21 @@ usage: mpicast goal <command> ...
         print a binary schedule (or a text file) as text, by default in its own dialect
   gen ALGO --ranks N [--root R] [--size S] [--ways W] [--op FUNC] [--segment B] [--ppn K]
         [--dialect D] [-o OUT]
+  gen mmcast-ALGO --network FILE (--mcasts SPEC | --k K [--dests D]) [--seed SEED]
+        [--size S]
+        [--dialect D] [-o OUT]
         print a generated schedule as text (or binary with -o OUT.bin); ALGO is one of
         binomial-bcast, dissemination-allreduce, scout-tree-bcast, scout-linear-bcast,
         mcast-barrier, chain-bcast, binary-tree-bcast, dbcast, eager-mcast-bcast,
         imcast-bcast, binomial-isend-bcast; FUNC like sumInt32 (dissemination only); B the
         segment bytes of chain-bcast and binary-tree-bcast (65536), dbcast and imcast-bcast
-        (8192), binomial-isend-bcast (16384); K the ranks per host of imcast-bcast (1)
+        (8192), binomial-isend-bcast (16384); K the ranks per host of imcast-bcast (1).
+        mmcast-ALGO: several multicasts at once over the switches of a network file (its
+        ranks, its up-down tree; docs/agents.md), ALGO one of naive, spcco,
+        sametree-binomial, sametree-cyclic, random-binomial, random-cyclic; SPEC like
+        `0:1,2,5;3:0,4` (source:destinations;...), or K multicasts from distinct random
+        sources to D random ranks each (half the ranks); SEED seeds the draws and the random-*
+        primary agents (1); multicast m is `buf` at offset m*S, S bytes (8)
   dot FILE
         print the schedule as a Graphviz digraph
   bound FILE --every K [-o OUT] [--dialect D]
@@ -250,6 +259,7 @@ struct Opts {
     every: Option<usize>,
     expect: Option<String>,
     op: Option<Func>,
+    mm: MmcastOpts,
     mpi: Option<run::Mpi>,
     reps: Option<u64>,
     check: bool,
@@ -310,6 +320,10 @@ fn opts(args: &[String]) -> Result<Opts, Fail> {
                 o.every = Some(k)
             }
             "--op" => o.op = Some(parse_func(&value(a)?)?),
+            f if MmcastOpts::takes(f) => {
+                let v = value(f)?;
+                o.mm.take(f, &v)?
+            }
             "--mpi" => {
                 let v = value(a)?;
                 o.mpi = Some(run::Mpi::from_name(&v).ok_or_else(|| {
@@ -477,30 +491,21 @@ fn goal_cmd(args: &[String]) -> Result<(), Fail> {
                     )))
                 }
             };
+            if let Some(algo) = gen_mmcast::algo_of(&name) {
+                let p = mmcast_program(algo, &o.mm, o.ranks, o.size.unwrap_or(8))?;
+                return write_program(&o, &p);
+            }
             let algo = algo_from_name(&name, o.ways, o.op)
-                .ok_or_else(|| {
-                    Fail::UsageLine(format!(
-                        "unknown algorithm `{name}`; known: {}",
-                        gen::NAMES.join(", ")
-                    ))
-                })?
+                .ok_or_else(|| unknown_algorithm(&name))?
                 .with_segment(o.segment)
                 .with_ppn(o.ppn);
+            o.mm.refuse(true)?;
             let n = o
                 .ranks
                 .ok_or_else(|| Fail::Usage("gen needs --ranks N".into()))?;
             let p = gen::generate(algo, n, o.root.unwrap_or(0), o.size.unwrap_or(8))
                 .map_err(Fail::Usage)?;
-            match o.out.as_deref() {
-                Some(path) if path.ends_with(".bin") => {
-                    let bin = binary::assemble(&p).map_err(Fail::Io)?;
-                    write_output(Some(path), &bin)
-                }
-                out => write_output(
-                    out,
-                    text(&p, o.dialect.unwrap_or(Dialect::Paper))?.as_bytes(),
-                ),
-            }
+            write_program(&o, &p)
         }
         "bound" => {
             let f = one_file(&o, "bound")?;
@@ -568,6 +573,119 @@ fn check(f: &str, o: &Opts) -> Result<(Program, String, usize), Fail> {
         p.program.action_count()
     );
     Ok((p.program, summary, errors))
+}
+
+/// `goal gen`'s output: text in the asked dialect, or binary to a `.bin` file.
+fn write_program(o: &Opts, p: &goal::Program) -> Result<(), Fail> {
+    match o.out.as_deref() {
+        Some(path) if path.ends_with(".bin") => {
+            let bin = binary::assemble(p).map_err(Fail::Io)?;
+            write_output(Some(path), &bin)
+        }
+        out => write_output(
+            out,
+            text(p, o.dialect.unwrap_or(Dialect::Paper))?.as_bytes(),
+        ),
+    }
+}
+
+/// The usage error of an unknown generator, listing the known ones.
+fn unknown_algorithm(name: &str) -> Fail {
+    Fail::UsageLine(format!(
+        "unknown algorithm `{name}`; known: {}, {}",
+        gen::NAMES.join(", "),
+        gen_mmcast::names().join(", ")
+    ))
+}
+
+/// The options of the `mmcast-*` generators (`goal::gen_mmcast`), shared by `goal gen` and
+/// `sim --gen`.
+#[derive(Default)]
+pub(crate) struct MmcastOpts {
+    network: Option<String>,
+    mcasts: Option<String>,
+    k: Option<u32>,
+    dests: Option<u32>,
+    seed: Option<u64>,
+}
+
+impl MmcastOpts {
+    pub(crate) fn takes(flag: &str) -> bool {
+        matches!(
+            flag,
+            "--network" | "--mcasts" | "--k" | "--dests" | "--seed"
+        )
+    }
+
+    pub(crate) fn take(&mut self, flag: &str, v: &str) -> Result<(), Fail> {
+        match flag {
+            "--network" => self.network = Some(v.to_string()),
+            "--mcasts" => self.mcasts = Some(v.to_string()),
+            "--k" => self.k = Some(num(flag, v)?),
+            "--dests" => self.dests = Some(num(flag, v)?),
+            _ => self.seed = Some(num(flag, v)?),
+        }
+        Ok(())
+    }
+
+    /// A usage error when an option of the `mmcast-*` generators comes with another one
+    /// (`network`: whether `--network` counts; `sim` takes it for every program).
+    pub(crate) fn refuse(&self, network: bool) -> Result<(), Fail> {
+        let given = [
+            ("--network", network && self.network.is_some()),
+            ("--mcasts", self.mcasts.is_some()),
+            ("--k", self.k.is_some()),
+            ("--dests", self.dests.is_some()),
+            ("--seed", self.seed.is_some()),
+        ];
+        match given.iter().find(|(_, g)| *g) {
+            Some((f, _)) => Err(Fail::Usage(format!(
+                "{f} is for the mmcast-* generators only"
+            ))),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The program of an `mmcast-*` generator: ranks and switches from `--network`, the
+/// multicasts from `--mcasts` or drawn by `--k`/`--dests`/`--seed`, `size` bytes each.
+pub(crate) fn mmcast_program(
+    algo: algo::agents::MmcastAlgo,
+    m: &MmcastOpts,
+    ranks: Option<u32>,
+    size: usize,
+) -> Result<goal::Program, Fail> {
+    let name = format!("{}{}", gen_mmcast::PREFIX, algo.name());
+    if ranks.is_some() {
+        return Err(Fail::Usage(format!(
+            "{name} takes its ranks from --network, not --ranks"
+        )));
+    }
+    let f = m
+        .network
+        .as_deref()
+        .ok_or_else(|| Fail::Usage(format!("{name} needs --network FILE")))?;
+    let seed = m.seed.unwrap_or(1);
+    let text = std::fs::read_to_string(f).map_err(|e| Fail::Io(format!("{f}: {e}")))?;
+    let net = sim::Network::parse(&text, f).map_err(Fail::Io)?;
+    let mcasts = match (&m.mcasts, m.k) {
+        (Some(_), Some(_)) => {
+            return Err(Fail::Usage("give --mcasts or --k, not both".into()));
+        }
+        (None, None) => {
+            return Err(Fail::Usage(format!("{name} needs --mcasts SPEC or --k K")));
+        }
+        (Some(spec), None) => {
+            if m.dests.is_some() {
+                return Err(Fail::Usage("--dests goes with --k, not --mcasts".into()));
+            }
+            gen_mmcast::parse_spec(spec).map_err(Fail::Usage)?
+        }
+        (None, Some(k)) => {
+            gen_mmcast::draw(gen_mmcast::ranks_of(&net), k, m.dests, seed).map_err(Fail::Usage)?
+        }
+    };
+    gen_mmcast::generate(&net, algo, &mcasts, size, seed).map_err(Fail::Usage)
 }
 
 /// `goal run`: check, find the runner, exec the launcher (or print it with --dry-run).

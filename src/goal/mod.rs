@@ -13,6 +13,7 @@
 pub mod binary;
 pub mod dot;
 pub mod gen;
+pub mod gen_mmcast;
 pub mod lgs;
 pub mod paper;
 pub mod print;

@@ -32,4 +32,4 @@ mod network_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
-mod updown_tests;
+pub(crate) mod updown_tests;

@@ -344,8 +344,9 @@ link s1 s2 1Gbit
 /// A random irregular network of 4 to 64 switches, each with 1 to `max` (2 to 8) cables, `max`
 /// at most: a random tree plus random extra cables (at least one, so there is a cycle).
 /// Switches are declared in a random order, so their ids do not follow the shape; one host
-/// per switch, `hI` on `sI`; `routing updown`, at a random root a third of the time.
-fn random_switched(rng: &mut Rng) -> String {
+/// per switch, `hI` on `sI`; `routing updown`, at a random root a third of the time. Also
+/// the networks of `algo::agents`' tests.
+pub(crate) fn random_switched(rng: &mut Rng) -> String {
     let nsw = 4 + rng.below(61);
     let max = 2 + rng.below(7);
     let mut deg = vec![0usize; nsw];

@@ -18,6 +18,8 @@ pub const USAGE: &str = "\
 usage: mpicast sim FILE [options]
        mpicast sim --gen ALGO --ranks N [--size BYTES] [--root R] [--ways W] [--op FUNC]
                    [--segment BYTES] [--ppn K] [options]
+       mpicast sim --gen mmcast-ALGO --network FILE (--mcasts SPEC | --k K [--dests D])
+                   [--seed SEED] [--size BYTES] [options]
        mpicast sim sweep --gen ALGO[,ALGO...] --ranks LIST [--size LIST] [--csv OUT.csv]
                          [--svg OUT.svg] [parameter options]   (`mpicast sim sweep --help`)
        mpicast sim calibrate -n N [--mpi openmpi|mpich] [--sizes LIST] [--reps R] [--out FILE] ...
@@ -31,7 +33,8 @@ dissemination-allreduce, scout-tree-bcast, scout-linear-bcast, mcast-barrier, ch
 binary-tree-bcast, dbcast, eager-mcast-bcast, imcast-bcast, binomial-isend-bcast; --size
 default 8; --segment: the segment bytes of the pipelined ones, default 65536, for dbcast and
 imcast-bcast the library's 8192, for binomial-isend-bcast 16384; --ppn: ranks per host of
-imcast-bcast, default 1).
+imcast-bcast, default 1). --gen mmcast-ALGO: the multiple multicasts of `mpicast goal gen
+mmcast-ALGO` (docs/agents.md) over the ranks of the --network file, timed with its contention.
 
 options (times in ns, sizes in bytes; defaults are LogGOPSim's):
   -L N              latency (2500)
@@ -149,6 +152,7 @@ struct SimOpts {
     progress: bool,
     timeline: Option<String>,
     network: Option<String>,
+    mm: crate::MmcastOpts,
 }
 
 fn sim_opts(args: &[String]) -> Result<SimOpts, Fail> {
@@ -169,6 +173,7 @@ fn sim_opts(args: &[String]) -> Result<SimOpts, Fail> {
         progress: true,
         timeline: None,
         network: None,
+        mm: crate::MmcastOpts::default(),
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -186,7 +191,15 @@ fn sim_opts(args: &[String]) -> Result<SimOpts, Fail> {
             "--timing" => o.timing = true,
             "--no-progress" => o.progress = false,
             "--timeline" => o.timeline = Some(value(a)?),
-            "--network" => o.network = Some(value(a)?),
+            "--network" => {
+                let v = value(a)?;
+                o.mm.take(a, &v)?;
+                o.network = Some(v);
+            }
+            f if crate::MmcastOpts::takes(f) => {
+                let v = value(f)?;
+                o.mm.take(f, &v)?
+            }
             "--gen" => o.gen = Some(value(a)?),
             "--ranks" | "-n" => o.ranks = Some(num(a, &value(a)?)?),
             "--size" => o.size = Some(num(a, &value(a)?)?),
@@ -347,7 +360,17 @@ fn from_file(f: &str, dialect: Option<Dialect>) -> Result<Flat, Fail> {
 }
 
 fn generated(o: &SimOpts, name: &str) -> Result<Flat, Fail> {
+    if let Some(algo) = crate::gen_mmcast::algo_of(name) {
+        let p = crate::mmcast_program(algo, &o.mm, o.ranks, o.size.unwrap_or(8))?;
+        let mut flat = Flat::new();
+        for r in &p.ranks {
+            flat.push_rank(r)
+                .map_err(|e| Fail::Io(format!("{name}: {e}")))?;
+        }
+        return Ok(flat);
+    }
     let algo = algo_named(name, o.ways, o.op, o.segment, o.ppn)?;
+    o.mm.refuse(false)?;
     let n = o
         .ranks
         .ok_or_else(|| Fail::Usage("--gen needs --ranks N".into()))?;
@@ -383,8 +406,9 @@ pub fn algo_named(
         .map(|a| a.with_segment(segment).with_ppn(ppn))
         .ok_or_else(|| {
             Fail::UsageLine(format!(
-                "unknown algorithm `{name}`; known: {}",
-                gen::NAMES.join(", ")
+                "unknown algorithm `{name}`; known: {}, {}",
+                gen::NAMES.join(", "),
+                crate::gen_mmcast::names().join(", ")
             ))
         })
 }

@@ -2192,6 +2192,12 @@ mod tests {
         for v in ["tree", "dest", "1"] {
             bad("MPICAST_IMCAST_ROUTE", v);
         }
+        // Every value but auto names a planner of algo::agents, and every planner has one.
+        use crate::algo::agents::MmcastAlgo;
+        for n in MMCAST_ALGOS.iter().filter(|n| **n != "auto") {
+            assert!(MmcastAlgo::from_name(n).is_some(), "{n}");
+        }
+        assert_eq!(MMCAST_ALGOS.len(), MmcastAlgo::ALL.len() + 1);
         let algo = |v| cfg(&[("MPICAST_MMCAST_ALGO", v)]).unwrap().mmcast_algo;
         assert_eq!(algo("Random-Cyclic"), "random-cyclic");
         assert_eq!(algo("SPCCO"), "spcco");

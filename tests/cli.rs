@@ -1431,7 +1431,10 @@ fn mmcast_generators_and_their_option_errors() {
         v.iter().map(|s| s.to_string()).collect::<Vec<_>>()
     };
     let cases: &[(&[&str], &str)] = &[
-        (&["--k", "2"], "mmcast-spcco needs --network FILE"),
+        (
+            &["--k", "2"],
+            "mmcast-spcco needs --network FILE (or --topology FILE, or MPICAST_SWITCH_TOPOLOGY)",
+        ),
         (&["--network", net], "needs --mcasts SPEC or --k K"),
         (
             &["--network", net, "--k", "2", "--mcasts", "0:1"],
@@ -1477,5 +1480,21 @@ fn mmcast_generators_and_their_option_errors() {
     );
     let o = mpicast(&["goal", "--help"]);
     assert!(text(&o.stdout).contains("gen mmcast-ALGO --network FILE"));
+    // --topology is --network, and MPICAST_SWITCH_TOPOLOGY names the file when neither is
+    // given: the three give the same program.
+    let by = |net_args: &[&str], set: &[(&str, &str)]| {
+        let mut args = vec!["goal", "gen", "mmcast-spcco"];
+        args.extend_from_slice(net_args);
+        args.extend_from_slice(&["--mcasts", "0:1,2,5;3:0,4"]);
+        let o = mpicast_env(&args, set, &["MPICAST_SWITCH_TOPOLOGY"]);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", text(&o.stderr));
+        text(&o.stdout)
+    };
+    let a = by(&["--network", net], &[]);
+    let b = by(&["--topology", net], &[]);
+    let c = by(&[], &[("MPICAST_SWITCH_TOPOLOGY", net)]);
+    assert!(a.contains("rank #0"), "{a}");
+    assert_eq!(a, b);
+    assert_eq!(a, c);
     std::fs::remove_dir_all(&dir).ok();
 }

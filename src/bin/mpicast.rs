@@ -127,7 +127,8 @@ usage: mpicast goal <command> ...
         sametree-binomial, sametree-cyclic, random-binomial, random-cyclic; SPEC like
         `0:1,2,5;3:0,4` (source:destinations;...), or K multicasts from distinct random
         sources to D random ranks each (half the ranks); SEED seeds the draws and the random-*
-        primary agents (1); multicast m is `buf` at offset m*S, S bytes (8)
+        primary agents (1); multicast m is `buf` at offset m*S, S bytes (8); --topology
+        FILE is --network FILE, and MPICAST_SWITCH_TOPOLOGY names it when neither is given
   dot FILE
         print the schedule as a Graphviz digraph
   bound FILE --every K [-o OUT] [--dialect D]
@@ -613,13 +614,13 @@ impl MmcastOpts {
     pub(crate) fn takes(flag: &str) -> bool {
         matches!(
             flag,
-            "--network" | "--mcasts" | "--k" | "--dests" | "--seed"
+            "--network" | "--topology" | "--mcasts" | "--k" | "--dests" | "--seed"
         )
     }
 
     pub(crate) fn take(&mut self, flag: &str, v: &str) -> Result<(), Fail> {
         match flag {
-            "--network" => self.network = Some(v.to_string()),
+            "--network" | "--topology" => self.network = Some(v.to_string()),
             "--mcasts" => self.mcasts = Some(v.to_string()),
             "--k" => self.k = Some(num(flag, v)?),
             "--dests" => self.dests = Some(num(flag, v)?),
@@ -661,10 +662,20 @@ pub(crate) fn mmcast_program(
             "{name} takes its ranks from --network, not --ranks"
         )));
     }
+    // The switch topology: the option (`--network` or its synonym `--topology`), else the
+    // library's MPICAST_SWITCH_TOPOLOGY.
+    let from_env = std::env::var("MPICAST_SWITCH_TOPOLOGY")
+        .ok()
+        .filter(|v| !v.trim().is_empty());
     let f = m
         .network
         .as_deref()
-        .ok_or_else(|| Fail::Usage(format!("{name} needs --network FILE")))?;
+        .or(from_env.as_deref())
+        .ok_or_else(|| {
+            Fail::Usage(format!(
+                "{name} needs --network FILE (or --topology FILE, or MPICAST_SWITCH_TOPOLOGY)"
+            ))
+        })?;
     let seed = m.seed.unwrap_or(1);
     let text = std::fs::read_to_string(f).map_err(|e| Fail::Io(format!("{f}: {e}")))?;
     let net = sim::Network::parse(&text, f).map_err(Fail::Io)?;

@@ -279,12 +279,12 @@ pub fn mmcast(
         host::comm::allgather_bytes(dup, &list)?
     };
     let mut mcasts: Vec<Multicast> = Vec::new();
-    for r in 0..size as usize {
-        if ndests[r] == 0 {
+    for (r, &n) in ndests.iter().enumerate() {
+        if n == 0 {
             continue;
         }
         let at = 4 * widest * r;
-        let dests = (0..ndests[r])
+        let dests = (0..n)
             .map(|i| {
                 let o = at + 4 * i;
                 u32::from_le_bytes(lists[o..o + 4].try_into().expect("4 bytes"))

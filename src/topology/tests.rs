@@ -110,8 +110,17 @@ fn records_round_trip() {
     bad[32] = 9;
     assert!(RankFacts::decode(&bad).is_err());
     bad[32] = 0;
-    bad[3] = 3;
+    bad[3] = 4;
     assert!(RankFacts::decode(&bad).is_err());
+    // An ID from the switch topology travels with its source.
+    let sw = RankFacts {
+        explicit: Some(Explicit {
+            source: IdSource::Switch,
+            text: "1.0.2".into(),
+        }),
+        ..RankFacts::default()
+    };
+    assert_eq!(RankFacts::decode(&sw.encode()), Ok(sw.clone()));
 }
 
 #[test]

@@ -58,7 +58,8 @@ options (times in ns, sizes in bytes; defaults are LogGOPSim's):
   --network FILE    share the links of a switched network: FILE declares `switch NAME`,
                     `link SW1 SW2 BANDWIDTH [LATENCY]`, `host NAME SWITCH [BANDWIDTH]`
                     and `ranks-per-host K` or `rank R HOST` lines (docs/sim.md: Contention
-                    and the network file); messages then queue on busy links
+                    and the network file); messages then queue on busy links;
+                    --topology FILE is the same
   --dialect D       read FILE as paper or loggopsim text only
 
 `mpicast sim calibrate` measures ping-pongs on N ranks of this machine's MPI and writes the
@@ -191,7 +192,7 @@ fn sim_opts(args: &[String]) -> Result<SimOpts, Fail> {
             "--timing" => o.timing = true,
             "--no-progress" => o.progress = false,
             "--timeline" => o.timeline = Some(value(a)?),
-            "--network" => {
+            "--network" | "--topology" => {
                 let v = value(a)?;
                 o.mm.take(a, &v)?;
                 o.network = Some(v);

@@ -462,7 +462,8 @@ pub const VARIABLES: &[(&str, &str, &str)] = &[
         "auto",
         "algorithm of MPICAST_Mmcast: sametree-binomial, sametree-cyclic, random-binomial, \
          random-cyclic (seed 003's agent-based multicasts), spcco (destinations ordered along \
-         the routing tree), naive (each source sends to each destination), or auto",
+         the routing tree), naive (each source sends to each destination), or auto \
+         (sametree-cyclic from 16 multicasts at once on 8 switches or more, else spcco)",
     ),
     (
         "MPICAST_SEGMENT_BYTES",

@@ -690,6 +690,21 @@ pub(crate) fn splitmix(z: &mut u64) -> u64 {
     x ^ (x >> 31)
 }
 
+/// What `MPICAST_MMCAST_ALGO=auto` runs for `mcasts` multicasts at once on a topology of
+/// `switches` switches: SameTree-Cyclic from 16 multicasts on 8 switches or more, else SPCCO.
+/// From the simulator on random irregular networks of 16 to 128 switches (bench/agents_sim.py;
+/// BENCHMARKS.md): SPCCO is the fastest up to 4 to 8 multicasts, the agent-based variants from
+/// 8 to 16 on (up to 1.67 times faster at 64), the cyclic ones the best or within 6 % of it
+/// there; and on the emulated network of 5 switches and 9 hosts, where the agents' relays do
+/// not pay, SPCCO is within the spread of the fastest at 1 and 2 multicasts.
+pub fn auto_choice(mcasts: usize, switches: usize) -> MmcastAlgo {
+    if mcasts >= 16 && switches >= 8 {
+        MmcastAlgo::SameTreeCyclic
+    } else {
+        MmcastAlgo::Spcco
+    }
+}
+
 #[cfg(test)]
 #[path = "agents_tests.rs"]
 mod tests;

@@ -486,3 +486,11 @@ fn one_switch() {
         ["0:0>1@0", "0:1>3@1", "0:1>2@2", "0:3>4@2", "1:2>0@0"]
     );
 }
+
+#[test]
+fn auto_takes_spcco_until_many_multicasts_on_many_switches() {
+    assert_eq!(auto_choice(1, 1), MmcastAlgo::Spcco);
+    assert_eq!(auto_choice(15, 128), MmcastAlgo::Spcco);
+    assert_eq!(auto_choice(512, 7), MmcastAlgo::Spcco);
+    assert_eq!(auto_choice(16, 8), MmcastAlgo::SameTreeCyclic);
+}

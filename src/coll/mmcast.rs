@@ -21,9 +21,6 @@ use crate::topology::switches::{self, RankHost};
 use crate::transport::goal::{BackendMemory, GoalBackend, GoalError, MAX_TAG};
 use std::fmt;
 
-/// The algorithm `MPICAST_MMCAST_ALGO=auto` picks.
-pub const AUTO: MmcastAlgo = MmcastAlgo::SameTreeBinomial;
-
 /// What the first MPICAST_Mmcast on a communicator sets up and later ones reuse.
 pub struct MmcastComm {
     /// A duplicate of the communicator's private one: the multicasts' tags are theirs alone.
@@ -325,10 +322,11 @@ pub fn mmcast(
         .topo
         .as_ref()
         .map_err(|e| MmcastError::Topology(e.clone()))?;
+    let auto = agents::auto_choice(mcasts.len(), topo.net.switches.len());
     let algo = if algo_name == "auto" {
-        AUTO
+        auto
     } else {
-        MmcastAlgo::from_name(&algo_name).unwrap_or(AUTO)
+        MmcastAlgo::from_name(&algo_name).unwrap_or(auto)
     };
     let plan = agents::plan(
         &topo.net,

@@ -7,7 +7,8 @@
 # `mpicast goal gen`, runs both (and the broadcast as a binary schedule, and under
 # MPICAST_PROGRESS=thread) through `mpicast goal run ... --check` and requires success, one
 # nonzero time per run and `buf` identical on every rank; likewise the scout-tree multicast
-# broadcast and the multicast barrier, whose datagrams rank 0 must count; then requires the
+# broadcast and the multicast barrier, whose datagrams rank 0 must count; three `mmcast-*`
+# programs (every rank multicasting to all others on two switches); then requires the
 # failures: an
 # unbound buffer (through the CLI and through mpicast-goal-run itself: exit 2 and a message
 # naming the buffer), a wrong rank count, a --check that must fail, an invalid program.
@@ -114,6 +115,17 @@ expect bcast '^check [0-9]/3: buf identical on 4 ranks' 3
 run allreduce 0 "${G[@]}" "$WORK/allreduce.goal" --buffer buf=64 --buffer tmp=64 --reps 2 --check
 times_ok allreduce 2
 expect allreduce '^check [0-9]/2: buf identical on 4 ranks' 2
+
+# Seed 003's multiple multicasts (goal gen mmcast-*) on a two-switch network: every rank
+# multicasts its slice of `buf` to all others, so every rank ends with every slice.
+printf 'switch s0 s1\nlink s0 s1 1Gbit\nhost h0 s0\nhost h1 s0\nhost h2 s1\nhost h3 s1\nrouting updown\n' \
+  >"$WORK/two.net"
+for a in spcco sametree-cyclic random-binomial; do
+  "$CLI" goal gen "mmcast-$a" --topology "$WORK/two.net" --size 1000 \
+    --mcasts '0:1,2,3;1:0,2,3;2:0,1,3;3:0,1,2' -o "$WORK/mm-$a.goal"
+  run "mmcast_$a" 0 "${G[@]}" "$WORK/mm-$a.goal" --buffer buf=4000 --reps 2 --check
+  expect "mmcast_$a" '^check [0-9]/2: buf identical on 4 ranks' 2
+done
 
 run bcast_binary 0 "${G[@]}" "$WORK/bcast.bin" --buffer buf=4096 --check
 times_ok bcast_binary 1

@@ -105,33 +105,12 @@ mpicast_bin() {
   die "no mpicast binary (set MPICAST=, or make lib)"
 }
 
-# RATE (tc syntax) -> bytes per second; and the tbf of cluster.sh (see there for the bucket).
-rate_bytes() {
-  local r=${1,,} num unit
-  [[ "$r" =~ ^([0-9]+)(bit|kbit|mbit|gbit|bps|kbps|mbps|gbps)$ ]] || die "bad rate '$1' (e.g. 100mbit, 1gbit, 10gbit)"
-  num=${BASH_REMATCH[1]} unit=${BASH_REMATCH[2]}
-  case $unit in
-    bit) echo $((num / 8)) ;; kbit) echo $((num * 1000 / 8)) ;;
-    mbit) echo $((num * 1000000 / 8)) ;; gbit) echo $((num * 1000000000 / 8)) ;;
-    bps) echo "$num" ;; kbps) echo $((num * 1000)) ;;
-    mbps) echo $((num * 1000000)) ;; gbps) echo $((num * 1000000000)) ;;
-  esac
-}
-default_burst() { # RATE -> bytes
-  local bps burst
-  bps=$(rate_bytes "$1")
-  burst=$((1538 + bps * 40 / 1000000))
-  [ "$burst" -ge $((bps / 10000)) ] || burst=$((bps / 10000))
-  [ "$burst" -le 65000 ] || burst=65000
-  echo "$burst"
-}
+# rate_bytes, default_burst, tbf_args: the rate limits of cluster.sh (see there for the bucket).
+. "$HERE/tbf.sh"
+
 shape() { # NS DEV RATE
-  local ns=$1 dev=$2 rate=$3 bps burst limit
-  bps=$(rate_bytes "$rate")
-  burst=$(default_burst "$rate")
-  limit=$((burst + bps / 20))
-  [ "$limit" -ge 1514000 ] || limit=1514000
-  ip netns exec "$ns" tc qdisc replace dev "$dev" root tbf rate "$rate" burst "$burst" limit "$limit" overhead 24
+  # shellcheck disable=SC2046 # tbf_args gives words
+  ip netns exec "$1" tc qdisc replace dev "$2" root $(tbf_args "$3" "$(default_burst "$3")")
 }
 
 # A network file's BANDWIDTH (100Mbit, 2.5Gbit, 1gbps, 100Mbit/s) -> tc's "<bits>bit".

@@ -1106,7 +1106,6 @@ impl Config {
                 .to_string(),
             ),
             ("MPICAST_SEGMENT_BYTES", self.segment_bytes.to_string()),
-            ("MPICAST_MMCAST_ALGO", self.mmcast_algo.clone()),
             // Whether the communicator's engine sets up a multicast group is collective; the
             // choice per multicast is the root's, and receivers take either.
             (
@@ -2277,12 +2276,11 @@ mod tests {
         let worst = Config::from_vars([
             ("MPICAST_TOPO_FILE", long.as_str()),
             ("MPICAST_TOPO_PICK", "random:18446744073709551615"),
-            ("MPICAST_MMCAST_ALGO", "sametree-binomial"),
             ("MPICAST_IFACE", "10.1.0.0/16"),
             ("MPICAST_PORT", "30000-30099"),
         ])
         .unwrap();
-        assert!(worst.agreed_line().len() < 490, "{}", worst.agreed_line());
+        assert!(worst.agreed_line().len() < 450, "{}", worst.agreed_line());
     }
 
     #[test]

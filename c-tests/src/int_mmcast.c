@@ -11,7 +11,8 @@
  *    must stay untouched.
  * 2. Arguments that do not agree: rank 1 expects a message from a rank that sends it none;
  *    every rank gets MPICAST_ERR_ARG and the next call works. A destination out of range on
- *    one rank: MPICAST_ERR_ARG on every rank.
+ *    one rank: MPICAST_ERR_ARG on every rank. Ranks whose algorithms differ (the hint
+ *    mpicast_mmcast_algo on rank 0 only): MPICAST_ERR_ARG on every rank.
  * 3. --expect-topology-error 1: MPICAST_SWITCH_TOPOLOGY names a file without this machine's
  *    host: every rank gets MPICAST_ERR_TOPOLOGY. */
 #include <stdio.h>
@@ -152,6 +153,16 @@ static void disagreement(void) {
   rc = MPICAST_Mmcast(&one, 1, MPI_INT, &bad, 1, got, counts, displs, MPI_INT, sources, 1,
                       MPI_COMM_WORLD);
   REQUIRE(rc == MPICAST_ERR_ARG, "a destination out of range gave %d, not MPICAST_ERR_ARG", rc);
+  /* Ranks that would plan with different algorithms (the hint differs on rank 0). */
+  MPI_Info info;
+  MPI_Comm c;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "mpicast_mmcast_algo", rank == 0 ? "naive" : "spcco");
+  MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &c);
+  MPI_Info_free(&info);
+  rc = MPICAST_Mmcast(&one, 1, MPI_INT, &next, 1, got, counts, displs, MPI_INT, sources, 1, c);
+  REQUIRE(rc == MPICAST_ERR_ARG, "different algorithms gave %d, not MPICAST_ERR_ARG", rc);
+  MPI_Comm_free(&c);
 }
 
 int main(int argc, char **argv) {

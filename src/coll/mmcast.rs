@@ -12,7 +12,7 @@
 //! every rank makes the same plan from the same facts and runs its part of it.
 
 use crate::algo::agents::{self, MmcastAlgo, Multicast};
-use crate::config::Config;
+use crate::config::{Config, MMCAST_ALGOS};
 use crate::host::{self, p2p::Region, MPI_Comm, MpiError, SendComm};
 use crate::sched::{BufRef, Execution};
 use crate::sim::network::{Network, RoutingKind, SwitchId};
@@ -237,10 +237,16 @@ pub fn mmcast(
     // This rank's own arguments, checked before anything is exchanged.
     let local = check_local(rank, size, dests, recvs);
 
-    // 1: flag, bytes, number of destinations; 2: the destinations, padded to the longest list.
+    // 1: flag, the algorithm (its place in MMCAST_ALGOS: every rank must plan alike), bytes,
+    // number of destinations; 2: the destinations, padded to the longest list.
+    let algo_no = MMCAST_ALGOS
+        .iter()
+        .position(|a| *a == algo_name)
+        .unwrap_or(0) as u8;
     let mut head = Vec::with_capacity(16);
     head.push(u8::from(local.is_err()));
-    head.extend_from_slice(&[0; 3]);
+    head.push(algo_no);
+    head.extend_from_slice(&[0; 2]);
     head.extend_from_slice(&(dests.len() as u32).to_le_bytes());
     head.extend_from_slice(&(send.len() as u64).to_le_bytes());
     let heads = host::comm::allgather_bytes(dup, &head)?;
@@ -254,6 +260,16 @@ pub fn mmcast(
     let bytes: Vec<u64> = (0..size as usize)
         .map(|r| u64::from_le_bytes(field(r, 8, 16).try_into().expect("8 bytes")))
         .collect();
+    if let Some(r) = (0..size as usize).find(|&r| field(r, 1, 2)[0] != algo_no) {
+        let name = |n: u8| MMCAST_ALGOS.get(n as usize).copied().unwrap_or("?");
+        return Err(MmcastError::Arg(format!(
+            "mpicast: MPICAST_Mmcast: the ranks do not plan alike: MPICAST_MMCAST_ALGO (or the \
+             hint mpicast_mmcast_algo) is {} on rank {rank} and {} on rank {r}; give every rank \
+             the same",
+            name(algo_no),
+            name(field(r, 1, 2)[0])
+        )));
+    }
     if !bad_local.is_empty() {
         return Err(MmcastError::Arg(match local {
             Err(e) => e,

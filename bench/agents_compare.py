@@ -14,25 +14,19 @@ configurations are within 20 %). The host MPI's rows are listed but not simulate
 import argparse
 import csv
 import os
-import re
 import statistics
-import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from agents_sim import sim_maximum  # noqa: E402
 
 
 def simulate(mpicast, net, params, variant, spec, size, cache):
     key = (variant, spec, size)
-    if key in cache:
-        return cache[key]
-    cmd = [mpicast, "sim", "--gen", f"mmcast-{variant}", "--network", net, "--mcasts", spec,
-           "--size", str(size), "--params", params, "--no-progress"]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        sys.exit(f"agents_compare: {' '.join(cmd)} failed:\n{r.stderr}")
-    m = re.search(r"^maximum: (\d+) ns", r.stdout, re.M)
-    if not m:
-        sys.exit(f"agents_compare: no maximum in {' '.join(cmd)}")
-    cache[key] = int(m.group(1)) * 1e-9
+    if key not in cache:
+        cache[key] = 1e-9 * sim_maximum(
+            mpicast, ["--gen", f"mmcast-{variant}", "--network", net, "--mcasts", spec,
+                      "--size", str(size), "--params", params], "agents_compare")
     return cache[key]
 
 
@@ -69,7 +63,9 @@ def main():
           "Medians over the repetitions (each repetition its own random pattern, simulated as "
           "measured); ratio = simulated / measured.", ""]
     within = total = 0
+    counts = []
     for label in sorted({r["label"] for r in rows}):
+        w0, t0 = within, total
         md += [f"## {label}", "", "| variant | k | bytes | measured ms | simulated ms | ratio |",
                "|---|---|---|---|---|---|"]
         keys = sorted({(r["variant"], r["k"], r["bytes"]) for r in rows if r["label"] == label},
@@ -85,12 +81,13 @@ def main():
             ratio = sim / meas
             total += 1
             within += abs(ratio - 1) <= 0.2
-            md.append(f"| {v} | {k} | {b} | {meas*1e3:.2f} | {sim*1e3:.2f} | {ratio:.2f} |")
+            md.append(f"| {v} | {k} | {b} | {meas*1e3:.2f} | {sim*1e3:.2f} | {ratio:.3f} |")
         md.append("")
-    md.insert(4, f"**{within} of {total} configurations within 20 %.**\n")
+        counts.append(f"{label} {within - w0} of {total - t0}")
+    md.insert(4, f"**Within 20 %: {', '.join(counts)} configurations.**\n")
     with open(os.path.join(a.out, "compare.md"), "w") as f:
         f.write("\n".join(md) + "\n")
-    print(f"agents_compare: {within} of {total} within 20 %; wrote {a.out}/compare.md")
+    print(f"agents_compare: within 20 %: {', '.join(counts)}; wrote {a.out}/compare.md")
 
 
 if __name__ == "__main__":

@@ -75,18 +75,24 @@ def network(nsw, degree, hps, link, rng):
     return t + "routing updown\n", len(cables), deg
 
 
-def simulate(mpicast, net, algo, k, dests, size, seed, params):
-    cmd = [mpicast, "sim", "--gen", f"mmcast-{algo}", "--network", net, "--k", str(k),
-           "--dests", str(dests), "--size", str(size), "--seed", str(seed), "--no-progress"]
-    if params:
-        cmd += ["--params", params]
+def sim_maximum(mpicast, args, who):
+    """`mpicast sim ARGS --no-progress`: the simulated end of the slowest rank, in ns."""
+    cmd = [mpicast, "sim"] + args + ["--no-progress"]
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode != 0:
-        sys.exit(f"agents_sim: {' '.join(cmd)} failed:\n{out.stderr}")
+        sys.exit(f"{who}: {' '.join(cmd)} failed:\n{out.stderr}")
     m = re.search(r"^maximum: (\d+) ns", out.stdout, re.M)
     if not m:
-        sys.exit(f"agents_sim: no maximum in the output of {' '.join(cmd)}")
+        sys.exit(f"{who}: no maximum in the output of {' '.join(cmd)}")
     return int(m.group(1))
+
+
+def simulate(mpicast, net, algo, k, dests, size, seed, params):
+    args = ["--gen", f"mmcast-{algo}", "--network", net, "--k", str(k), "--dests", str(dests),
+            "--size", str(size), "--seed", str(seed)]
+    if params:
+        args += ["--params", params]
+    return sim_maximum(mpicast, args, "agents_sim")
 
 
 def svg(rows, switch_counts, path):

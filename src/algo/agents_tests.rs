@@ -37,25 +37,13 @@ fn setup(n: &Network) -> (UpDown, Vec<SwitchId>) {
 ///
 /// Depth-first order s0 s1 s4 s2 s3 s5; the root's children s1, s2, s5 (ring positions 1 to
 /// 3, the root switch 0).
-const SIX: &str = "switch s0 s1 s2 s3 s4 s5
-link s0 s1 1Gbit
-link s0 s2 1Gbit
-link s0 s5 1Gbit
-link s1 s4 1Gbit
-link s2 s3 1Gbit
-link s3 s4 1Gbit
-link s5 s3 1Gbit
-host h0 s0
-host h1 s1
-host h2 s2
-host h3 s3
-host h4 s4
-host h5 s5
-host h6 s1
-host h7 s3
-host h8 s4
-routing updown
-";
+/// The six switches of `sim/updown_tests.rs` with three more hosts, routed up-down.
+fn six() -> String {
+    format!(
+        "{}host h6 s1\nhost h7 s3\nhost h8 s4\nrouting updown\n",
+        crate::sim::updown_tests::SIX
+    )
+}
 
 fn mc(source: u32, dests: &[u32]) -> Multicast {
     Multicast {
@@ -79,7 +67,7 @@ fn show(plan: &Plan) -> Vec<String> {
 }
 
 fn six_plan(algo: MmcastAlgo, mcasts: &[Multicast], seed: u64) -> Plan {
-    let n = net(SIX);
+    let n = net(&six());
     let (ud, sw) = setup(&n);
     plan(&n, &ud, &sw, mcasts, algo, seed).unwrap()
 }
@@ -178,7 +166,7 @@ fn random_primary_is_a_subtree_agent_and_fixed_by_seed() {
 
 #[test]
 fn input_errors() {
-    let n = net(SIX);
+    let n = net(&six());
     let (ud, sw) = setup(&n);
     let e = |m: &[Multicast]| plan(&n, &ud, &sw, m, MmcastAlgo::SameTreeBinomial, 0).unwrap_err();
     assert_eq!(

@@ -17,7 +17,7 @@ use crate::host::{self, p2p::Region, MPI_Comm, MpiError, SendComm};
 use crate::sched::{BufRef, Execution};
 use crate::sim::network::{Network, RoutingKind, SwitchId};
 use crate::sim::updown::UpDown;
-use crate::topology::switches::{self, RankHost};
+use crate::topology::switches::{self, RankHost, NOT_SET};
 use crate::transport::goal::{BackendMemory, GoalBackend, GoalError, MAX_TAG};
 use std::fmt;
 
@@ -79,9 +79,6 @@ impl From<MpiError> for MmcastError {
 fn what(path: &str) -> String {
     format!("MPICAST_SWITCH_TOPOLOGY={path}")
 }
-
-/// The digest of "not set": no file, every rank on one switch.
-const NOT_SET: u64 = 1;
 
 /// Collective over `comm` (the communicator's private duplicate): the duplicate of the
 /// multicasts and the switch of every rank.
@@ -173,26 +170,7 @@ fn topology(
         (Some(Ok(bytes)), _) => {
             let path = cfg.switch_topology.as_deref().unwrap_or("");
             let w = what(path);
-            // Every rank checks that the copies agree before parsing, so that all ranks
-            // parse the same bytes and fail alike.
-            if let Some((i, _)) = ranks
-                .iter()
-                .enumerate()
-                .find(|(_, r)| r.file_digest == NOT_SET)
-            {
-                return Err(format!("{w}: not set on rank {i}: set it on every rank"));
-            }
-            if let Some((i, r)) = ranks
-                .iter()
-                .enumerate()
-                .find(|(_, r)| r.file_digest != ranks[0].file_digest)
-            {
-                return Err(format!(
-                    "{w}: ranks read different files (rank 0 and rank {i}, on host {}, differ): \
-                     every rank must find the same file",
-                    r.hostname
-                ));
-            }
+            switches::copies_agree(&w, ranks)?;
             let text = String::from_utf8_lossy(&bytes);
             let net =
                 Network::parse(&text, path).map_err(|e| format!("MPICAST_SWITCH_TOPOLOGY: {e}"))?;

@@ -64,7 +64,7 @@ fn link(n: &Network, a: &str, b: &str) -> LinkId {
 /// - s3 to s1, the other way: s3 s4 s1 goes down then up; s3 s2 s0 s1 (up, up, down) is first
 ///   among the legal routes of 3 hops (s3 s5 s0 s1 is the other).
 /// - s4 to s5: up s4->s3, up s3->s5, never through the root; back, s5 s3 s4 is down, down.
-const SIX: &str = "switch s0 s1 s2 s3 s4 s5
+pub(crate) const SIX: &str = "switch s0 s1 s2 s3 s4 s5
 link s0 s1 1Gbit
 link s0 s2 1Gbit
 link s0 s5 1Gbit

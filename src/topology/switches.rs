@@ -96,26 +96,41 @@ fn names(name: &str, r: &RankHost) -> bool {
         && (name == r.hostname || short(name) == r.hostname || name == short(&r.hostname))
 }
 
+/// `RankHost::file_digest` of a rank that did not set `MPICAST_SWITCH_TOPOLOGY` (0: set but
+/// unreadable; a digest is at least 2).
+pub const NOT_SET: u64 = 1;
+
+/// Whether every rank read the same file (`what` names it in errors): none left it unset,
+/// none failed to read it, all copies have one digest. Checked before the file is parsed, so
+/// that every rank parses the same bytes and fails alike.
+pub fn copies_agree(what: &str, ranks: &[RankHost]) -> Result<(), String> {
+    let Some(first) = ranks.first() else {
+        return Ok(());
+    };
+    if let Some(i) = ranks.iter().position(|r| r.file_digest == NOT_SET) {
+        return Err(format!("{what}: not set on rank {i}: set it on every rank"));
+    }
+    if let Some((i, r)) = ranks
+        .iter()
+        .enumerate()
+        .find(|(_, r)| r.file_digest != first.file_digest)
+    {
+        return Err(format!(
+            "{what}: ranks read different files (rank 0 and rank {i}, on host {}, differ): \
+             every rank must find the same file",
+            r.hostname
+        ));
+    }
+    if first.file_digest == 0 {
+        return Err(format!("{what}: the file could not be read"));
+    }
+    Ok(())
+}
+
 /// The switch of every rank of a communicator (`ranks[i]` is rank i's record), as the file
 /// `net` says (`what` names it in errors, e.g. `MPICAST_SWITCH_TOPOLOGY=/etc/fabric.net`). The
-/// same records and file give the same answer on every rank.
+/// same records and file give the same answer on every rank (`copies_agree` checks the file).
 pub fn place(net: &Network, what: &str, ranks: &[RankHost]) -> Result<Vec<SwitchId>, String> {
-    if let Some(first) = ranks.first() {
-        if let Some((i, r)) = ranks
-            .iter()
-            .enumerate()
-            .find(|(_, r)| r.file_digest != first.file_digest)
-        {
-            return Err(format!(
-                "{what}: ranks read different files (rank 0 and rank {i}, on host {}, differ): \
-                 every rank must find the same file",
-                r.hostname
-            ));
-        }
-        if first.file_digest == 0 {
-            return Err(format!("{what}: the file could not be read"));
-        }
-    }
     if let Placement::Listed(hosts) = &net.placement {
         return ranks
             .iter()

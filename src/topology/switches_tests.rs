@@ -75,19 +75,26 @@ fn rank_lines_place_by_world_rank_and_must_cover_the_job() {
 
 #[test]
 fn copies_must_agree_and_be_readable() {
-    let n = net(TWO);
     let mut b = rank(1, "node0", &[]);
     b.file_digest = 8;
-    let e = place(&n, "F", &[rank(0, "node0", &[]), b]).unwrap_err();
+    let e = copies_agree("F", &[rank(0, "node0", &[]), b]).unwrap_err();
     assert!(
         e.contains("ranks read different files (rank 0 and rank 1"),
         "{e}"
     );
     let mut c = rank(0, "node0", &[]);
     c.file_digest = 0;
-    assert!(place(&n, "F", &[c])
+    assert!(copies_agree("F", &[c])
         .unwrap_err()
         .contains("could not be read"));
+    let mut d = rank(1, "node0", &[]);
+    d.file_digest = NOT_SET;
+    let e = copies_agree("F", &[rank(0, "node0", &[]), d]).unwrap_err();
+    assert!(e.contains("F: not set on rank 1"), "{e}");
+    assert_eq!(
+        copies_agree("F", &[rank(0, "a", &[]), rank(1, "b", &[])]),
+        Ok(())
+    );
 }
 
 #[test]

@@ -58,8 +58,9 @@ typedef enum MPICAST_Status {
    */
   MPICAST_ERR_TRUNCATE = 8,
   /*
-   The call needs the progress thread (MPICAST_PROGRESS=thread, with a host MPI that
-   grants MPI_THREAD_MULTIPLE), and it is not running.
+   The call needs the progress thread (MPICAST_PROGRESS=thread, or auto in a program
+   initialised with MPI_THREAD_MULTIPLE, and a host MPI that grants it), and it is not
+   running.
    */
   MPICAST_ERR_NO_THREAD = 9,
   /*
@@ -154,6 +155,45 @@ extern "C" {
 #endif // __cplusplus
 
 /*
+ MPI_Sendrecv: while a forwarding engine exists, mpicast's own MPI_Irecv and MPI_Isend
+ (so that a dynamic broadcast may complete the receive, and the send keeps its order
+ against this rank's broadcasts), then its polled waits.
+
+ # Safety
+ The arguments of MPI_Sendrecv.
+ */
+int MPI_Sendrecv(const void *sendbuf,
+                 int sendcount,
+                 MPI_Datatype sendtype,
+                 int dest,
+                 int sendtag,
+                 void *recvbuf,
+                 int recvcount,
+                 MPI_Datatype recvtype,
+                 int source,
+                 int recvtag,
+                 MPI_Comm comm,
+                 MPI_Status *status);
+
+/*
+ MPI_Sendrecv_replace: while a forwarding engine exists, the message is received into a
+ buffer of ours (its bytes in type-map order) while the application's buffer is sent, then
+ stored into the application's buffer; as MPI_Sendrecv otherwise.
+
+ # Safety
+ The arguments of MPI_Sendrecv_replace.
+ */
+int MPI_Sendrecv_replace(void *buf,
+                         int count,
+                         MPI_Datatype datatype,
+                         int dest,
+                         int sendtag,
+                         int source,
+                         int recvtag,
+                         MPI_Comm comm,
+                         MPI_Status *status);
+
+/*
  The library version as a static NUL-terminated string, e.g. "0.1.0". Never NULL; the
  caller must not free it.
  */
@@ -170,7 +210,8 @@ const char *MPICAST_Status_string(int status);
  MPI_Comm_dup; it includes MPICAST_Mcast_enable). From then on, any rank's receives on
  `comm` (MPI_Recv, MPI_Irecv with the wait and test calls, MPI_Probe, MPI_Iprobe) may be
  completed by a dynamic broadcast, and this rank forwards the broadcasts routed through it
- from inside those calls (or from the progress thread with MPICAST_PROGRESS=thread). A
+ from inside every MPI call, blocking ones included, as MPICAST_Mcast_enable says (or from
+ the progress thread with MPICAST_PROGRESS). A
  second call does nothing. MPICAST_ERR_ARG for MPI_COMM_NULL or an intercommunicator.
 
  # Safety
@@ -499,6 +540,13 @@ intptr_t MPICAST_Type_f2c(int ftype);
  duplicate of `comm` that only mpicast uses. A second call on the same communicator does
  nothing. MPICAST_ERR_ARG for MPI_COMM_NULL or an intercommunicator.
 
+ Progress: from then on a multicast that has started completes as long as every rank it
+ passes through calls MPI now and then or waits inside any blocking MPI call: every MPI
+ call of this process (blocking host calls included, made non-blocking and polled) moves
+ the multicasts routed through it. A blocking collective on a communicator that reaches
+ ranks outside every enabled one stays blocking; the progress thread (MPICAST_PROGRESS)
+ covers that and long computations (docs/imcast.md, "Progress").
+
  # Safety
  `comm` is a valid communicator handle.
  */
@@ -673,8 +721,8 @@ int MPICAST_Request_free(struct MPICAST_Request **request);
  `*mpi_request_out`, which the application waits for or tests with MPI_Wait, MPI_Waitany,
  MPI_Testsome... among its own requests, and which says in its status what MPICAST_Wait
  would (source, tag, MPI_Get_count, MPI_ERR_TRUNCATE). `*request` is consumed (set to
- NULL). Only with the progress thread (MPICAST_PROGRESS=thread, and the host granted
- MPI_THREAD_MULTIPLE): it completes the MPI request, and forwards meanwhile; otherwise
+ NULL). Only with the progress thread (MPICAST_PROGRESS=thread or auto, and the host
+ granted MPI_THREAD_MULTIPLE): it completes the MPI request, and forwards meanwhile; otherwise
  MPICAST_ERR_NO_THREAD and nothing changes. A GOAL run's request cannot be converted
  (MPICAST_ERR_ARG).
 

@@ -103,7 +103,8 @@ pub struct Config {
     pub stats: bool,
     /// `MPICAST_VERBOSE`: 0 silent .. 3 chatty.
     pub verbose: u8,
-    /// `MPICAST_PROGRESS`: who drives non-blocking GOAL runs.
+    /// `MPICAST_PROGRESS`: who drives forwarding and non-blocking GOAL runs besides the
+    /// application's MPI calls.
     pub progress: Progress,
     /// `MPICAST_EAGER_BYTES`: broadcasts of at most this many bytes go without scouts (the
     /// root multicasts at once; receivers' sockets, joined all along, hold the data until they
@@ -216,14 +217,18 @@ impl fmt::Display for TopoPick {
     }
 }
 
-/// How non-blocking GOAL runs make progress.
+/// How forwarding and non-blocking GOAL runs make progress besides the application's MPI
+/// calls (every MPI call of a rank with a forwarding engine moves it: `transport::progress`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Progress {
-    /// Only inside MPICAST_Goal_test / MPICAST_Goal_wait.
+    /// Inside MPI calls only (GOAL runs: inside MPICAST_Goal_test / MPICAST_Goal_wait).
     Poll,
     /// Also in a progress thread of the library (needs MPI_THREAD_MULTIPLE, which mpicast
     /// then asks for in MPI_Init / MPI_Init_thread).
     Thread,
+    /// The thread where the application's own initialisation got MPI_THREAD_MULTIPLE
+    /// (nothing asked for on its behalf), polling otherwise.
+    Auto,
 }
 
 const DEFAULT_GROUP: (Ipv4Addr, u8) = (Ipv4Addr::new(239, 255, 0, 0), 16);
@@ -263,7 +268,7 @@ impl Default for Config {
             probe_ms: 500,
             stats: false,
             verbose: 0,
-            progress: Progress::Poll,
+            progress: Progress::Auto,
             eager_bytes: DEFAULT_EAGER_BYTES,
             root_waits: false,
             goal_window: 0,
@@ -385,10 +390,12 @@ pub const VARIABLES: &[(&str, &str, &str)] = &[
     ),
     (
         "MPICAST_PROGRESS",
-        "poll",
-        "non-blocking GOAL runs progress in MPICAST_Goal_test/wait only (poll), or also in a \
-         progress thread (thread: MPI_Init/MPI_Init_thread then ask the host MPI for \
-         MPI_THREAD_MULTIPLE; without it mpicast warns and polls)",
+        "auto",
+        "who moves the multicasts routed through this rank (and non-blocking GOAL runs) \
+         besides every MPI call of the rank: nobody else (poll), a progress thread (thread: \
+         MPI_Init/MPI_Init_thread then ask the host MPI for MPI_THREAD_MULTIPLE; without it \
+         mpicast warns and polls), or the thread when the application's own initialisation \
+         got MPI_THREAD_MULTIPLE (auto)",
     ),
     (
         "MPICAST_EAGER_BYTES",
@@ -716,7 +723,8 @@ impl Config {
             c.progress = match v.to_ascii_lowercase().as_str() {
                 "poll" => Progress::Poll,
                 "thread" => Progress::Thread,
-                _ => return Err(err("MPICAST_PROGRESS", &raw, "poll or thread")),
+                "auto" => Progress::Auto,
+                _ => return Err(err("MPICAST_PROGRESS", &raw, "auto, poll or thread")),
             };
         }
         if let Some((raw, v)) = val("MPICAST_EAGER_BYTES") {
@@ -1965,6 +1973,20 @@ mod tests {
             bad("MPICAST_TIMEOUT_MS", v);
             bad("MPICAST_PROBE_MS", v);
         }
+    }
+
+    #[test]
+    fn progress_is_auto_by_default_and_takes_three_words() {
+        assert_eq!(cfg(&[]).unwrap().progress, Progress::Auto);
+        for (word, want) in [
+            ("auto", Progress::Auto),
+            ("POLL", Progress::Poll),
+            ("thread", Progress::Thread),
+        ] {
+            assert_eq!(cfg(&[("MPICAST_PROGRESS", word)]).unwrap().progress, want);
+        }
+        let e = cfg(&[("MPICAST_PROGRESS", "threads")]).unwrap_err();
+        assert!(e.to_string().contains("auto, poll or thread"), "{e}");
     }
 
     #[test]

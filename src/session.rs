@@ -391,7 +391,7 @@ impl Session {
         let table = crate::algo::prefix::RoutingTable::build(&topo, rank, cfg.topo_pick.pick(seed));
         let own = host::comm::dup(private)?;
         let size = topo.ranks();
-        let engine = Arc::new(Mutex::new(transport::forward::Engine::new(
+        let mut fresh = transport::forward::Engine::new(
             own,
             rank,
             topo,
@@ -399,7 +399,9 @@ impl Session {
             cfg.imcast_route,
             cfg.segment_bytes,
             cfg.imcast_buffer,
-        )));
+        );
+        fresh.set_stall(Duration::from_millis(cfg.timeout_ms));
+        let engine = Arc::new(Mutex::new(fresh));
         // The IP multicast side: a group of the engine's own communicator (collective).
         if cfg.imcast_transport != crate::config::ImcastTransport::P2p {
             let addrs = iface_addrs(own, cfg)?;
@@ -454,7 +456,7 @@ impl Session {
                 }
             }
         }
-        transport::forward::register(&engine);
+        transport::forward::register(&engine)?;
         st.fwd = Some(engine.clone());
         Ok(engine)
     }
@@ -617,11 +619,13 @@ impl Session {
                     )
                 });
             }
-            // MPI progresses inside PMPI_Test: look often at first, then every millisecond.
+            // MPI progresses inside PMPI_Test: look often at first, then every millisecond;
+            // the multicasts routed through this rank move meanwhile.
+            transport::progress::poll();
             if pause < Duration::from_micros(50) {
                 std::thread::yield_now();
             } else {
-                std::thread::sleep(pause);
+                std::thread::sleep(transport::progress::max_sleep(pause));
             }
             pause = (pause * 2).min(Duration::from_millis(1));
         }

@@ -1,7 +1,9 @@
-/* Which library answers the MPI calls: MPI_Bcast and MPI_Barrier, and the
- * point-to-point calls that dynamic broadcast intercepts, must resolve to
- * libmpicast (first in the symbol search order, preloaded or linked before
- * -lmpi), everything else to the host MPI. */
+/* Which library answers the MPI calls: MPI_Bcast and MPI_Barrier, the
+ * point-to-point calls that dynamic broadcast intercepts, and the blocking calls
+ * that mpicast polls while a forwarding engine exists (collectives,
+ * MPI_Sendrecv, communicator creation), must resolve to libmpicast (first in the
+ * symbol search order, preloaded or linked before -lmpi); everything else, and
+ * every PMPI name, to the host MPI. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdio.h>
@@ -19,10 +21,11 @@ static const char *owner(const char *sym) {
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   int fails = 0;
-  const char *ours[] = {"MPI_Bcast", "MPI_Barrier", "MPICAST_Version", "MPI_Send",
-                        "MPI_Recv",  "MPI_Wait",    "MPI_Mprobe"};
-  const char *host[] = {"MPI_Allreduce", "MPI_Sendrecv", "PMPI_Bcast", "PMPI_Barrier",
-                        "PMPI_Send",     "PMPI_Recv"};
+  const char *ours[] = {"MPI_Bcast",     "MPI_Barrier",    "MPICAST_Version", "MPI_Send",
+                        "MPI_Recv",      "MPI_Wait",       "MPI_Mprobe",      "MPI_Allreduce",
+                        "MPI_Sendrecv",  "MPI_Comm_split", "MPI_Alltoallw"};
+  const char *host[] = {"MPI_Ibarrier", "MPI_Iallreduce", "MPI_Comm_free", "PMPI_Bcast",
+                        "PMPI_Barrier", "PMPI_Send",      "PMPI_Recv",     "PMPI_Allreduce"};
   for (size_t i = 0; i < sizeof ours / sizeof ours[0]; i++) {
     const char *lib = owner(ours[i]);
     int ok = strstr(lib, "libmpicast") != NULL;

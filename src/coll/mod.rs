@@ -82,7 +82,9 @@ fn fail(comm: MPI_Comm, e: OpError) -> c_int {
                 }
                 _ => String::new(),
             };
-            format!("mpicast: {msg}{stopped}{why}\n  aborting")
+            // Multicasts routed through this rank that it could not pass on, if any.
+            let held = crate::transport::forward::describe_pending_all();
+            format!("mpicast: {msg}{stopped}{why}{held}\n  aborting")
         }),
         OpError::Io(e) => {
             crate::session::say(&format!(

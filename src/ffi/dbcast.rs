@@ -25,7 +25,7 @@ use super::guard;
 use crate::host::buffer::UserBuf;
 use crate::host::recv::{self, HostReq};
 use crate::host::{self, MPI_Comm, MPI_Datatype, MPI_Request};
-use crate::transport::dbcast::{self as db, RecvState, ON};
+use crate::transport::dbcast::{self as db, RecvState};
 use crate::transport::forward::{Engine, EngineError};
 use crate::wire::matching::{RecvId, Want};
 use mpi_sys::MPI_Status;
@@ -46,7 +46,7 @@ macro_rules! intercept {
         $(#[$doc])*
         #[no_mangle]
         pub unsafe extern "C" fn $name($($arg: $ty),*) -> c_int {
-            if !ON.load(Ordering::Relaxed) {
+            if !host::progress::active() {
                 // SAFETY: the application's arguments.
                 return unsafe { mpi_sys::$pmpi($($arg),*) };
             }
@@ -177,6 +177,31 @@ unsafe fn finish(
     }
 }
 
+/// MPI_Recv on a communicator without dynamic broadcast: the host's, polled while engines
+/// exist.
+///
+/// # Safety
+/// The arguments of MPI_Recv.
+unsafe fn host_recv(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> c_int {
+    // SAFETY: the application's arguments.
+    let blocking =
+        || unsafe { mpi_sys::PMPI_Recv(buf, count, datatype, source, tag, comm, status) };
+    // SAFETY: as above; the request is waited for before returning.
+    let start = |r: &mut MPI_Request| unsafe {
+        mpi_sys::PMPI_Irecv(buf, count, datatype, source, tag, comm, r)
+    };
+    // SAFETY: the application's status.
+    unsafe { host::progress::p2p_status(blocking, start, status) }
+}
+
 /// Whether tracked receive `id` of `e` is done (and how).
 fn done(e: &EngineRef, id: RecvId) -> Option<RecvState> {
     let mut g = lock(e);
@@ -220,7 +245,7 @@ unsafe fn wait_one(req: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
     let h = unsafe { *req };
     let Some((e, id)) = db::tracked(h) else {
         // SAFETY: the application's arguments.
-        return unsafe { mpi_sys::PMPI_Wait(req, status) };
+        return unsafe { host::progress::wait(req, status) };
     };
     let tracked = (id != db::POLLED_SEND).then_some((e, id));
     let mut idle = Idle::default();
@@ -346,7 +371,7 @@ intercept! {
         guard("MPI_Recv", host::err_other, || {
             let Some(e) = db::engine_of(comm) else {
                 // SAFETY: the application's arguments.
-                return unsafe { mpi_sys::PMPI_Recv(buf, count, datatype, source, tag, comm, status) };
+                return unsafe { host_recv(buf, count, datatype, source, tag, comm, status) };
             };
             // SAFETY: the application's arguments.
             match unsafe { post(&e, buf, count, datatype, source, tag, comm) } {
@@ -356,7 +381,7 @@ intercept! {
                 }
                 Some(Err(rc)) => rc,
                 // SAFETY: the application's arguments.
-                None => unsafe { mpi_sys::PMPI_Recv(buf, count, datatype, source, tag, comm, status) },
+                None => unsafe { host_recv(buf, count, datatype, source, tag, comm, status) },
             }
         })
     }
@@ -391,6 +416,7 @@ intercept! {
         guard("MPI_Test", host::err_other, || {
             // SAFETY: the application's array.
             if unsafe { none_tracked(request, 1) } {
+                crate::transport::progress::poll();
                 // SAFETY: the application's arguments.
                 return unsafe { mpi_sys::PMPI_Test(request, flag, status) };
             }
@@ -438,7 +464,7 @@ intercept! {
         // SAFETY: the application's array.
         if unsafe { none_tracked(requests, count) } {
             // SAFETY: the application's arguments.
-            return unsafe { mpi_sys::PMPI_Waitall(count, requests, statuses) };
+            return unsafe { host::progress::waitall(count, requests, statuses) };
         }
         guard("MPI_Waitall", host::err_other, || {
             let n = count.max(0) as usize;
@@ -489,6 +515,7 @@ intercept! {
         guard("MPI_Testall", host::err_other, || {
             // SAFETY: the application's array.
             if unsafe { none_tracked(requests, count) } {
+                crate::transport::progress::poll();
                 // SAFETY: the application's arguments.
                 return unsafe { mpi_sys::PMPI_Testall(count, requests, flag, statuses) };
             }
@@ -557,7 +584,7 @@ intercept! {
         // SAFETY: the application's array.
         if unsafe { none_tracked(requests, count) } {
             // SAFETY: the application's arguments.
-            return unsafe { mpi_sys::PMPI_Waitany(count, requests, index, status) };
+            return unsafe { host::progress::waitany(count, requests, index, status) };
         }
         guard("MPI_Waitany", host::err_other, || {
             let mut idle = Idle::default();
@@ -596,6 +623,7 @@ intercept! {
         guard("MPI_Testany", host::err_other, || {
             // SAFETY: the application's array.
             if unsafe { none_tracked(requests, count) } {
+                crate::transport::progress::poll();
                 // SAFETY: the application's arguments.
                 return unsafe { mpi_sys::PMPI_Testany(count, requests, index, flag, status) };
             }
@@ -687,7 +715,7 @@ intercept! {
         if unsafe { none_tracked(requests, incount) } {
             // SAFETY: the application's arguments.
             return unsafe {
-                mpi_sys::PMPI_Waitsome(incount, requests, outcount, indices, statuses)
+                host::progress::waitsome(incount, requests, outcount, indices, statuses)
             };
         }
         guard("MPI_Waitsome", host::err_other, || {
@@ -725,6 +753,7 @@ intercept! {
         guard("MPI_Testsome", host::err_other, || {
             // SAFETY: the application's array.
             if unsafe { none_tracked(requests, incount) } {
+                crate::transport::progress::poll();
                 // SAFETY: the application's arguments.
                 return unsafe {
                     mpi_sys::PMPI_Testsome(incount, requests, outcount, indices, statuses)
@@ -790,6 +819,8 @@ unsafe fn iprobe(
                 return host::SUCCESS;
             }
         }
+    } else {
+        crate::transport::progress::poll();
     }
     // SAFETY: the application's arguments.
     unsafe { mpi_sys::PMPI_Iprobe(source, tag, comm, flag, status) }
@@ -809,7 +840,7 @@ intercept! {
         guard("MPI_Probe", host::err_other, || {
             if db::engine_of(comm).is_none() {
                 // SAFETY: the application's arguments.
-                return unsafe { mpi_sys::PMPI_Probe(source, tag, comm, status) };
+                return unsafe { host::progress::probe(source, tag, comm, status) };
             }
             let mut idle = Idle::default();
             loop {
@@ -1001,9 +1032,14 @@ macro_rules! blocking_send {
                     match send_by_engine(buf, count, datatype, dest, tag, comm) {
                         Sent::Engine(rc) => rc,
                         // SAFETY: the application's arguments.
-                        Sent::Host(None) => unsafe {
-                            mpi_sys::$pmpi(buf, count, datatype, dest, tag, comm)
-                        },
+                        Sent::Host(None) => host::progress::p2p(
+                            // SAFETY: the application's arguments.
+                            || unsafe { mpi_sys::$pmpi(buf, count, datatype, dest, tag, comm) },
+                            // SAFETY: as above; the request is waited for before returning.
+                            |r| unsafe {
+                                mpi_sys::$ipmpi(buf, count, datatype, dest, tag, comm, r)
+                            },
+                        ),
                         Sent::Host(Some(e)) => {
                             // Its non-blocking form, waited for while forwarding.
                             let mut r = request_null();
@@ -1097,6 +1133,7 @@ unsafe fn improbe(
     status: *mut MPI_Status,
 ) -> c_int {
     let Some(e) = db::engine_of(comm) else {
+        crate::transport::progress::poll();
         // SAFETY: the application's arguments.
         return unsafe { mpi_sys::PMPI_Improbe(source, tag, comm, flag, message, status) };
     };
@@ -1189,6 +1226,10 @@ intercept! {
         status: *mut MPI_Status,
     ) {
         guard("MPI_Mprobe", host::err_other, || {
+            if db::engine_of(comm).is_none() {
+                // SAFETY: the application's arguments.
+                return unsafe { host::progress::mprobe(source, tag, comm, message, status) };
+            }
             let mut idle = Idle::default();
             loop {
                 let mut flag: c_int = 0;
@@ -1256,7 +1297,13 @@ intercept! {
             // SAFETY: the application's pointer.
             let Some(p) = (unsafe { probed(message) }) else {
                 // SAFETY: the application's arguments.
-                return unsafe { mpi_sys::PMPI_Mrecv(buf, count, datatype, message, status) };
+                let blocking = || unsafe { mpi_sys::PMPI_Mrecv(buf, count, datatype, message, status) };
+                // SAFETY: as above; the request is waited for before returning.
+                let start = |r: &mut MPI_Request| unsafe {
+                    mpi_sys::PMPI_Imrecv(buf, count, datatype, message, r)
+                };
+                // SAFETY: the application's status.
+                return unsafe { host::progress::p2p_status(blocking, start, status) };
             };
             let comm = p.comm.0;
             match mrecv_probed(p, buf, count, datatype) {

@@ -1,6 +1,7 @@
 //! The C ABI: the only place with `#[no_mangle] extern "C"`. Every body runs inside one
 //! panic boundary (`guard`), so no panic ever unwinds into the application or MPI.
 
+pub mod blocking;
 pub mod dbcast;
 pub mod ext;
 pub mod fortran;

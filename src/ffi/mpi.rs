@@ -46,6 +46,9 @@ pub unsafe extern "C" fn MPI_Init_thread(
 #[no_mangle]
 pub extern "C" fn MPI_Finalize() -> c_int {
     guard("MPI_Finalize", host::err_other, || {
+        // Where a forwarding engine spans MPI_COMM_WORLD, every rank gathers first, polled:
+        // a rank that finalizes at once could leave a multicast routed through it unsent.
+        let _ = host::progress::gather_first(host::comm_world());
         super::progress::stop();
         host::init::finalize()
     })

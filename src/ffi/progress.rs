@@ -364,15 +364,17 @@ fn on_finalize(_token: usize) {
     stop();
 }
 
-/// Whether a run started now should be shared with the progress thread: MPICAST_PROGRESS=thread,
-/// the host granted MPI_THREAD_MULTIPLE, and finalize has not stopped the thread. A refusal
-/// by the host is reported once.
+/// Whether a run started now should be shared with the progress thread: MPICAST_PROGRESS=thread
+/// or auto, the host granted MPI_THREAD_MULTIPLE, and finalize has not stopped the thread. A
+/// refusal by the host is reported once (for `thread`; `auto` asked for nothing).
 pub fn threads_wanted() -> bool {
-    if !host::init::progress_thread_wanted() || FINISHED.load(Ordering::Acquire) {
+    let mode = host::init::progress_mode();
+    if mode == crate::config::Progress::Poll || FINISHED.load(Ordering::Acquire) {
         return false;
     }
     if !host::init::progress_thread_allowed() {
-        if !WARNED.swap(true, Ordering::Relaxed) {
+        // `auto` falls back to polling without a word: it asked for nothing.
+        if mode == crate::config::Progress::Thread && !WARNED.swap(true, Ordering::Relaxed) {
             crate::session::say(
                 "mpicast: warning: MPICAST_PROGRESS=thread, but MPI was initialised without \
                  MPI_THREAD_MULTIPLE (initialise through MPI_Init or MPI_Init_thread with mpicast \

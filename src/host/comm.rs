@@ -121,33 +121,47 @@ pub fn free(mut comm: MPI_Comm) -> MpiResult<()> {
     check(unsafe { mpi_sys::PMPI_Comm_free(&mut comm) })
 }
 
-/// The host's own barrier on one of our communicators.
+/// The host's own barrier on one of our communicators (its non-blocking form, polled, where
+/// `progress::covered` says every rank turns it so).
 pub fn barrier(comm: MPI_Comm) -> MpiResult<()> {
-    // SAFETY: no pointers.
-    check(unsafe { mpi_sys::PMPI_Barrier(comm) })
+    check(super::progress::collective(
+        comm,
+        // SAFETY: no pointers.
+        || unsafe { mpi_sys::PMPI_Barrier(comm) },
+        // SAFETY: writes the request.
+        |r| unsafe { mpi_sys::PMPI_Ibarrier(comm, r) },
+    ))
 }
 
-/// Broadcasts `buf` (same length everywhere) from `root` with the host's own broadcast.
+/// Broadcasts `buf` (same length everywhere) from `root` with the host's own broadcast: its
+/// non-blocking form on every rank (mpicast's setup calls are rare, and a rank waiting here
+/// keeps forwarding), waited for with `progress::wait_own`.
 pub fn bcast_bytes(comm: MPI_Comm, buf: &mut [u8], root: u32) -> MpiResult<()> {
-    // SAFETY: buf is valid for buf.len() bytes; every rank passes the same length.
+    let mut req = super::progress::request_null();
+    // SAFETY: buf is valid for buf.len() bytes until the request completes below; every rank
+    // passes the same length.
     check(unsafe {
-        mpi_sys::PMPI_Bcast(
+        mpi_sys::PMPI_Ibcast(
             buf.as_mut_ptr() as *mut c_void,
             buf.len() as c_int,
             super::byte(),
             root as c_int,
             comm,
+            &mut req,
         )
-    })
+    })?;
+    super::progress::wait_own(&mut req)
 }
 
 /// Gathers `mine` (same length everywhere) from every rank, in rank order.
 pub fn allgather_bytes(comm: MPI_Comm, mine: &[u8]) -> MpiResult<Vec<u8>> {
     let n = size(comm)? as usize;
     let mut out = vec![0u8; mine.len() * n];
-    // SAFETY: out holds n * mine.len() bytes.
+    let mut req = super::progress::request_null();
+    // SAFETY: out holds n * mine.len() bytes; both buffers outlive the request, waited for
+    // below. Non-blocking on every rank, as in `bcast_bytes`.
     check(unsafe {
-        mpi_sys::PMPI_Allgather(
+        mpi_sys::PMPI_Iallgather(
             mine.as_ptr() as *const c_void,
             mine.len() as c_int,
             super::byte(),
@@ -155,8 +169,10 @@ pub fn allgather_bytes(comm: MPI_Comm, mine: &[u8]) -> MpiResult<Vec<u8>> {
             mine.len() as c_int,
             super::byte(),
             comm,
+            &mut req,
         )
     })?;
+    super::progress::wait_own(&mut req)?;
     Ok(out)
 }
 
@@ -210,8 +226,7 @@ impl Iallgather {
 
     pub fn wait(mut self) -> MpiResult<Vec<u8>> {
         if !self.done {
-            // SAFETY: req is live.
-            check(unsafe { mpi_sys::PMPI_Wait(&mut self.req, super::status_ignore()) })?;
+            super::progress::wait_own(&mut self.req)?;
             self.done = true;
         }
         Ok(std::mem::take(&mut self.out).into_vec())
@@ -230,9 +245,11 @@ impl Drop for Iallgather {
 /// Sums u64 counters over the communicator onto `root`.
 pub fn reduce_sum_u64(comm: MPI_Comm, vals: &[u64], root: u32) -> MpiResult<Vec<u64>> {
     let mut out = vec![0u64; vals.len()];
-    // SAFETY: both buffers hold vals.len() u64s.
+    let mut req = super::progress::request_null();
+    // SAFETY: both buffers hold vals.len() u64s and outlive the request, waited for below.
+    // Non-blocking on every rank, as in `bcast_bytes`.
     check(unsafe {
-        mpi_sys::PMPI_Reduce(
+        mpi_sys::PMPI_Ireduce(
             vals.as_ptr() as *const c_void,
             out.as_mut_ptr() as *mut c_void,
             vals.len() as c_int,
@@ -240,8 +257,10 @@ pub fn reduce_sum_u64(comm: MPI_Comm, vals: &[u64], root: u32) -> MpiResult<Vec<
             super::c::MPICAST_C_SUM,
             root as c_int,
             comm,
+            &mut req,
         )
     })?;
+    super::progress::wait_own(&mut req)?;
     Ok(out)
 }
 

@@ -28,10 +28,20 @@ pub fn goal_window() -> (usize, u8) {
     *WINDOW.get_or_init(|| Config::process().map_or((0, 0), |c| (c.goal_window, c.verbose)))
 }
 
-/// Whether a progress thread may call the host MPI now: wanted, and the host granted
-/// MPI_THREAD_MULTIPLE.
+/// `MPICAST_PROGRESS` (`Poll` when mpicast is disabled or the configuration is bad), read
+/// once like the progress setting.
+pub fn progress_mode() -> Progress {
+    static MODE: OnceLock<Progress> = OnceLock::new();
+    *MODE.get_or_init(|| match Config::process() {
+        Ok(c) if !c.disable => c.progress,
+        _ => Progress::Poll,
+    })
+}
+
+/// Whether a progress thread may call the host MPI now: wanted (`thread`, or `auto`), and
+/// the host granted MPI_THREAD_MULTIPLE.
 pub fn progress_thread_allowed() -> bool {
-    progress_thread_wanted() && super::is_active() && query_thread() >= thread_multiple()
+    progress_mode() != Progress::Poll && super::is_active() && query_thread() >= thread_multiple()
 }
 
 fn level_name(level: c_int) -> String {

@@ -17,6 +17,7 @@ pub mod init;
 pub mod mapped;
 pub mod names;
 pub mod p2p;
+pub mod progress;
 pub mod recv;
 
 pub use mpi_sys::{MPI_Comm, MPI_Datatype, MPI_Info, MPI_Request};
@@ -281,6 +282,9 @@ pub fn pmpi_bcast(
     comm: MPI_Comm,
 ) -> c_int {
     if let Ok(n) = c_int::try_from(count) {
+        if progress::active() {
+            return pmpi_bcast_polled(buf, n, dtype, root, comm);
+        }
         // SAFETY: forwards the application's own arguments unchanged.
         return unsafe { mpi_sys::PMPI_Bcast(buf, n, dtype, root, comm) };
     }
@@ -298,6 +302,26 @@ pub fn pmpi_bcast(
     }
 }
 
+/// `pmpi_bcast` while a forwarder exists: non-blocking and polled where every rank does so
+/// (`progress::covered`), so that this rank keeps forwarding while it waits.
+#[inline(never)]
+#[cold]
+fn pmpi_bcast_polled(
+    buf: *mut c_void,
+    count: c_int,
+    dtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    progress::collective(
+        comm,
+        // SAFETY: forwards the application's own arguments unchanged.
+        || unsafe { mpi_sys::PMPI_Bcast(buf, count, dtype, root, comm) },
+        // SAFETY: as above; the request is waited for before returning.
+        |r| unsafe { mpi_sys::PMPI_Ibcast(buf, count, dtype, root, comm, r) },
+    )
+}
+
 pub fn pmpi_comm_set_info(comm: MPI_Comm, info: MPI_Info) -> c_int {
     // SAFETY: forwards the application's own arguments unchanged.
     unsafe { mpi_sys::PMPI_Comm_set_info(comm, info) }
@@ -311,9 +335,16 @@ pub fn pmpi_comm_dup_with_info(comm: MPI_Comm, info: MPI_Info) -> (c_int, MPI_Co
     (rc, out)
 }
 
+/// The host's barrier (non-blocking and polled while a forwarder exists and every rank of
+/// `comm` does so: `progress::collective`).
 pub fn pmpi_barrier(comm: MPI_Comm) -> c_int {
-    // SAFETY: forwards the application's own argument unchanged.
-    unsafe { mpi_sys::PMPI_Barrier(comm) }
+    progress::collective(
+        comm,
+        // SAFETY: forwards the application's own argument unchanged.
+        || unsafe { mpi_sys::PMPI_Barrier(comm) },
+        // SAFETY: writes the request.
+        |r| unsafe { mpi_sys::PMPI_Ibarrier(comm, r) },
+    )
 }
 
 /// Ends the process at once, without atexit handlers (which could call into an MPI we

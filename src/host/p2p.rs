@@ -93,7 +93,7 @@ impl Requests {
             // SAFETY: a live request handle owned by us; the status is ignored.
             check(unsafe {
                 if wait {
-                    mpi_sys::PMPI_Wait(&mut self.reqs[0], super::status_ignore())
+                    super::progress::wait(&mut self.reqs[0], super::status_ignore())
                 } else {
                     mpi_sys::PMPI_Test(&mut self.reqs[0], &mut flag, super::status_ignore())
                 }
@@ -107,20 +107,30 @@ impl Requests {
         }
         self.indices.resize(self.reqs.len(), 0);
         let mut outcount: c_int = 0;
-        let f = if wait {
-            mpi_sys::PMPI_Waitsome
-        } else {
-            mpi_sys::PMPI_Testsome
-        };
+        let (n, reqs, indices) = (
+            self.reqs.len() as c_int,
+            self.reqs.as_mut_ptr(),
+            self.indices.as_mut_ptr(),
+        );
         // SAFETY: arrays sized to incount; statuses ignored.
         check(unsafe {
-            f(
-                self.reqs.len() as c_int,
-                self.reqs.as_mut_ptr(),
-                &mut outcount,
-                self.indices.as_mut_ptr(),
-                mpi_sys::RSMPI_STATUSES_IGNORE,
-            )
+            if wait {
+                super::progress::waitsome(
+                    n,
+                    reqs,
+                    &mut outcount,
+                    indices,
+                    mpi_sys::RSMPI_STATUSES_IGNORE,
+                )
+            } else {
+                mpi_sys::PMPI_Testsome(
+                    n,
+                    reqs,
+                    &mut outcount,
+                    indices,
+                    mpi_sys::RSMPI_STATUSES_IGNORE,
+                )
+            }
         })?;
         if outcount <= 0 {
             // MPI_UNDEFINED (no active requests) or nothing finished.
@@ -281,7 +291,7 @@ impl Rounds {
         while self.active {
             // SAFETY: live request handles owned by us, `len` of them; statuses ignored.
             check(unsafe {
-                mpi_sys::PMPI_Waitall(
+                super::progress::waitall(
                     self.reqs.len() as c_int,
                     self.reqs.as_mut_ptr(),
                     mpi_sys::RSMPI_STATUSES_IGNORE,
@@ -458,6 +468,22 @@ impl Region {
     }
 }
 
+/// One call into the host MPI that receives nothing (an `MPI_Iprobe` on `comm`): the host
+/// moves its pending requests, the application's included, only inside its calls.
+pub fn kick(comm: MPI_Comm) -> MpiResult<()> {
+    let mut flag: c_int = 0;
+    // SAFETY: writes flag; the status is ignored.
+    check(unsafe {
+        mpi_sys::PMPI_Iprobe(
+            super::any_source(),
+            any_tag(),
+            comm,
+            &mut flag,
+            super::status_ignore(),
+        )
+    })
+}
+
 /// Blocking send of a small control message (eager on every MPI we target).
 pub fn send_bytes(comm: MPI_Comm, peer: u32, tag: c_int, bytes: &[u8]) -> MpiResult<()> {
     // SAFETY: bytes valid for its length.
@@ -594,7 +620,7 @@ impl Drop for SharedSends {
     fn drop(&mut self) {
         for r in self.reqs.iter_mut() {
             // SAFETY: live request handles owned by us.
-            unsafe { mpi_sys::PMPI_Wait(r, super::status_ignore()) };
+            unsafe { super::progress::wait(r, super::status_ignore()) };
         }
     }
 }

@@ -31,7 +31,7 @@ pub fn handle_key<T: Copy>(h: T) -> u64 {
 pub struct HostStatus(pub mpi_sys::MPI_Status);
 
 impl HostStatus {
-    fn empty() -> HostStatus {
+    pub fn empty() -> HostStatus {
         // SAFETY: MPI_Status is plain data.
         HostStatus(unsafe { std::mem::zeroed() })
     }

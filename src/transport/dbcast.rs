@@ -563,6 +563,8 @@ impl DbcastSide {
             if self.progress(comm).is_err() {
                 break;
             }
+            // The other engines too: their ranks may be waiting on this one.
+            super::progress::poll();
             std::thread::sleep(Duration::from_micros(20));
         }
     }

@@ -90,6 +90,11 @@ struct Assembly {
     complete: bool,
     /// The receive that took it.
     taken: Option<RecvId>,
+    /// The rank its segments come from (the last hop), and when the last one came.
+    via: u32,
+    last: std::time::Instant,
+    /// Whether this rank said that it stalled.
+    said: bool,
 }
 
 struct Recv {
@@ -120,6 +125,20 @@ pub struct Engine {
     ip_drain: std::time::Duration,
     /// Dynamic broadcast, once MPICAST_Dbcast_enable turned it on (`transport::dbcast`).
     pub dbcast: Option<super::dbcast::DbcastSide>,
+    /// A multicast for this rank that stops arriving for this long is reported (once):
+    /// MPICAST_TIMEOUT_MS; and when it was last looked for.
+    stall: std::time::Duration,
+    stall_check: std::time::Instant,
+    /// Its entry among the process's forwarders (`host::progress`), once registered.
+    forwarder: Option<u64>,
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        if let Some(id) = self.forwarder.take() {
+            host::progress::remove_forwarder(id);
+        }
+    }
 }
 
 /// When a multicast goes by IP multicast rather than point-to-point.
@@ -220,6 +239,9 @@ impl Engine {
             ip_policy: IpPolicy::p2p(0),
             ip_drain: std::time::Duration::ZERO,
             dbcast: None,
+            forwarder: None,
+            stall: std::time::Duration::from_secs(30),
+            stall_check: std::time::Instant::now(),
         }
     }
 
@@ -236,6 +258,75 @@ impl Engine {
     /// The rank of this process in the engine's communicator.
     pub fn rank(&self) -> u32 {
         self.rank
+    }
+
+    /// How long a multicast for this rank may stop arriving before the engine says so
+    /// (`MPICAST_TIMEOUT_MS`).
+    pub fn set_stall(&mut self, stall: std::time::Duration) {
+        self.stall = stall;
+    }
+
+    /// Says (once per multicast) which multicasts for this rank have stopped arriving half
+    /// way for longer than `stall`, and through which rank they come: that rank holds them
+    /// up (it computes without calling MPI, or it is blocked in a call mpicast cannot poll).
+    /// Looked at once a second at most.
+    fn report_stalls(&mut self) {
+        let now = std::time::Instant::now();
+        if now.duration_since(self.stall_check) < std::time::Duration::from_secs(1) {
+            return;
+        }
+        self.stall_check = now;
+        for a in self.assemblies.values_mut() {
+            if a.complete || a.said || now.duration_since(a.last) < self.stall {
+                continue;
+            }
+            a.said = true;
+            let through = if a.via == a.arrived.key.root {
+                "straight from its root".to_string()
+            } else {
+                format!("through rank {}", a.via)
+            };
+            crate::session::say(&format!(
+                "mpicast: rank {} waits for a multicast from rank {} (tag {}, {} of {} bytes \
+                 so far) that comes {through}; nothing more has come for {} ms: rank {} holds \
+                 it up (computing without calling MPI, or blocked in a call mpicast does not \
+                 poll: docs/imcast.md, \"Progress\")",
+                self.rank,
+                a.arrived.key.root,
+                a.arrived.tag,
+                a.data.len(),
+                a.arrived.len,
+                now.duration_since(a.last).as_millis(),
+                a.via
+            ));
+        }
+    }
+
+    /// What this engine holds for others or waits for, in words (None when idle): for a
+    /// timeout's message on this rank.
+    pub fn describe_pending(&self) -> Option<String> {
+        let mut parts = Vec::new();
+        for (from, key, to, left) in self.fwd.relays() {
+            parts.push(format!(
+                "a multicast from rank {} coming through rank {from} ({left} segments still \
+                 to come) that this rank passes on to ranks {}",
+                key.root,
+                crate::config::rank_list(to)
+            ));
+        }
+        for a in self.assemblies.values().filter(|a| !a.complete) {
+            parts.push(format!(
+                "a multicast from rank {} for this rank, {} of {} bytes so far, last from rank {}",
+                a.arrived.key.root,
+                a.data.len(),
+                a.arrived.len,
+                a.via
+            ));
+        }
+        if !self.sends.is_empty() {
+            parts.push("segments it sent that are not yet received".to_string());
+        }
+        (!parts.is_empty()).then(|| parts.join("; "))
     }
 
     /// Gives the engine its IP multicast side (a channel set up on its communicator).
@@ -379,6 +470,9 @@ impl Engine {
                         },
                         complete: false,
                         taken: None,
+                        via: from,
+                        last: std::time::Instant::now(),
+                        said: false,
                     },
                 );
                 self.unexpected += len;
@@ -404,6 +498,7 @@ impl Engine {
                     )));
                 }
                 a.data.extend_from_slice(&bytes[range]);
+                a.last = std::time::Instant::now();
             }
             if let Some(key) = h.complete {
                 if let Some(a) = self.assemblies.get_mut(&key) {
@@ -423,6 +518,7 @@ impl Engine {
         }
         self.sends.test()?;
         self.deliver()?;
+        self.report_stalls();
         if let Some(d) = self.dbcast.as_mut() {
             let before = d.activity;
             d.progress(self.comm.0)?;
@@ -498,7 +594,7 @@ impl Engine {
                 break;
             }
             // The other communicators' engines too: their ranks may be waiting on this one.
-            let _ = progress_all();
+            super::progress::poll();
             std::thread::sleep(std::time::Duration::from_micros(50));
         }
         if let Some(ip) = self.ip.take() {
@@ -533,11 +629,21 @@ pub(crate) fn fill(buf: &mut UserBuf, data: &[u8]) -> MpiResult<(usize, c_int)> 
 /// (MPICAST_Wait on a request of another communicator's engine progresses all).
 static ENGINES: Mutex<Vec<std::sync::Weak<Mutex<Engine>>>> = Mutex::new(Vec::new());
 
-/// Registers an engine for `progress_all`.
-pub fn register(e: &Arc<Mutex<Engine>>) {
-    let mut all = ENGINES.lock().unwrap_or_else(|p| p.into_inner());
-    all.retain(|w| w.strong_count() > 0);
-    all.push(Arc::downgrade(e));
+/// Registers an engine for `progress_all`, and among the process's forwarders, so that from
+/// now on every wait of the process moves it (`transport::progress`).
+pub fn register(e: &Arc<Mutex<Engine>>) -> MpiResult<()> {
+    super::progress::install();
+    {
+        let mut all = ENGINES.lock().unwrap_or_else(|p| p.into_inner());
+        all.retain(|w| w.strong_count() > 0);
+        all.push(Arc::downgrade(e));
+    }
+    // After the push: a step that sees the new epoch finds the engine in the list.
+    let mut g = e.lock().unwrap_or_else(|p| p.into_inner());
+    if g.forwarder.is_none() {
+        g.forwarder = Some(host::progress::add_forwarder(g.comm.0)?);
+    }
+    Ok(())
 }
 
 /// The engines whose communicator is still there.
@@ -571,9 +677,28 @@ pub struct Tried {
 /// An engine that cannot go on (unexpected data past its bound) ends the job, as in an
 /// application's call.
 pub fn try_progress_all() -> Tried {
-    let engines = live_engines();
+    let engines: Vec<std::sync::Weak<Mutex<Engine>>> =
+        live_engines().iter().map(Arc::downgrade).collect();
+    try_progress(&engines)
+}
+
+/// The registered engines, as weak references (for a caller that keeps the list between
+/// steps, refreshed when `host::progress::epoch` changes).
+pub fn engines() -> Vec<std::sync::Weak<Mutex<Engine>>> {
+    let mut all = ENGINES.lock().unwrap_or_else(|p| p.into_inner());
+    all.retain(|w| w.strong_count() > 0);
+    all.clone()
+}
+
+/// `try_progress_all` over the engines of `list` that are still there.
+pub fn try_progress(list: &[std::sync::Weak<Mutex<Engine>>]) -> Tried {
     let mut moved = false;
-    for e in &engines {
+    let mut any = false;
+    for w in list {
+        let Some(e) = w.upgrade() else {
+            continue;
+        };
+        any = true;
         let Ok(mut g) = e.try_lock() else {
             continue;
         };
@@ -588,9 +713,27 @@ pub fn try_progress_all() -> Tried {
         }
     }
     Tried {
-        engines: !engines.is_empty(),
+        engines: any,
         moved,
     }
+}
+
+/// What the engines of this process hold for others or wait for (engines another thread
+/// holds are skipped), for a timeout's message: empty when nothing.
+pub fn describe_pending_all() -> String {
+    let mut out = String::new();
+    for e in live_engines() {
+        let Ok(g) = e.try_lock() else {
+            continue;
+        };
+        if let Some(d) = g.describe_pending() {
+            out.push_str(&format!(
+                "\n  rank {} of a communicator with multicast calls holds {d}",
+                g.rank
+            ));
+        }
+    }
+    out
 }
 
 /// Withdraws a receive that has not matched, whichever engine holds it.

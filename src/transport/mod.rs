@@ -13,6 +13,7 @@ pub mod goal;
 pub mod goal_mcast;
 pub mod imcast_ip;
 pub mod op;
+pub mod progress;
 pub mod responder;
 
 use crate::config::Config;
@@ -447,7 +448,8 @@ pub fn setup(
             if ag.test()? || Instant::now() > deadline {
                 break;
             }
-            std::thread::sleep(Duration::from_millis(2));
+            progress::poll();
+            std::thread::sleep(progress::max_sleep(Duration::from_millis(2)));
         }
         ag.wait()?
     } else {
@@ -598,9 +600,10 @@ fn wait_probe(sock: &McastSocket, ctx: &Ctx, bound: Duration) -> bool {
         if now >= deadline {
             return false;
         }
+        progress::poll();
         let _ = net::wait_readable(
             &[sock.fd()],
-            (deadline - now).min(Duration::from_millis(20)),
+            progress::max_sleep((deadline - now).min(Duration::from_millis(20))),
         );
     }
 }

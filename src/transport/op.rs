@@ -212,6 +212,7 @@ impl Channel {
             // Not `ack_wait`'s sleep: the acknowledgements owed here usually arrive within
             // moments, and sleeping made 64 KiB eager broadcasts slower
             // (bench/results/2026-11-25-cluster/README.md).
+            super::progress::poll();
             std::thread::yield_now();
         }
     }
@@ -568,10 +569,15 @@ impl<'a> OpBackend<'a> {
         let socket_only =
             self.reqs.is_empty() && matches!(self.mcast, Mcast::Receiver(..) | Mcast::Waiter(..));
         if socket_only {
+            // The host MPI moves the application's own requests only inside MPI calls (a
+            // rendezvous send of the application's, a synchronous send to this rank): one
+            // call per wake-up keeps them going while this rank waits on the socket, as the
+            // host's own barrier would.
+            let _ = p2p::kick(self.private);
             let now = self.chan.now();
             if let Mcast::Receiver(rx, _) = &self.mcast {
                 if let Some(wait) = rx.batch_wait(now) {
-                    std::thread::sleep(Duration::from_nanos(wait));
+                    std::thread::sleep(super::progress::max_sleep(Duration::from_nanos(wait)));
                     return;
                 }
             }
@@ -583,17 +589,18 @@ impl<'a> OpBackend<'a> {
             let wait = next
                 .map(|t| t.saturating_sub(now))
                 .unwrap_or(1_000_000)
-                .clamp(10_000, 5_000_000);
+                .clamp(10_000, KICK_EVERY_NS);
             let mut fds = vec![self.chan.sock.fd()];
             if let Some(q) = &self.chan.query_sock {
                 fds.push(q.fd());
             }
-            let _ = net::wait_readable(&fds, Duration::from_nanos(wait));
+            let _ =
+                net::wait_readable(&fds, super::progress::max_sleep(Duration::from_nanos(wait)));
         } else if let Some(wait) = match &self.mcast {
             Mcast::Sender(tx, _) => tx.ack_wait(self.chan.now()),
             _ => None,
         } {
-            std::thread::sleep(Duration::from_nanos(wait));
+            std::thread::sleep(super::progress::max_sleep(Duration::from_nanos(wait)));
         } else {
             std::thread::yield_now();
         }
@@ -706,6 +713,10 @@ impl OpBackend<'_> {
         e
     }
 }
+
+/// A rank waiting on its socket alone calls the host MPI at least this often (ns), so that
+/// the application's own requests move meanwhile.
+const KICK_EVERY_NS: u64 = 1_000_000;
 
 /// Fragments at least, of one broadcast, before repairs that carried most of it say that
 /// multicast no longer arrives here.
@@ -1009,6 +1020,8 @@ impl Backend for OpBackend<'_> {
             );
             return Err(self.stalled(msg, peers, true));
         }
+        // Nothing moved here: the multicasts routed through this rank move meanwhile.
+        super::progress::poll();
         self.idle();
         Ok(())
     }

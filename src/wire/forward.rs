@@ -474,6 +474,14 @@ impl Forwarder {
     pub fn relays_in_flight(&self) -> usize {
         self.relays.len()
     }
+
+    /// The messages passing through this rank, for diagnostics: the rank each comes from,
+    /// its key, the ranks it goes on to, and how many of its segments are still to come.
+    pub fn relays(&self) -> impl Iterator<Item = (u32, MsgKey, &[u32], u32)> + '_ {
+        self.relays
+            .iter()
+            .map(|((from, key), r)| (*from, *key, r.to.as_slice(), r.left))
+    }
 }
 
 #[cfg(test)]

@@ -27,7 +27,8 @@ use std::sync::{Arc, Mutex};
 /// MPI_Comm_dup; it includes MPICAST_Mcast_enable). From then on, any rank's receives on
 /// `comm` (MPI_Recv, MPI_Irecv with the wait and test calls, MPI_Probe, MPI_Iprobe) may be
 /// completed by a dynamic broadcast, and this rank forwards the broadcasts routed through it
-/// from inside those calls (or from the progress thread with MPICAST_PROGRESS=thread). A
+/// from inside every MPI call, blocking ones included, as MPICAST_Mcast_enable says (or from
+/// the progress thread with MPICAST_PROGRESS). A
 /// second call does nothing. MPICAST_ERR_ARG for MPI_COMM_NULL or an intercommunicator.
 ///
 /// # Safety

@@ -36,6 +36,13 @@ fn engine(comm: MPI_Comm) -> Result<Arc<Mutex<Engine>>, c_int> {
 /// duplicate of `comm` that only mpicast uses. A second call on the same communicator does
 /// nothing. MPICAST_ERR_ARG for MPI_COMM_NULL or an intercommunicator.
 ///
+/// Progress: from then on a multicast that has started completes as long as every rank it
+/// passes through calls MPI now and then or waits inside any blocking MPI call: every MPI
+/// call of this process (blocking host calls included, made non-blocking and polled) moves
+/// the multicasts routed through it. A blocking collective on a communicator that reaches
+/// ranks outside every enabled one stays blocking; the progress thread (MPICAST_PROGRESS)
+/// covers that and long computations (docs/imcast.md, "Progress").
+///
 /// # Safety
 /// `comm` is a valid communicator handle.
 #[no_mangle]

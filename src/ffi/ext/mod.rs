@@ -50,8 +50,9 @@ pub enum MPICAST_Status {
     /// A multicast was longer than the receive's buffer: the buffer holds its start, and the
     /// status's MPI_ERROR is MPI_ERR_TRUNCATE (as MPI reports a truncated message).
     MPICAST_ERR_TRUNCATE = 8,
-    /// The call needs the progress thread (MPICAST_PROGRESS=thread, with a host MPI that
-    /// grants MPI_THREAD_MULTIPLE), and it is not running.
+    /// The call needs the progress thread (MPICAST_PROGRESS=thread, or auto in a program
+    /// initialised with MPI_THREAD_MULTIPLE, and a host MPI that grants it), and it is not
+    /// running.
     MPICAST_ERR_NO_THREAD = 9,
     /// MPICAST_Send_release named a key that no MPICAST_Send_defer registered (or that was
     /// released already); nothing was sent.

@@ -413,8 +413,8 @@ pub unsafe extern "C" fn MPICAST_Request_free(request: *mut *mut MPICAST_Request
 /// `*mpi_request_out`, which the application waits for or tests with MPI_Wait, MPI_Waitany,
 /// MPI_Testsome... among its own requests, and which says in its status what MPICAST_Wait
 /// would (source, tag, MPI_Get_count, MPI_ERR_TRUNCATE). `*request` is consumed (set to
-/// NULL). Only with the progress thread (MPICAST_PROGRESS=thread, and the host granted
-/// MPI_THREAD_MULTIPLE): it completes the MPI request, and forwards meanwhile; otherwise
+/// NULL). Only with the progress thread (MPICAST_PROGRESS=thread or auto, and the host
+/// granted MPI_THREAD_MULTIPLE): it completes the MPI request, and forwards meanwhile; otherwise
 /// MPICAST_ERR_NO_THREAD and nothing changes. A GOAL run's request cannot be converted
 /// (MPICAST_ERR_ARG).
 ///

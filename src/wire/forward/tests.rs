@@ -195,9 +195,29 @@ fn run_job(seed: u64, route: Route) {
         let h = fw[to as usize]
             .handle(from, bytes.clone())
             .unwrap_or_else(|e| panic!("seed {seed:#x}: rank {to} refused a segment: {e:?}"));
+        let passed_on: Vec<u32> = h.send.iter().map(|o| o.to).collect();
         for o in h.send {
             assert_ne!(o.to, to, "seed {seed:#x}: a rank sent to itself");
             links.entry((to, o.to)).or_default().push_back(o.bytes);
+        }
+        // What a timeout's message says this rank still passes on: messages with segments
+        // to come, going on to the ranks this segment went to (for the message just seen).
+        for (src, key, next, left) in fw[to as usize].relays() {
+            assert!(left > 0, "seed {seed:#x}: a finished relay kept");
+            assert!(!next.contains(&to), "seed {seed:#x}: relays to itself");
+            let seg_key = decode(&bytes, seg)
+                .map(|d| MsgKey {
+                    root: d.h.root,
+                    msg: d.h.msg,
+                })
+                .unwrap();
+            if (src, key) == (from, seg_key) {
+                let mut want = passed_on.clone();
+                let mut have = next.to_vec();
+                want.sort_unstable();
+                have.sort_unstable();
+                assert_eq!(have, want, "seed {seed:#x}: rank {to} relays {key:?}");
+            }
         }
         if let Some(a) = h.arrived {
             let g = got.entry((to, a.key)).or_default();

@@ -1,0 +1,364 @@
+//! Waiting in the host MPI without stopping the process's progress.
+//!
+//! MPI's progress rule: an operation that has started completes as long as the ranks it
+//! needs are inside MPI. mpicast's multicasts pass through other ranks (the forwarding
+//! engines of `transport::forward`), so a rank that blocks in the host MPI must keep moving
+//! them. While some forwarder exists in the process (`active`), every wait of mpicast and
+//! every blocking host call mpicast intercepts becomes its non-blocking form, tested in a
+//! loop that runs the process's progress (`poll`, the hook `transport::progress` installs)
+//! between two looks. With no forwarder, the waits are the host's own blocking calls, so a
+//! program that never enables a forwarder pays one load and a branch per intercepted call.
+//!
+//! Collectives are special: MPI does not let a non-blocking collective match a blocking one,
+//! so a collective may turn non-blocking only where every rank of its communicator makes the
+//! same choice. `covered` decides it from what every member knows alike: the communicator
+//! lies within the communicator of a forwarder of this process. Forwarders are made and
+//! freed collectively on their own communicator, so in a correct program every member of a
+//! communicator within one has it when it reaches a collective (and a communicator outside
+//! every forwarder's has no member that answers yes).
+//!
+//! Owns nothing above host/: the hook is a plain function pointer set from above.
+
+use super::{attr, check, comm, MPI_Comm, MPI_Request, MpiResult, SUCCESS};
+use mpi_sys::MPI_Status;
+use std::os::raw::c_int;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// Some forwarder exists in this process.
+static ACTIVE: AtomicBool = AtomicBool::new(false);
+/// The process's progress (one step, never blocking), installed from above.
+static HOOK: OnceLock<fn()> = OnceLock::new();
+/// The forwarders' communicators, as the MPI_COMM_WORLD ranks of their members (sorted).
+static FORWARDERS: Mutex<Vec<(u64, Arc<[u32]>)>> = Mutex::new(Vec::new());
+/// Changes whenever a forwarder comes or goes (the `covered` cache's generation; never 0).
+static EPOCH: AtomicU64 = AtomicU64::new(1);
+
+/// Whether waits must run the process's progress (a forwarder exists).
+#[inline(always)]
+pub fn active() -> bool {
+    ACTIVE.load(Ordering::Relaxed)
+}
+
+/// Changes whenever a forwarder comes or goes.
+pub fn epoch() -> u64 {
+    EPOCH.load(Ordering::Acquire)
+}
+
+/// Installs the process's progress step (once; later calls keep the first).
+pub fn install(hook: fn()) {
+    let _ = HOOK.set(hook);
+}
+
+/// One step of the process's progress (nothing before `install`).
+pub fn poll() {
+    if let Some(h) = HOOK.get() {
+        h()
+    }
+}
+
+fn forwarders() -> std::sync::MutexGuard<'static, Vec<(u64, Arc<[u32]>)>> {
+    FORWARDERS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A forwarder over `comm` came: its id for `remove_forwarder`. From now on the waits poll.
+pub fn add_forwarder(comm: MPI_Comm) -> MpiResult<u64> {
+    let mut members: Vec<u32> = comm::world_ranks(comm)?.into_iter().flatten().collect();
+    members.sort_unstable();
+    let id = EPOCH.fetch_add(1, Ordering::AcqRel) + 1;
+    forwarders().push((id, members.into()));
+    ACTIVE.store(true, Ordering::Release);
+    Ok(id)
+}
+
+/// The forwarder `id` went; with the last one the waits are the host's again.
+pub fn remove_forwarder(id: u64) {
+    let mut all = forwarders();
+    all.retain(|(i, _)| *i != id);
+    EPOCH.fetch_add(1, Ordering::AcqRel);
+    ACTIVE.store(!all.is_empty(), Ordering::Release);
+}
+
+/// The keyval caching `covered`'s answer on a communicator (copied to nothing, deleted with
+/// it, so a handle the host reuses never finds an old answer).
+fn cover_keyval() -> Option<c_int> {
+    static CB: attr::Callbacks = attr::Callbacks {
+        copy: None,
+        delete: |_| {},
+    };
+    static KEYVAL: OnceLock<Option<c_int>> = OnceLock::new();
+    *KEYVAL.get_or_init(|| attr::create_keyval(&CB).ok())
+}
+
+/// Whether a blocking collective on `comm` turns non-blocking: some forwarder of this
+/// process has every rank of `comm` among its members (see the module's text for why every
+/// member answers alike). Intercommunicators never do. Cached on the communicator per epoch.
+pub fn covered(comm: MPI_Comm) -> bool {
+    if !active() || comm == super::comm_null() {
+        return false;
+    }
+    let epoch = EPOCH.load(Ordering::Acquire);
+    let key = cover_keyval();
+    if let Some(k) = key {
+        if let Ok(Some(t)) = attr::get(comm, k) {
+            if (t >> 1) as u64 == epoch {
+                return t & 1 != 0;
+            }
+        }
+    }
+    let answer = compute_covered(comm);
+    if let Some(k) = key {
+        let _ = attr::set(comm, k, ((epoch as usize) << 1) | usize::from(answer));
+    }
+    answer
+}
+
+fn compute_covered(comm: MPI_Comm) -> bool {
+    if comm::is_inter(comm).unwrap_or(true) {
+        return false;
+    }
+    let Ok(ranks) = comm::world_ranks(comm) else {
+        return false;
+    };
+    let Some(ranks) = ranks.into_iter().collect::<Option<Vec<u32>>>() else {
+        return false;
+    };
+    forwarders()
+        .iter()
+        .any(|(_, m)| ranks.iter().all(|r| m.binary_search(r).is_ok()))
+}
+
+/// How a wait loop spends the time between two looks: spinning first (a message on its way
+/// arrives within microseconds), then yielding the core (ranks often share cores), then
+/// short sleeps, never long enough to be seen against a network's latency.
+#[derive(Default)]
+pub struct Pause(u32);
+
+impl Pause {
+    pub fn pause(&mut self) {
+        self.0 = self.0.saturating_add(1);
+        if self.0 < 16 {
+            std::hint::spin_loop();
+        } else if self.0 < 256 {
+            std::thread::yield_now();
+        } else {
+            let us = u64::from((self.0 - 256) / 64).clamp(5, 50);
+            std::thread::sleep(std::time::Duration::from_micros(us));
+        }
+    }
+
+    /// Something moved: look hard again.
+    pub fn reset(&mut self) {
+        self.0 = 0;
+    }
+}
+
+/// Tests with `test` (true: done, with its return code) until done, running the process's
+/// progress between two looks.
+fn poll_until(mut test: impl FnMut() -> Option<c_int>) -> c_int {
+    let mut pause = Pause::default();
+    loop {
+        if let Some(rc) = test() {
+            return rc;
+        }
+        poll();
+        if let Some(rc) = test() {
+            return rc;
+        }
+        pause.pause();
+    }
+}
+
+/// MPI_Wait: the host's, or polled while a forwarder exists.
+///
+/// # Safety
+/// The arguments of MPI_Wait.
+pub unsafe fn wait(req: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
+    if !active() {
+        // SAFETY: the caller's arguments.
+        return unsafe { mpi_sys::PMPI_Wait(req, status) };
+    }
+    poll_until(|| {
+        let mut flag: c_int = 0;
+        // SAFETY: the caller's arguments.
+        let rc = unsafe { mpi_sys::PMPI_Test(req, &mut flag, status) };
+        (rc != SUCCESS || flag != 0).then_some(rc)
+    })
+}
+
+/// MPI_Waitall: the host's, or polled while a forwarder exists.
+///
+/// # Safety
+/// The arguments of MPI_Waitall.
+pub unsafe fn waitall(n: c_int, reqs: *mut MPI_Request, statuses: *mut MPI_Status) -> c_int {
+    if !active() {
+        // SAFETY: the caller's arguments.
+        return unsafe { mpi_sys::PMPI_Waitall(n, reqs, statuses) };
+    }
+    poll_until(|| {
+        let mut flag: c_int = 0;
+        // SAFETY: the caller's arguments.
+        let rc = unsafe { mpi_sys::PMPI_Testall(n, reqs, &mut flag, statuses) };
+        (rc != SUCCESS || flag != 0).then_some(rc)
+    })
+}
+
+/// MPI_Waitany: the host's, or polled while a forwarder exists.
+///
+/// # Safety
+/// The arguments of MPI_Waitany.
+pub unsafe fn waitany(
+    n: c_int,
+    reqs: *mut MPI_Request,
+    index: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    if !active() {
+        // SAFETY: the caller's arguments.
+        return unsafe { mpi_sys::PMPI_Waitany(n, reqs, index, status) };
+    }
+    poll_until(|| {
+        let mut flag: c_int = 0;
+        // SAFETY: the caller's arguments.
+        let rc = unsafe { mpi_sys::PMPI_Testany(n, reqs, index, &mut flag, status) };
+        (rc != SUCCESS || flag != 0).then_some(rc)
+    })
+}
+
+/// MPI_Waitsome: the host's, or polled while a forwarder exists.
+///
+/// # Safety
+/// The arguments of MPI_Waitsome.
+pub unsafe fn waitsome(
+    n: c_int,
+    reqs: *mut MPI_Request,
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    statuses: *mut MPI_Status,
+) -> c_int {
+    if !active() {
+        // SAFETY: the caller's arguments.
+        return unsafe { mpi_sys::PMPI_Waitsome(n, reqs, outcount, indices, statuses) };
+    }
+    poll_until(|| {
+        // SAFETY: the caller's arguments.
+        let rc = unsafe { mpi_sys::PMPI_Testsome(n, reqs, outcount, indices, statuses) };
+        // SAFETY: written by the host.
+        (rc != SUCCESS || unsafe { *outcount } != 0).then_some(rc)
+    })
+}
+
+/// MPI_Probe: the host's, or polled while a forwarder exists.
+///
+/// # Safety
+/// The arguments of MPI_Probe.
+pub unsafe fn probe(source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
+    if !active() {
+        // SAFETY: the caller's arguments.
+        return unsafe { mpi_sys::PMPI_Probe(source, tag, comm, status) };
+    }
+    poll_until(|| {
+        let mut flag: c_int = 0;
+        // SAFETY: the caller's arguments.
+        let rc = unsafe { mpi_sys::PMPI_Iprobe(source, tag, comm, &mut flag, status) };
+        (rc != SUCCESS || flag != 0).then_some(rc)
+    })
+}
+
+/// MPI_Mprobe: the host's, or polled while a forwarder exists.
+///
+/// # Safety
+/// The arguments of MPI_Mprobe.
+pub unsafe fn mprobe(
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    message: *mut mpi_sys::MPI_Message,
+    status: *mut MPI_Status,
+) -> c_int {
+    if !active() {
+        // SAFETY: the caller's arguments.
+        return unsafe { mpi_sys::PMPI_Mprobe(source, tag, comm, message, status) };
+    }
+    poll_until(|| {
+        let mut flag: c_int = 0;
+        // SAFETY: the caller's arguments.
+        let rc = unsafe { mpi_sys::PMPI_Improbe(source, tag, comm, &mut flag, message, status) };
+        (rc != SUCCESS || flag != 0).then_some(rc)
+    })
+}
+
+/// Waits for a request of mpicast's own (statuses ignored), polled while a forwarder exists.
+pub fn wait_own(req: &mut MPI_Request) -> MpiResult<()> {
+    // SAFETY: a live request of ours; the status is ignored.
+    check(unsafe { wait(req, super::status_ignore()) })
+}
+
+/// A request that is no request.
+pub fn request_null() -> MPI_Request {
+    // SAFETY: an initialised constant of mpi-sys' C shim.
+    unsafe { mpi_sys::RSMPI_REQUEST_NULL }
+}
+
+/// Runs the blocking collective `blocking` on `comm`, or, where `covered`, its non-blocking
+/// form `start` (which posts a request) waited for with polling.
+pub fn collective(
+    comm: MPI_Comm,
+    blocking: impl FnOnce() -> c_int,
+    start: impl FnOnce(&mut MPI_Request) -> c_int,
+) -> c_int {
+    if !covered(comm) {
+        return blocking();
+    }
+    let mut req = request_null();
+    let rc = start(&mut req);
+    if rc != SUCCESS {
+        return rc;
+    }
+    // SAFETY: the request just posted; the status is ignored.
+    unsafe { wait(&mut req, super::status_ignore()) }
+}
+
+/// Before a blocking call on `comm` that has no non-blocking form (communicator creation):
+/// where `covered`, a barrier waited for with polling, so that every rank has come and the
+/// call itself cannot keep one waiting for a rank that must forward first.
+pub fn gather_first(comm: MPI_Comm) -> c_int {
+    collective(
+        comm,
+        || SUCCESS,
+        // SAFETY: writes the request.
+        |r| unsafe { mpi_sys::PMPI_Ibarrier(comm, r) },
+    )
+}
+
+/// A blocking point-to-point call `blocking`, or, while a forwarder exists, its non-blocking
+/// form `start` waited for with polling (point-to-point forms match each other, so no rank
+/// needs to choose alike).
+pub fn p2p(
+    blocking: impl FnOnce() -> c_int,
+    start: impl FnOnce(&mut MPI_Request) -> c_int,
+) -> c_int {
+    // SAFETY: MPI_STATUS_IGNORE.
+    unsafe { p2p_status(blocking, start, super::status_ignore()) }
+}
+
+/// `p2p` for a call that fills a status.
+///
+/// # Safety
+/// `status` is MPI_STATUS_IGNORE or writable.
+pub unsafe fn p2p_status(
+    blocking: impl FnOnce() -> c_int,
+    start: impl FnOnce(&mut MPI_Request) -> c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    if !active() {
+        return blocking();
+    }
+    let mut req = request_null();
+    let rc = start(&mut req);
+    if rc != SUCCESS {
+        return rc;
+    }
+    // SAFETY: the request just posted; `status` as the caller promises.
+    unsafe { wait(&mut req, status) }
+}

@@ -1,0 +1,68 @@
+//! The one progress of the process: `poll` moves every forwarding engine (the multicasts of
+//! `MPICAST_Imcast` and the dynamic broadcasts of `MPICAST_Dbcast` routed through this rank)
+//! one step, without blocking. Every wait of mpicast calls it: the multicast collectives'
+//! loops (scouts, releases, repairs, the eager root's settling), communicator setup and
+//! teardown, the extension calls' waits, and, through `host::progress`, every blocking host
+//! call mpicast turns into a polled one while an engine exists. The progress thread
+//! (`MPICAST_PROGRESS=thread`) runs the same step.
+//!
+//! Engines are skipped, not waited for, when another thread (or this one, further up the
+//! stack) holds them, and a step never runs inside another step of the same thread.
+
+use crate::host;
+use std::cell::{Cell, RefCell};
+
+type Engines = Vec<std::sync::Weak<std::sync::Mutex<super::forward::Engine>>>;
+
+thread_local! {
+    /// This thread is inside `poll` (a wait reached from an engine's own step).
+    static INSIDE: Cell<bool> = const { Cell::new(false) };
+    /// The engines as this thread last saw them, and the forwarders' epoch then: a step
+    /// takes no lock of the registry and allocates nothing while no engine comes or goes.
+    static SEEN: RefCell<(u64, Engines)> = const { RefCell::new((0, Vec::new())) };
+}
+
+/// Whether some engine exists (the waits poll).
+#[inline]
+pub fn forwarding() -> bool {
+    host::progress::active()
+}
+
+/// One step of every engine no thread holds; nothing while none exists. An engine that
+/// cannot go on (a protocol error, unexpected data past its bound) ends the job.
+pub fn poll() {
+    if !forwarding() || INSIDE.with(|c| c.replace(true)) {
+        return;
+    }
+    struct Leave;
+    impl Drop for Leave {
+        fn drop(&mut self) {
+            INSIDE.with(|c| c.set(false));
+        }
+    }
+    let _leave = Leave;
+    SEEN.with(|seen| {
+        let mut seen = seen.borrow_mut();
+        let epoch = host::progress::epoch();
+        if seen.0 != epoch {
+            *seen = (epoch, super::forward::engines());
+        }
+        super::forward::try_progress(&seen.1);
+    });
+}
+
+/// Makes `poll` the step of `host::progress` (idempotent).
+pub fn install() {
+    host::progress::install(poll);
+}
+
+/// A wait of mpicast's own with nothing but MPI or a socket to wait for: how long it may
+/// sleep at most while engines exist, so that segments routed through this rank (which
+/// arrive by MPI and wake no socket) keep moving.
+pub fn max_sleep(wanted: std::time::Duration) -> std::time::Duration {
+    if forwarding() {
+        wanted.min(std::time::Duration::from_micros(50))
+    } else {
+        wanted
+    }
+}

@@ -64,7 +64,7 @@
  * it (timing, mpicast's state) replays with --first F --programs P - F + 1. After --watchdog
  * seconds (default 8) without a finished step, every rank prints where it is (program, step,
  * call) on stderr, so that a hang that ends by MPICAST_TIMEOUT_MS or the test's timeout can be
- * replayed; after --hang-exit seconds (default 60; 0: never) the rank gives up with a FAIL line
+ * replayed; after --hang-exit seconds (default 40; 0: never) the rank gives up with a FAIL line
  * and exits, which ends the job (a rank blocked in a host MPI call has no MPICAST_TIMEOUT_MS to
  * end it). Rank 0 prints
  * "int_progress: N programs ok" at the end, with the time per program. */
@@ -232,7 +232,7 @@ static volatile long progress_ticks;
 static const char *volatile cur_where = "start";
 static volatile int finished;
 static int watchdog_s = 8;
-static int hang_exit_s = 60;
+static int hang_exit_s = 40;
 
 static pend_t *pend;
 static int npend, pend_cap;
@@ -286,11 +286,13 @@ static void *watchdog(void *arg) {
       told = 1;
     }
     if (hang_exit_s > 0 && tc_now() - since >= hang_exit_s) {
-      char msg[256];
+      char msg[1200];
       int n = snprintf(msg, sizeof msg,
-                       "[rank %d] int_progress: FAIL: hung for %d s in program %d step %d (%s): "
-                       "exiting\n",
-                       rank, hang_exit_s, cur_prog, cur_step, cur_where);
+                       "[rank %d] int_progress: FAIL: hung for %d s: seed %" PRIu64
+                       " program %d step %d, in %s: exiting (replay: %s-np %d int_progress "
+                       "--seed %" PRIu64 " --first %d --programs 1 --steps %d%s)\n",
+                       rank, hang_exit_s, seed, cur_prog, cur_step, cur_where, envhint, nranks,
+                       seed, cur_prog, nsteps, reference ? " --reference" : "");
       if (n > 0 && write(2, msg, (size_t)n) < 0) {
       }
       _exit(3);
@@ -1395,7 +1397,7 @@ int main(int argc, char **argv) {
   seed = (uint64_t)tc_arg_ll(argc, argv, "--seed", 20261128);
   nsteps = (int)tc_arg_ll(argc, argv, "--steps", 12);
   watchdog_s = (int)tc_arg_ll(argc, argv, "--watchdog", 8);
-  hang_exit_s = (int)tc_arg_ll(argc, argv, "--hang-exit", 60);
+  hang_exit_s = (int)tc_arg_ll(argc, argv, "--hang-exit", 40);
   reference = tc_flag(argc, argv, "--reference");
   corrupt = tc_flag(argc, argv, "--corrupt");
   verbose = tc_flag(argc, argv, "--verbose");

@@ -34,7 +34,7 @@
  * there), the status's source and tag and MPI_Get_count. Needs 4 ranks or more (exit 77
  * otherwise). A hang ends by MPICAST_TIMEOUT_MS (the test sets 20 s); after --watchdog
  * seconds (default 10) without a finished round every rank says on stderr which round it is
- * in, and where; after --hang-exit seconds (default 60; 0: never) it exits with a FAIL line
+ * in, and where; after --hang-exit seconds (default 40; 0: never) it exits with a FAIL line
  * (a rank blocked in a host MPI call has no MPICAST_TIMEOUT_MS to end it). Rank 0 prints
  * "int_progress_regress: N rounds ok" at the end. */
 #include <pthread.h>
@@ -74,7 +74,7 @@ static volatile int cur_round = -1;
 static const char *volatile cur_where = "start";
 static volatile int finished = 0;
 static int watchdog_s = 10;
-static int hang_exit_s = 60;
+static int hang_exit_s = 40;
 
 static void *watchdog(void *arg) {
   (void)arg;
@@ -282,7 +282,7 @@ int main(int argc, char **argv) {
   uint64_t seed = (uint64_t)tc_arg_ll(argc, argv, "--seed", 20261128);
   size_t max_ints = (size_t)tc_arg_ll(argc, argv, "--max-ints", 300000);
   watchdog_s = (int)tc_arg_ll(argc, argv, "--watchdog", 10);
-  hang_exit_s = (int)tc_arg_ll(argc, argv, "--hang-exit", 60);
+  hang_exit_s = (int)tc_arg_ll(argc, argv, "--hang-exit", 40);
   if (nranks < 4) {
     if (rank == 0)
       printf("int_progress_regress: needs 4 ranks or more, have %d: skipped\n", nranks);

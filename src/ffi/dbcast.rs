@@ -73,7 +73,7 @@ fn engine_failed(e: EngineError) -> c_int {
 
 /// Every engine moves along once (segments forwarded, receives completed).
 fn progress() -> Result<(), c_int> {
-    crate::transport::forward::progress_all().map_err(engine_failed)
+    crate::transport::progress::step().map_err(engine_failed)
 }
 
 fn lock(e: &EngineRef) -> std::sync::MutexGuard<'_, Engine> {
@@ -248,17 +248,14 @@ unsafe fn wait_one(req: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
         return unsafe { host::progress::wait(req, status) };
     };
     let tracked = (id != db::POLLED_SEND).then_some((e, id));
-    let mut idle = Idle::default();
-    loop {
-        if let Err(rc) = progress() {
-            return rc;
-        }
+    // One look: Some(result) once complete. A receive the host completed needs no progress
+    // step to be taken (a later broadcast of its root comes after it), nor does a send.
+    let look = || -> Option<c_int> {
         match &tracked {
             Some((e, id)) => {
-                if let Some(s) = done(e, *id) {
-                    // SAFETY: as the caller promises.
-                    return unsafe { finish(req, status, e, *id, s) };
-                }
+                let s = done(e, *id)?;
+                // SAFETY: as the caller promises.
+                Some(unsafe { finish(req, status, e, *id, s) })
             }
             None => {
                 // A send on an enabled communicator: its receiver may wait for a broadcast
@@ -266,13 +263,28 @@ unsafe fn wait_one(req: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
                 let mut flag: c_int = 0;
                 // SAFETY: the application's arguments.
                 let rc = unsafe { mpi_sys::PMPI_Test(req, &mut flag, status) };
-                if rc != host::SUCCESS || flag != 0 {
+                (rc != host::SUCCESS || flag != 0).then(|| {
                     db::untrack(h);
-                    return rc;
-                }
+                    rc
+                })
             }
         }
-        idle.pause();
+    };
+    // Spins first, as the host's own wait does: a yield costs more than a short message.
+    let mut pause = host::progress::Pause::default();
+    loop {
+        if let Some(rc) = look() {
+            return rc;
+        }
+        if !pause.spinning() {
+            if let Err(rc) = progress() {
+                return rc;
+            }
+            if let Some(rc) = look() {
+                return rc;
+            }
+        }
+        pause.pause();
     }
 }
 
@@ -416,7 +428,7 @@ intercept! {
         guard("MPI_Test", host::err_other, || {
             // SAFETY: the application's array.
             if unsafe { none_tracked(request, 1) } {
-                crate::transport::progress::poll();
+                crate::transport::progress::poll_in_loop();
                 // SAFETY: the application's arguments.
                 return unsafe { mpi_sys::PMPI_Test(request, flag, status) };
             }
@@ -515,7 +527,7 @@ intercept! {
         guard("MPI_Testall", host::err_other, || {
             // SAFETY: the application's array.
             if unsafe { none_tracked(requests, count) } {
-                crate::transport::progress::poll();
+                crate::transport::progress::poll_in_loop();
                 // SAFETY: the application's arguments.
                 return unsafe { mpi_sys::PMPI_Testall(count, requests, flag, statuses) };
             }
@@ -623,7 +635,7 @@ intercept! {
         guard("MPI_Testany", host::err_other, || {
             // SAFETY: the application's array.
             if unsafe { none_tracked(requests, count) } {
-                crate::transport::progress::poll();
+                crate::transport::progress::poll_in_loop();
                 // SAFETY: the application's arguments.
                 return unsafe { mpi_sys::PMPI_Testany(count, requests, index, flag, status) };
             }
@@ -753,7 +765,7 @@ intercept! {
         guard("MPI_Testsome", host::err_other, || {
             // SAFETY: the application's array.
             if unsafe { none_tracked(requests, incount) } {
-                crate::transport::progress::poll();
+                crate::transport::progress::poll_in_loop();
                 // SAFETY: the application's arguments.
                 return unsafe {
                     mpi_sys::PMPI_Testsome(incount, requests, outcount, indices, statuses)
@@ -820,7 +832,7 @@ unsafe fn iprobe(
             }
         }
     } else {
-        crate::transport::progress::poll();
+        crate::transport::progress::poll_in_loop();
     }
     // SAFETY: the application's arguments.
     unsafe { mpi_sys::PMPI_Iprobe(source, tag, comm, flag, status) }
@@ -1133,7 +1145,7 @@ unsafe fn improbe(
     status: *mut MPI_Status,
 ) -> c_int {
     let Some(e) = db::engine_of(comm) else {
-        crate::transport::progress::poll();
+        crate::transport::progress::poll_in_loop();
         // SAFETY: the application's arguments.
         return unsafe { mpi_sys::PMPI_Improbe(source, tag, comm, flag, message, status) };
     };

@@ -137,7 +137,7 @@ pub struct Pause(u32);
 impl Pause {
     pub fn pause(&mut self) {
         self.0 = self.0.saturating_add(1);
-        if self.0 < 16 {
+        if self.0 < SPINS {
             std::hint::spin_loop();
         } else if self.0 < 256 {
             std::thread::yield_now();
@@ -151,19 +151,30 @@ impl Pause {
     pub fn reset(&mut self) {
         self.0 = 0;
     }
+
+    /// Still in the first spins of a wait: the answer is most likely moments away, and a
+    /// progress step (a probe on every engine) would only delay seeing it.
+    pub fn spinning(&self) -> bool {
+        self.0 < SPINS
+    }
 }
 
-/// Tests with `test` (true: done, with its return code) until done, running the process's
-/// progress between two looks.
+/// Looks of a wait before it runs progress steps between them.
+const SPINS: u32 = 16;
+
+/// Tests with `test` (Some: done, with its return code) until done, running the process's
+/// progress between two looks once the first spins are over.
 fn poll_until(mut test: impl FnMut() -> Option<c_int>) -> c_int {
     let mut pause = Pause::default();
     loop {
         if let Some(rc) = test() {
             return rc;
         }
-        poll();
-        if let Some(rc) = test() {
-            return rc;
+        if !pause.spinning() {
+            poll();
+            if let Some(rc) = test() {
+                return rc;
+            }
         }
         pause.pause();
     }

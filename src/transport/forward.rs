@@ -11,10 +11,11 @@
 //! are held up to a bound (`unexpected_limit`); past it the job ends with a message, since
 //! dropping one would break the delivery promise.
 //!
-//! Progress happens only when someone calls `progress`: the extension calls of `ffi::ext`
-//! do, at every entry, and so does the progress thread when `MPICAST_PROGRESS=thread`. A rank
-//! that computes for a long time without calling mpicast holds up the multicasts routed
-//! through it: MPI moves nothing of ours meanwhile (docs/imcast.md measures it).
+//! Progress happens only when someone calls `progress`: every wait and intercepted MPI call
+//! of the process does, through `transport::progress`, and so does the progress thread
+//! (`MPICAST_PROGRESS`). A rank that computes for a long time without calling MPI holds up
+//! the multicasts routed through it: MPI moves nothing of ours meanwhile (docs/imcast.md
+//! measures it).
 
 use super::imcast_ip::IpSide;
 use crate::algo::prefix::{Route, RoutingTable, Topology};
@@ -626,11 +627,12 @@ pub(crate) fn fill(buf: &mut UserBuf, data: &[u8]) -> MpiResult<(usize, c_int)> 
 }
 
 /// The engines of every communicator, for the progress of calls that hold none of them
-/// (MPICAST_Wait on a request of another communicator's engine progresses all).
+/// (`transport::progress`: every wait of the process steps them all).
 static ENGINES: Mutex<Vec<std::sync::Weak<Mutex<Engine>>>> = Mutex::new(Vec::new());
 
-/// Registers an engine for `progress_all`, and among the process's forwarders, so that from
-/// now on every wait of the process moves it (`transport::progress`).
+/// Registers an engine for the progress steps (`transport::progress`), and among the
+/// process's forwarders (`host::progress`), so that from now on every wait of the process
+/// moves it.
 pub fn register(e: &Arc<Mutex<Engine>>) -> MpiResult<()> {
     super::progress::install();
     {
@@ -654,15 +656,6 @@ fn live_engines() -> Vec<Arc<Mutex<Engine>>> {
         .iter()
         .filter_map(|w| w.upgrade())
         .collect()
-}
-
-/// Progress on every live engine; the first error, with its engine.
-pub fn progress_all() -> Result<(), EngineError> {
-    let engines = live_engines();
-    for e in engines {
-        e.lock().unwrap_or_else(|p| p.into_inner()).progress()?;
-    }
-    Ok(())
 }
 
 /// What `try_progress_all` found.

@@ -51,6 +51,63 @@ pub fn poll() {
     });
 }
 
+/// One step of every engine, waiting for an engine another thread holds (the extension
+/// calls' and the intercepted calls' own step): the first error, with which the caller's
+/// call fails. Nothing inside another step of this thread, nor while no engine exists.
+pub fn step() -> Result<(), super::forward::EngineError> {
+    if !forwarding() || INSIDE.with(|c| c.replace(true)) {
+        return Ok(());
+    }
+    struct Leave;
+    impl Drop for Leave {
+        fn drop(&mut self) {
+            INSIDE.with(|c| c.set(false));
+        }
+    }
+    let _leave = Leave;
+    SEEN.with(|seen| {
+        let mut seen = seen.borrow_mut();
+        let epoch = host::progress::epoch();
+        if seen.0 != epoch {
+            *seen = (epoch, super::forward::engines());
+        }
+        for w in &seen.1 {
+            if let Some(e) = w.upgrade() {
+                e.lock().unwrap_or_else(|p| p.into_inner()).progress()?;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// `poll` from a call that an application may make in a tight loop (`MPI_Test`,
+/// `MPI_Iprobe` on a communicator without dynamic broadcast): at most once every
+/// `LOOP_STEP`, so that a test loop keeps forwarding without paying a step per look.
+pub fn poll_in_loop() {
+    if !forwarding() {
+        return;
+    }
+    let now = std::time::Instant::now();
+    let due = LAST.with(|l| match l.get() {
+        Some(t) if now.duration_since(t) < LOOP_STEP => false,
+        _ => {
+            l.set(Some(now));
+            true
+        }
+    });
+    if due {
+        poll();
+    }
+}
+
+/// See `poll_in_loop`.
+const LOOP_STEP: std::time::Duration = std::time::Duration::from_micros(10);
+
+thread_local! {
+    /// When this thread last stepped from a test loop.
+    static LAST: Cell<Option<std::time::Instant>> = const { Cell::new(None) };
+}
+
 /// Makes `poll` the step of `host::progress` (idempotent).
 pub fn install() {
     host::progress::install(poll);

@@ -6,7 +6,7 @@
 //! goal's: completing it sets the caller's pointer to NULL and frees nothing.
 //!
 //! Every one of these calls moves every communicator's forwarding engine along
-//! (`transport::forward::progress_all`), so a rank forwards the multicasts routed through
+//! (`transport::progress::step`), so a rank forwards the multicasts routed through
 //! it whenever it waits or tests anything of mpicast's.
 
 use super::super::guard;
@@ -43,7 +43,7 @@ impl MPICAST_Request {
 /// Progress of every engine; an engine that cannot go on ends the job with its reason
 /// (unexpected data past its bound, or a broken segment), since a multicast cannot be lost.
 pub(super) fn progress() -> Result<(), c_int> {
-    match forward::progress_all() {
+    match crate::transport::progress::step() {
         Ok(()) => Ok(()),
         Err(EngineError::Mpi(_)) => Err(ERR_MPI),
         Err(EngineError::Full(m)) | Err(EngineError::Protocol(m)) => {

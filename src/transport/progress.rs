@@ -28,11 +28,11 @@ pub fn forwarding() -> bool {
     host::progress::active()
 }
 
-/// One step of every engine no thread holds; nothing while none exists. An engine that
-/// cannot go on (a protocol error, unexpected data past its bound) ends the job.
-pub fn poll() {
+/// Runs `f` over the engines (as this thread last saw them, refreshed when one came or
+/// went), unless no engine exists or this thread is already inside a step: then None.
+fn with_engines<R>(f: impl FnOnce(&Engines) -> R) -> Option<R> {
     if !forwarding() || INSIDE.with(|c| c.replace(true)) {
-        return;
+        return None;
     }
     struct Leave;
     impl Drop for Leave {
@@ -41,43 +41,35 @@ pub fn poll() {
         }
     }
     let _leave = Leave;
-    SEEN.with(|seen| {
+    Some(SEEN.with(|seen| {
         let mut seen = seen.borrow_mut();
         let epoch = host::progress::epoch();
         if seen.0 != epoch {
             *seen = (epoch, super::forward::engines());
         }
-        super::forward::try_progress(&seen.1);
-    });
+        f(&seen.1)
+    }))
+}
+
+/// One step of every engine no thread holds; nothing while none exists. An engine that
+/// cannot go on (a protocol error, unexpected data past its bound) ends the job.
+pub fn poll() {
+    with_engines(|list| super::forward::try_progress(list));
 }
 
 /// One step of every engine, waiting for an engine another thread holds (the extension
 /// calls' and the intercepted calls' own step): the first error, with which the caller's
 /// call fails. Nothing inside another step of this thread, nor while no engine exists.
 pub fn step() -> Result<(), super::forward::EngineError> {
-    if !forwarding() || INSIDE.with(|c| c.replace(true)) {
-        return Ok(());
-    }
-    struct Leave;
-    impl Drop for Leave {
-        fn drop(&mut self) {
-            INSIDE.with(|c| c.set(false));
-        }
-    }
-    let _leave = Leave;
-    SEEN.with(|seen| {
-        let mut seen = seen.borrow_mut();
-        let epoch = host::progress::epoch();
-        if seen.0 != epoch {
-            *seen = (epoch, super::forward::engines());
-        }
-        for w in &seen.1 {
+    with_engines(|list| {
+        for w in list {
             if let Some(e) = w.upgrade() {
                 e.lock().unwrap_or_else(|p| p.into_inner()).progress()?;
             }
         }
         Ok(())
     })
+    .unwrap_or(Ok(()))
 }
 
 /// `poll` from a call that an application may make in a tight loop (`MPI_Test`,

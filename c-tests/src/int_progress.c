@@ -36,7 +36,7 @@
  *             MPI_ANY_SOURCE; the tag or MPI_ANY_TAG), up to 256 KiB, on MPI_COMM_WORLD or
  *             the duplicate;
  *   ring      MPI_Sendrecv or MPI_Sendrecv_replace to the next rank of the duplicate or of the
- *             split (not on MPI_COMM_WORLD: docs/dbcast.md, MPI_Sendrecv is not counted);
+ *             split (not on MPI_COMM_WORLD, where dynamic broadcast is on: not drawn there);
  *   irecv     disjoint random pairs: MPI_Irecv + MPI_Wait against MPI_Isend + MPI_Wait;
  *   dupfree   MPI_Comm_dup of MPI_COMM_WORLD or of the split, sometimes an MPI_Barrier and
  *             an MPI_Bcast on it, or MPI_Comm_split of either (some ranks MPI_UNDEFINED),

@@ -144,7 +144,9 @@ pub unsafe extern "C" fn MPI_Comm_set_info(comm: MPI_Comm, info: MPI_Info) -> c_
     )
 }
 
-/// MPI_Comm_dup_with_info: the host's, plus mpicast noting its own hint keys.
+/// MPI_Comm_dup_with_info: the host's, plus mpicast noting its own hint keys. Where a
+/// forwarding engine covers `comm`, every rank gathers first in a polled barrier
+/// (`host::progress::gather_first`), as for the other communicator creations.
 ///
 /// # Safety
 /// The arguments are those of MPI_Comm_dup_with_info; `newcomm` must be valid for a write.
@@ -162,6 +164,12 @@ pub unsafe extern "C" fn MPI_Comm_dup_with_info(
                 // The host reports its own error for a bad output argument.
                 // SAFETY: the application's arguments, unchanged.
                 return unsafe { mpi_sys::PMPI_Comm_dup_with_info(comm, info, newcomm) };
+            }
+            if host::progress::active() {
+                let rc = host::progress::gather_first(comm);
+                if rc != host::SUCCESS {
+                    return rc;
+                }
             }
             let (rc, new) = coll::dup_with_info(comm, info);
             // SAFETY: non-null, and valid for a write as MPI requires of the caller.

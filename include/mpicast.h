@@ -155,45 +155,6 @@ extern "C" {
 #endif // __cplusplus
 
 /*
- MPI_Sendrecv: while a forwarding engine exists, mpicast's own MPI_Irecv and MPI_Isend
- (so that a dynamic broadcast may complete the receive, and the send keeps its order
- against this rank's broadcasts), then its polled waits.
-
- # Safety
- The arguments of MPI_Sendrecv.
- */
-int MPI_Sendrecv(const void *sendbuf,
-                 int sendcount,
-                 MPI_Datatype sendtype,
-                 int dest,
-                 int sendtag,
-                 void *recvbuf,
-                 int recvcount,
-                 MPI_Datatype recvtype,
-                 int source,
-                 int recvtag,
-                 MPI_Comm comm,
-                 MPI_Status *status);
-
-/*
- MPI_Sendrecv_replace: while a forwarding engine exists, the message is received into a
- buffer of ours (its bytes in type-map order) while the application's buffer is sent, then
- stored into the application's buffer; as MPI_Sendrecv otherwise.
-
- # Safety
- The arguments of MPI_Sendrecv_replace.
- */
-int MPI_Sendrecv_replace(void *buf,
-                         int count,
-                         MPI_Datatype datatype,
-                         int dest,
-                         int sendtag,
-                         int source,
-                         int recvtag,
-                         MPI_Comm comm,
-                         MPI_Status *status);
-
-/*
  The library version as a static NUL-terminated string, e.g. "0.1.0". Never NULL; the
  caller must not free it.
  */

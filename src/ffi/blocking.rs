@@ -17,27 +17,19 @@ use crate::host::{self, MPI_Comm, MPI_Datatype, MPI_Request};
 use mpi_sys::{MPI_Info, MPI_Op, MPI_Status};
 use std::os::raw::{c_int, c_void};
 
-/// Defines the blocking collective `$name` on communicator `$comm`: the host's `$pmpi` while
-/// no engine exists; afterwards, out of line, `host::progress::collective` with `$ipmpi`.
+/// Defines the blocking collective `$name` on communicator `$comm` (`intercept!`): with an
+/// engine, `host::progress::collective` with `$ipmpi`.
 macro_rules! collective {
     (
         $(#[$doc:meta])*
         fn $name:ident => $pmpi:ident / $ipmpi:ident($($arg:ident: $ty:ty),* $(,)?) on $comm:ident
     ) => {
-        $(#[$doc])*
-        ///
-        /// # Safety
-        /// The arguments of the MPI call of this name.
-        #[no_mangle]
-        pub unsafe extern "C" fn $name($($arg: $ty),*) -> c_int {
-            if !host::progress::active() {
-                // SAFETY: the application's arguments.
-                return unsafe { mpi_sys::$pmpi($($arg),*) };
-            }
-            #[inline(never)]
-            #[cold]
-            #[allow(clippy::too_many_arguments)]
-            unsafe fn polled($($arg: $ty),*) -> c_int {
+        intercept! {
+            $(#[$doc])*
+            ///
+            /// # Safety
+            /// The arguments of the MPI call of this name.
+            fn $name => $pmpi($($arg: $ty),*) {
                 guard(
                     stringify!($name),
                     || host::call_errhandler($comm, host::err_other()),
@@ -52,8 +44,6 @@ macro_rules! collective {
                     },
                 )
             }
-            // SAFETY: the application's arguments.
-            unsafe { polled($($arg),*) }
         }
     };
 }
@@ -191,18 +181,18 @@ collective! {
         on comm
 }
 
-/// Defines communicator creation `$name` on `$comm`, which has no non-blocking form: where
-/// a forwarding engine covers `$comm`, a polled barrier first (`host::progress::gather_first`),
-/// so that the host's call finds every rank there.
+/// Defines communicator creation `$name` on `$comm`, which has no non-blocking form
+/// (`intercept!`): with an engine, where it covers `$comm`, a polled barrier first
+/// (`host::progress::gather_first`), so that the host's call finds every rank there.
 macro_rules! creation {
     (fn $name:ident => $pmpi:ident($($arg:ident: $ty:ty),* $(,)?) on $comm:ident) => {
-        #[doc = concat!(
-            "`", stringify!($name), "`: every rank gathered first, polled, where a forwarding ",
-            "engine covers the communicator.\n\n# Safety\nThe arguments of the MPI call."
-        )]
-        #[no_mangle]
-        pub unsafe extern "C" fn $name($($arg: $ty),*) -> c_int {
-            if host::progress::active() {
+        intercept! {
+            #[doc = concat!(
+                "`", stringify!($name), "`: every rank gathered first, polled, where a ",
+                "forwarding engine covers the communicator.\n\n# Safety\nThe arguments of the ",
+                "MPI call."
+            )]
+            fn $name => $pmpi($($arg: $ty),*) {
                 let rc = guard(
                     stringify!($name),
                     || host::call_errhandler($comm, host::err_other()),
@@ -211,9 +201,9 @@ macro_rules! creation {
                 if rc != host::SUCCESS {
                     return rc;
                 }
+                // SAFETY: the application's arguments.
+                unsafe { mpi_sys::$pmpi($($arg),*) }
             }
-            // SAFETY: the application's arguments.
-            unsafe { mpi_sys::$pmpi($($arg),*) }
         }
     };
 }
@@ -236,55 +226,46 @@ creation! {
     ) on comm
 }
 
-/// MPI_Sendrecv: while a forwarding engine exists, mpicast's own MPI_Irecv and MPI_Isend
-/// (so that a dynamic broadcast may complete the receive, and the send keeps its order
-/// against this rank's broadcasts), then its polled waits.
-///
-/// # Safety
-/// The arguments of MPI_Sendrecv.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Sendrecv(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    dest: c_int,
-    sendtag: c_int,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: MPI_Datatype,
-    source: c_int,
-    recvtag: c_int,
-    comm: MPI_Comm,
-    status: *mut MPI_Status,
-) -> c_int {
-    if !host::progress::active() {
-        // SAFETY: the application's arguments.
-        return unsafe {
-            mpi_sys::PMPI_Sendrecv(
-                sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
-                recvtag, comm, status,
-            )
-        };
+intercept! {
+    /// MPI_Sendrecv: while a forwarding engine exists, mpicast's own MPI_Irecv and MPI_Isend
+    /// (so that a dynamic broadcast may complete the receive, and the send keeps its order
+    /// against this rank's broadcasts), then its polled waits.
+    ///
+    /// # Safety
+    /// The arguments of MPI_Sendrecv.
+    fn MPI_Sendrecv => PMPI_Sendrecv(
+        sendbuf: *const c_void,
+        sendcount: c_int,
+        sendtype: MPI_Datatype,
+        dest: c_int,
+        sendtag: c_int,
+        recvbuf: *mut c_void,
+        recvcount: c_int,
+        recvtype: MPI_Datatype,
+        source: c_int,
+        recvtag: c_int,
+        comm: MPI_Comm,
+        status: *mut MPI_Status,
+    ) {
+        guard(
+            "MPI_Sendrecv",
+            || host::call_errhandler(comm, host::err_other()),
+            || {
+                let mut rr = host::progress::request_null();
+                // SAFETY: the application's receive arguments; waited for below.
+                let rc = unsafe {
+                    MPI_Irecv(recvbuf, recvcount, recvtype, source, recvtag, comm, &mut rr)
+                };
+                if rc != host::SUCCESS {
+                    return rc;
+                }
+                // SAFETY: the application's send arguments, the receive's request.
+                unsafe {
+                    send_then_wait(sendbuf, sendcount, sendtype, dest, sendtag, comm, rr, status)
+                }
+            },
+        )
     }
-    guard(
-        "MPI_Sendrecv",
-        || host::call_errhandler(comm, host::err_other()),
-        || {
-            let mut rr = host::progress::request_null();
-            // SAFETY: the application's receive arguments; waited for below.
-            let rc =
-                unsafe { MPI_Irecv(recvbuf, recvcount, recvtype, source, recvtag, comm, &mut rr) };
-            if rc != host::SUCCESS {
-                return rc;
-            }
-            // SAFETY: the application's send arguments, the receive's request.
-            unsafe {
-                send_then_wait(
-                    sendbuf, sendcount, sendtype, dest, sendtag, comm, rr, status,
-                )
-            }
-        },
-    )
 }
 
 /// Posts the send half of a send-receive, then waits for both halves (the receive, `rr`,
@@ -320,86 +301,86 @@ unsafe fn send_then_wait(
     }
 }
 
-/// MPI_Sendrecv_replace: while a forwarding engine exists, the message is received into a
-/// buffer of ours (its bytes in type-map order) while the application's buffer is sent, then
-/// stored into the application's buffer; as MPI_Sendrecv otherwise.
-///
-/// # Safety
-/// The arguments of MPI_Sendrecv_replace.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Sendrecv_replace(
-    buf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    sendtag: c_int,
-    source: c_int,
-    recvtag: c_int,
-    comm: MPI_Comm,
-    status: *mut MPI_Status,
-) -> c_int {
-    let host_call = || {
-        // SAFETY: the application's arguments.
-        unsafe {
-            mpi_sys::PMPI_Sendrecv_replace(
-                buf, count, datatype, dest, sendtag, source, recvtag, comm, status,
-            )
-        }
-    };
-    if !host::progress::active() {
-        return host_call();
-    }
-    guard(
-        "MPI_Sendrecv_replace",
-        || host::call_errhandler(comm, host::err_other()),
-        || {
-            let Ok(mut ub) = UserBuf::describe(buf, i64::from(count.max(0)), datatype, comm) else {
-                // Arguments the host reports on.
-                return host_call();
-            };
-            let mut tmp = vec![0u8; ub.bytes()];
-            let Ok(len) = c_int::try_from(tmp.len()) else {
-                return host_call();
-            };
-            let mut st = host::recv::HostStatus::empty();
-            let mut rr = host::progress::request_null();
-            // SAFETY: our buffer of `len` bytes, alive until the receive completed below.
-            let rc = unsafe {
-                MPI_Irecv(
-                    tmp.as_mut_ptr() as *mut c_void,
-                    len,
-                    host::byte(),
-                    source,
-                    recvtag,
-                    comm,
-                    &mut rr,
+intercept! {
+    /// MPI_Sendrecv_replace: while a forwarding engine exists, the message is received into a
+    /// buffer of ours (its bytes in type-map order) while the application's buffer is sent,
+    /// then stored into the application's buffer; as MPI_Sendrecv otherwise.
+    ///
+    /// # Safety
+    /// The arguments of MPI_Sendrecv_replace.
+    fn MPI_Sendrecv_replace => PMPI_Sendrecv_replace(
+        buf: *mut c_void,
+        count: c_int,
+        datatype: MPI_Datatype,
+        dest: c_int,
+        sendtag: c_int,
+        source: c_int,
+        recvtag: c_int,
+        comm: MPI_Comm,
+        status: *mut MPI_Status,
+    ) {
+        let host_call = || {
+            // SAFETY: the application's arguments.
+            unsafe {
+                mpi_sys::PMPI_Sendrecv_replace(
+                    buf, count, datatype, dest, sendtag, source, recvtag, comm, status,
                 )
-            };
-            if rc != host::SUCCESS {
-                return rc;
             }
-            // SAFETY: the application's buffer as the send; our receive and status.
-            let rc =
-                unsafe { send_then_wait(buf, count, datatype, dest, sendtag, comm, rr, &mut st.0) };
-            if rc != host::SUCCESS {
-                return rc;
-            }
-            let got = usize::try_from(host::recv::status_bytes(&st))
-                .unwrap_or(usize::MAX)
-                .min(tmp.len());
-            let whole = got == tmp.len();
-            let stored = ub.with_recv_bytes(|dst| -> Result<Option<usize>, ()> {
-                dst[..got].copy_from_slice(&tmp[..got]);
-                Ok(if whole { None } else { Some(got) })
-            });
-            if let Err(e) = stored {
-                return e.0;
-            }
-            if !status.is_null() && status != host::status_ignore() {
-                // SAFETY: writable, as the application promises.
-                unsafe { status.write(st.0) };
-            }
-            host::SUCCESS
-        },
-    )
+        };
+        guard(
+            "MPI_Sendrecv_replace",
+            || host::call_errhandler(comm, host::err_other()),
+            || {
+                let ub = UserBuf::describe(buf, i64::from(count.max(0)), datatype, comm);
+                let Ok(mut ub) = ub else {
+                    // Arguments the host reports on.
+                    return host_call();
+                };
+                let mut tmp = vec![0u8; ub.bytes()];
+                let Ok(len) = c_int::try_from(tmp.len()) else {
+                    return host_call();
+                };
+                let mut st = host::recv::HostStatus::empty();
+                let mut rr = host::progress::request_null();
+                // SAFETY: our buffer of `len` bytes, alive until the receive completed below.
+                let rc = unsafe {
+                    MPI_Irecv(
+                        tmp.as_mut_ptr() as *mut c_void,
+                        len,
+                        host::byte(),
+                        source,
+                        recvtag,
+                        comm,
+                        &mut rr,
+                    )
+                };
+                if rc != host::SUCCESS {
+                    return rc;
+                }
+                // SAFETY: the application's buffer as the send; our receive and status.
+                let rc = unsafe {
+                    send_then_wait(buf, count, datatype, dest, sendtag, comm, rr, &mut st.0)
+                };
+                if rc != host::SUCCESS {
+                    return rc;
+                }
+                let got = usize::try_from(host::recv::status_bytes(&st))
+                    .unwrap_or(usize::MAX)
+                    .min(tmp.len());
+                let whole = got == tmp.len();
+                let stored = ub.with_recv_bytes(|dst| -> Result<Option<usize>, ()> {
+                    dst[..got].copy_from_slice(&tmp[..got]);
+                    Ok(if whole { None } else { Some(got) })
+                });
+                if let Err(e) = stored {
+                    return e.0;
+                }
+                if !status.is_null() && status != host::status_ignore() {
+                    // SAFETY: writable, as the application promises.
+                    unsafe { status.write(st.0) };
+                }
+                host::SUCCESS
+            },
+        )
+    }
 }

@@ -6,14 +6,15 @@
 //! (`MPI_Send` and its modes) are counted, or go by the engine once it broadcast to their
 //! destination, so that one root's messages keep their order.
 //!
-//! Cost elsewhere: until some communicator of the process turns dynamic broadcast on, every
-//! one of these calls is one load of `transport::dbcast::ON`, a branch, and a jump to the
-//! host's call. Afterwards, calls on other communicators look the communicator up in a list
-//! read without a lock, and waits and tests whose requests mpicast does not track (none of a
-//! receive or send on an enabled communicator) go to the host's call at once; the others
-//! poll, forwarding the broadcasts routed through this rank meanwhile.
+//! Cost elsewhere: until some forwarding engine exists in the process (`host::progress::
+//! active`), every one of these calls is one load, a branch, and a jump to the host's call.
+//! Afterwards, calls on other communicators look the communicator up in a list read without
+//! a lock, and their blocking forms become the host's non-blocking ones tested in a loop that
+//! moves the engines (`host::progress`); waits and tests of tracked requests (a receive or
+//! send on an enabled communicator) poll the engines as well.
 
-use super::ext::{empty_status, Idle};
+use super::ext::empty_status;
+use crate::host::progress::{request_null, Pause};
 
 /// What a receive of (`source`, `tag`) on a communicator of `size` ranks accepts, as the
 /// multicast receives read it; None for what mpicast leaves to the host (MPI_PROC_NULL, a
@@ -35,30 +36,6 @@ use std::sync::{Arc, Mutex};
 
 type EngineRef = Arc<Mutex<Engine>>;
 
-/// Defines an intercepted MPI call `$name` with the parameters given: while no communicator
-/// of the process has dynamic broadcast on, a jump to the host's `$pmpi`; afterwards the body,
-/// out of line (so that the fast path is a load, a branch and a jump).
-macro_rules! intercept {
-    (
-        $(#[$doc:meta])*
-        fn $name:ident => $pmpi:ident($($arg:ident: $ty:ty),* $(,)?) $body:block
-    ) => {
-        $(#[$doc])*
-        #[no_mangle]
-        pub unsafe extern "C" fn $name($($arg: $ty),*) -> c_int {
-            if !host::progress::active() {
-                // SAFETY: the application's arguments.
-                return unsafe { mpi_sys::$pmpi($($arg),*) };
-            }
-            #[inline(never)]
-            #[cold]
-            unsafe fn slow($($arg: $ty),*) -> c_int $body
-            // SAFETY: the application's arguments.
-            unsafe { slow($($arg),*) }
-        }
-    };
-}
-
 /// An engine that cannot go on ends the job (a broadcast cannot be lost); an MPI error is
 /// the call's result.
 fn engine_failed(e: EngineError) -> c_int {
@@ -78,11 +55,6 @@ fn progress() -> Result<(), c_int> {
 
 fn lock(e: &EngineRef) -> std::sync::MutexGuard<'_, Engine> {
     e.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-fn request_null() -> MPI_Request {
-    // SAFETY: an initialised constant of mpi-sys' C shim.
-    unsafe { mpi_sys::RSMPI_REQUEST_NULL }
 }
 
 fn is_null(r: MPI_Request) -> bool {
@@ -271,7 +243,7 @@ unsafe fn wait_one(req: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
         }
     };
     // Spins first, as the host's own wait does: a yield costs more than a short message.
-    let mut pause = host::progress::Pause::default();
+    let mut pause = Pause::default();
     loop {
         if let Some(rc) = look() {
             return rc;
@@ -482,7 +454,7 @@ intercept! {
             let n = count.max(0) as usize;
             let mut left: Vec<usize> = (0..n).collect();
             let mut err = None;
-            let mut idle = Idle::default();
+            let mut idle = Pause::default();
             loop {
                 if let Err(rc) = progress() {
                     return rc;
@@ -599,7 +571,7 @@ intercept! {
             return unsafe { host::progress::waitany(count, requests, index, status) };
         }
         guard("MPI_Waitany", host::err_other, || {
-            let mut idle = Idle::default();
+            let mut idle = Pause::default();
             loop {
                 if let Err(rc) = progress() {
                     return rc;
@@ -731,7 +703,7 @@ intercept! {
             };
         }
         guard("MPI_Waitsome", host::err_other, || {
-            let mut idle = Idle::default();
+            let mut idle = Pause::default();
             loop {
                 if let Err(rc) = progress() {
                     return rc;
@@ -854,7 +826,7 @@ intercept! {
                 // SAFETY: the application's arguments.
                 return unsafe { host::progress::probe(source, tag, comm, status) };
             }
-            let mut idle = Idle::default();
+            let mut idle = Pause::default();
             loop {
                 let mut flag: c_int = 0;
                 // SAFETY: the application's arguments, our flag.
@@ -1242,7 +1214,7 @@ intercept! {
                 // SAFETY: the application's arguments.
                 return unsafe { host::progress::mprobe(source, tag, comm, message, status) };
             }
-            let mut idle = Idle::default();
+            let mut idle = Pause::default();
             loop {
                 let mut flag: c_int = 0;
                 // SAFETY: the application's arguments, our flag.
@@ -1265,7 +1237,7 @@ fn mrecv_probed(
     datatype: MPI_Datatype,
 ) -> Result<(c_int, c_int, c_int, u64), c_int> {
     let e = p.engine.upgrade().ok_or(host::err_other())?;
-    let mut idle = Idle::default();
+    let mut idle = Pause::default();
     let (m, data) = loop {
         progress()?;
         if let Some(got) = lock(&e).dbcast.as_mut().and_then(|d| d.take_data(p.key)) {
@@ -1309,7 +1281,8 @@ intercept! {
             // SAFETY: the application's pointer.
             let Some(p) = (unsafe { probed(message) }) else {
                 // SAFETY: the application's arguments.
-                let blocking = || unsafe { mpi_sys::PMPI_Mrecv(buf, count, datatype, message, status) };
+                let blocking =
+                    || unsafe { mpi_sys::PMPI_Mrecv(buf, count, datatype, message, status) };
                 // SAFETY: as above; the request is waited for before returning.
                 let start = |r: &mut MPI_Request| unsafe {
                     mpi_sys::PMPI_Imrecv(buf, count, datatype, message, r)

@@ -1,6 +1,32 @@
 //! The C ABI: the only place with `#[no_mangle] extern "C"`. Every body runs inside one
 //! panic boundary (`guard`), so no panic ever unwinds into the application or MPI.
 
+/// Defines an intercepted MPI call `$name` with the parameters given: while no forwarding
+/// engine exists in the process, a jump to the host's `$pmpi`; afterwards the body, out of
+/// line (so that the fast path is a load, a branch and a jump). The intercepted calls of
+/// `dbcast` and `blocking` are defined with it.
+macro_rules! intercept {
+    (
+        $(#[$doc:meta])*
+        fn $name:ident => $pmpi:ident($($arg:ident: $ty:ty),* $(,)?) $body:block
+    ) => {
+        $(#[$doc])*
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($arg: $ty),*) -> std::os::raw::c_int {
+            if !$crate::host::progress::active() {
+                // SAFETY: the application's arguments.
+                return unsafe { mpi_sys::$pmpi($($arg),*) };
+            }
+            #[inline(never)]
+            #[cold]
+            #[allow(clippy::too_many_arguments)]
+            unsafe fn slow($($arg: $ty),*) -> std::os::raw::c_int $body
+            // SAFETY: the application's arguments.
+            unsafe { slow($($arg),*) }
+        }
+    };
+}
+
 pub mod blocking;
 pub mod dbcast;
 pub mod ext;

@@ -410,7 +410,7 @@ pub fn register(run: &RunCell) -> bool {
 }
 
 /// Starts the progress thread for the forwarding engines of the multicast calls, when
-/// `threads_wanted`: from then on it moves every engine along too (`forward::try_progress_all`),
+/// `threads_wanted`: from then on it moves every engine along too (`transport::progress`),
 /// so that a rank forwards multicasts while it computes. Returns whether it runs.
 pub fn serve_forwarding() -> bool {
     if !threads_wanted() {
@@ -461,7 +461,7 @@ fn progress_loop(runs: &Mutex<Vec<Weak<Mutex<Run>>>>, stop: &AtomicBool) {
     while !stop.load(Ordering::Acquire) {
         let list: Vec<Weak<Mutex<Run>>> = runs.lock().unwrap_or_else(|p| p.into_inner()).clone();
         // The forwarding engines of the multicast calls: those no application thread holds.
-        let forwarding = crate::transport::forward::try_progress_all();
+        let forwarding = crate::transport::progress::poll_counted();
         // The MPI requests made of mpicast requests (MPICAST_Request_mpi) complete here.
         if host::grequest::complete_done() || forwarding.moved {
             idle = 0;

@@ -128,9 +128,9 @@ fn compute_covered(comm: MPI_Comm) -> bool {
         .any(|(_, m)| ranks.iter().all(|r| m.binary_search(r).is_ok()))
 }
 
-/// How a wait loop spends the time between two looks: spinning first (a message on its way
-/// arrives within microseconds), then yielding the core (ranks often share cores), then
-/// short sleeps, never long enough to be seen against a network's latency.
+/// How every wait loop of mpicast spends the time between two looks: spinning first (a
+/// message on its way arrives within microseconds), then yielding the core (ranks often share
+/// cores), then sleeps that grow to 200 us, so that a long wait leaves the cores to the ranks.
 #[derive(Default)]
 pub struct Pause(u32);
 
@@ -142,7 +142,7 @@ impl Pause {
         } else if self.0 < 256 {
             std::thread::yield_now();
         } else {
-            let us = u64::from((self.0 - 256) / 64).clamp(5, 50);
+            let us = u64::from((self.0 - 256) / 16).clamp(5, 200);
             std::thread::sleep(std::time::Duration::from_micros(us));
         }
     }

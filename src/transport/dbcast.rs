@@ -572,8 +572,8 @@ impl DbcastSide {
 
 type MpiOr<T> = Result<T, EngineError>;
 
-/// Whether any communicator of the process has dynamic broadcast on: the intercepted
-/// point-to-point calls read this first and go straight to the host while it is false.
+/// Whether any communicator of the process has dynamic broadcast on: the Fortran receive
+/// entries (`ffi::fortran_p2p`) read this first and go straight to the host while it is false.
 pub static ON: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 type EngineRef = std::sync::Weak<std::sync::Mutex<super::forward::Engine>>;

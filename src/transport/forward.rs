@@ -658,21 +658,12 @@ fn live_engines() -> Vec<Arc<Mutex<Engine>>> {
         .collect()
 }
 
-/// What `try_progress_all` found.
+/// What `try_progress` found.
 pub struct Tried {
     /// Some engine exists.
     pub engines: bool,
     /// Some engine moved something (a segment, a completion).
     pub moved: bool,
-}
-
-/// The progress thread's step: every engine that no other thread holds right now, once.
-/// An engine that cannot go on (unexpected data past its bound) ends the job, as in an
-/// application's call.
-pub fn try_progress_all() -> Tried {
-    let engines: Vec<std::sync::Weak<Mutex<Engine>>> =
-        live_engines().iter().map(Arc::downgrade).collect();
-    try_progress(&engines)
 }
 
 /// The registered engines, as weak references (for a caller that keeps the list between
@@ -683,7 +674,9 @@ pub fn engines() -> Vec<std::sync::Weak<Mutex<Engine>>> {
     all.clone()
 }
 
-/// `try_progress_all` over the engines of `list` that are still there.
+/// The progress step over the engines of `list` that are still there: every engine that no
+/// other thread holds right now, once. An engine that cannot go on (unexpected data past its
+/// bound) ends the job, as in an application's call.
 pub fn try_progress(list: &[std::sync::Weak<Mutex<Engine>>]) -> Tried {
     let mut moved = false;
     let mut any = false;

@@ -54,7 +54,16 @@ fn with_engines<R>(f: impl FnOnce(&Engines) -> R) -> Option<R> {
 /// One step of every engine no thread holds; nothing while none exists. An engine that
 /// cannot go on (a protocol error, unexpected data past its bound) ends the job.
 pub fn poll() {
-    with_engines(|list| super::forward::try_progress(list));
+    poll_counted();
+}
+
+/// `poll`, saying whether some engine exists and whether one moved (the progress thread backs
+/// off while none does).
+pub fn poll_counted() -> super::forward::Tried {
+    with_engines(|list| super::forward::try_progress(list)).unwrap_or(super::forward::Tried {
+        engines: false,
+        moved: false,
+    })
 }
 
 /// One step of every engine, waiting for an engine another thread holds (the extension

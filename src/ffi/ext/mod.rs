@@ -19,8 +19,8 @@ mod request;
 mod stats;
 
 pub use goal::{MPICAST_Goal, MPICAST_Goal_function};
+pub(crate) use request::empty_status;
 pub use request::MPICAST_Request;
-pub(crate) use request::{empty_status, Idle};
 pub use stats::MPICAST_Stats;
 
 /// Status codes of the extension API. Values are stable and never reused.

@@ -103,24 +103,6 @@ unsafe fn look(
     })
 }
 
-/// Between two looks of a wait: a yield at first (the answer is usually moments away), then
-/// short sleeps, so that ranks sharing cores with the ones they wait for let those run.
-/// Waiting politely: yields at first, then short sleeps.
-#[derive(Default)]
-pub(crate) struct Idle(u32);
-
-impl Idle {
-    pub(crate) fn pause(&mut self) {
-        self.0 = self.0.saturating_add(1);
-        if self.0 < 64 {
-            std::thread::yield_now();
-        } else {
-            let us = (u64::from(self.0 - 64) * 2).clamp(20, 200);
-            std::thread::sleep(std::time::Duration::from_micros(us));
-        }
-    }
-}
-
 /// An empty status (MPI's for a null request), unless `status` is MPI_STATUS_IGNORE.
 pub(crate) fn empty_status(status: *mut mpi_sys::MPI_Status) {
     // SAFETY: the caller's status argument, NULL, MPI_STATUS_IGNORE or writable.
@@ -154,7 +136,7 @@ pub unsafe extern "C" fn MPICAST_Wait(
             if request.is_null() {
                 return NULL_ARG;
             }
-            let mut idle = Idle::default();
+            let mut idle = crate::host::progress::Pause::default();
             loop {
                 if let Err(s) = progress() {
                     return s;
@@ -231,7 +213,7 @@ pub unsafe extern "C" fn MPICAST_Waitall(
             }
             let mut first = OK;
             let mut left = n;
-            let mut idle = Idle::default();
+            let mut idle = crate::host::progress::Pause::default();
             let mut done = vec![false; n];
             while left > 0 {
                 if let Err(s) = progress() {

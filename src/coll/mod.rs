@@ -117,12 +117,7 @@ fn fail(comm: MPI_Comm, e: OpError) -> c_int {
                     "a shorter message than posted"
                 }
             );
-            let code = host::error_code(class, &msg).unwrap_or_else(|| {
-                // The host's string for the class says less: say the rest here.
-                crate::session::say(&msg);
-                class
-            });
-            host::call_errhandler(comm, code)
+            host::raise(comm, class, &msg)
         }
     }
 }

@@ -28,6 +28,7 @@ use std::os::raw::{c_int, c_void};
 mod c {
     use super::*;
     extern "C" {
+        pub fn mpicast_c_errhandler_fatal(comm: MPI_Comm) -> c_int;
         pub static MPICAST_C_BYTE: MPI_Datatype;
         pub static MPICAST_C_IN_PLACE: *mut c_void;
         pub static MPICAST_C_COMM_WORLD: MPI_Comm;
@@ -209,6 +210,25 @@ pub fn call_errhandler(comm: MPI_Comm, code: c_int) -> c_int {
     // SAFETY: valid for any live communicator.
     unsafe { mpi_sys::PMPI_Comm_call_errhandler(comm, code) };
     code
+}
+
+/// Reports an error of mpicast's own with `message` through the communicator's error
+/// handler. When that handler ends the job (MPI_ERRORS_ARE_FATAL, the default), mpicast
+/// writes the message itself and aborts: Open MPI's fatal handler routes its text through
+/// the launcher's help aggregation, which drops it when several ranks fail at once ("Out of
+/// resource in show_help.c"), and the user would see no reason at all.
+pub fn raise(comm: MPI_Comm, class: c_int, message: &str) -> c_int {
+    // SAFETY: reads the handler of a live communicator and frees the copy it gets.
+    if unsafe { c::mpicast_c_errhandler_fatal(comm) } != 0 {
+        crate::session::say(&format!("{message}; aborting (MPI_ERRORS_ARE_FATAL)"));
+        abort(comm, class);
+    }
+    let code = error_code(class, message).unwrap_or_else(|| {
+        // The host's string for the class says less: say the rest here.
+        crate::session::say(message);
+        class
+    });
+    call_errhandler(comm, code)
 }
 
 /// An error code of class `class` whose MPI_Error_string is `message` (cut to fit), for

@@ -120,6 +120,19 @@ int mpicast_c_type_envelope(MPI_Datatype t, int *ni, int *na, int *nd) {
 const int MPICAST_C_ORDER_FORTRAN = MPI_ORDER_FORTRAN;
 
 const MPI_Errhandler MPICAST_C_ERRORS_RETURN = MPI_ERRORS_RETURN;
+
+/* 1 when the error handler of `comm` ends the job (MPI_ERRORS_ARE_FATAL, or MPI_ERRORS_ABORT
+ * where the host has it), 0 otherwise or when it cannot be read. */
+int mpicast_c_errhandler_fatal(MPI_Comm comm) {
+  MPI_Errhandler eh = MPI_ERRHANDLER_NULL;
+  if (PMPI_Comm_get_errhandler(comm, &eh) != MPI_SUCCESS) return 0;
+  int fatal = eh == MPI_ERRORS_ARE_FATAL;
+#ifdef MPI_ERRORS_ABORT
+  fatal = fatal || eh == MPI_ERRORS_ABORT;
+#endif
+  if (eh != MPI_ERRHANDLER_NULL) PMPI_Errhandler_free(&eh);
+  return fatal;
+}
 const int MPICAST_C_MAX_PORT_NAME = MPI_MAX_PORT_NAME;
 
 MPI_Status *const MPICAST_C_STATUSES_IGNORE = MPI_STATUSES_IGNORE;

@@ -8,7 +8,8 @@
 #   make deps         deps-system, the rustup components (rustfmt, clippy) and pydeps (idempotent)
 #   make deps-system  the Debian packages (apt-get; both MPIs, compilers, cmake, nftables, ...)
 #   make pydeps       mpi4py, built against each MPI into build/<flavour>/venv (for make test)
-#   make lib          for every installed MPI flavour: build/<flavour>/lib/libmpicast.so, and
+#   make lib          for every installed MPI flavour: build/<flavour>/lib/libmpicast.so (and
+#                     lib/pkgconfig/mpicast.pc for pkg-config in the build tree), and
 #                     build/<flavour>/bin/mpicast, mpicast-goal-run and mpicast-tune-run
 #                     (lib-openmpi, lib-mpich: one)
 #   make header       regenerate include/mpicast.h (cbindgen, via the header test)
@@ -143,8 +144,19 @@ lib-openmpi lib-mpich: lib-%:
 	  ln -s libmpicast.so.$(SOVERSION) $$d/lib/libmpicast.so; \
 	  if [ -d include ]; then cp -R include/. $$d/include/; fi; \
 	  install -m 0755 $(TARGET_BASE)/$*/release/mpicast $$d/bin/mpicast
-	@$(MAKE) --no-print-directory build/$*/bin/mpicast-goal-run build/$*/bin/mpicast-doctor-run build/$*/bin/mpicast-tune-run
-	@echo "   -> build/$*/lib/libmpicast.so.$(VERSION), build/$*/bin/mpicast, build/$*/bin/mpicast-goal-run, build/$*/bin/mpicast-doctor-run, build/$*/bin/mpicast-tune-run"
+	@$(MAKE) --no-print-directory build/$*/bin/mpicast-goal-run build/$*/bin/mpicast-doctor-run build/$*/bin/mpicast-tune-run \
+	  build/$*/lib/pkgconfig/mpicast.pc
+	@echo "   -> build/$*/lib/libmpicast.so.$(VERSION), build/$*/lib/pkgconfig/mpicast.pc, build/$*/bin/mpicast, build/$*/bin/mpicast-goal-run, build/$*/bin/mpicast-doctor-run, build/$*/bin/mpicast-tune-run"
+
+# pkg-config for the build tree, from the template `make install` fills (cmake/), with a run
+# path so that programs find the library here without LD_LIBRARY_PATH ($* is the flavour):
+#   PKG_CONFIG_PATH=$PWD/build/<flavour>/lib/pkgconfig pkg-config --cflags --libs mpicast
+build/%/lib/pkgconfig/mpicast.pc: cmake/mpicast.pc.in
+	@mkdir -p $(@D)
+	@sed -e 's|@MPICAST_PC_TO_PREFIX@|../..|' -e 's|@CMAKE_INSTALL_LIBDIR@|lib|' \
+	  -e 's|@CMAKE_INSTALL_INCLUDEDIR@|include|' -e 's|@MPICAST_FLAVOUR@|$*|g' \
+	  -e 's|@MPICAST_VERSION@|$(VERSION)|' -e 's|@MPICAST_MPI_PC@|$(pc_$*)|' \
+	  -e 's|^Libs: -L$${libdir}|& -Wl,-rpath,$${libdir}|' $< >$@
 
 header:
 	MPICAST_REGEN_HEADER=1 $(CARGO_OMPI) test --test header

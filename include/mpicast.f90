@@ -33,6 +33,7 @@ module mpicast
   integer(c_int), parameter, public :: MPICAST_ERR_NO_THREAD = 9
   integer(c_int), parameter, public :: MPICAST_ERR_UNKNOWN_KEY = 10
   integer(c_int), parameter, public :: MPICAST_ERR_TOPOLOGY = 11
+  integer(c_int), parameter, public :: MPICAST_ERR_NO_MPI = 12
 
   ! MPICAST_Stats: this process's counters (not summed over ranks). The C fields are
   ! uint64_t; Fortran has no unsigned kind, and the counts stay far below 2**63.
@@ -47,9 +48,12 @@ module mpicast
     integer(c_int64_t) :: repairs        ! fragments retransmitted, release queries sent
     integer(c_int64_t) :: rejected       ! datagrams failing authentication or malformed
     integer(c_int64_t) :: fallbacks      ! communicators that fell back to the host MPI
+    integer(c_int64_t) :: imcast         ! MPICAST_Imcast calls that started a multicast
+    integer(c_int64_t) :: dbcast         ! dynamic broadcasts started (Dbcast, Send_release)
+    integer(c_int64_t) :: mmcast         ! MPICAST_Mmcast calls completed
   end type MPICAST_Stats
 
-  public :: MPICAST_Get_stats, MPICAST_Version, MPICAST_Status_string
+  public :: MPICAST_Get_stats, MPICAST_Version, MPICAST_Status_string, MPICAST_Last_error
   public :: MPICAST_Goal_create, MPICAST_Goal_load_text, MPICAST_Goal_bind_buffer
   public :: MPICAST_Goal_start, MPICAST_Goal_wait, MPICAST_Goal_test, MPICAST_Goal_error
   public :: MPICAST_Goal_free, MPICAST_Goal_load_file, MPICAST_Goal_load_binary
@@ -98,6 +102,13 @@ module mpicast
       integer(c_int), value :: status
       type(c_ptr) :: text
     end function MPICAST_Status_string
+
+    ! Why this thread's last refused call was refused, naming the call and the argument
+    ! (static NUL-terminated text until the next refusal; empty when none was).
+    function MPICAST_Last_error() bind(C, name="MPICAST_Last_error") result(text)
+      import :: c_ptr
+      type(c_ptr) :: text
+    end function MPICAST_Last_error
 
     ! The job-wide checks of `mpicast doctor -n N` over comm (collective; comm is the C handle,
     ! MPICAST_Comm_f2c of the Fortran one): rank 0 prints the report on standard output, and

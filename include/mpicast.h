@@ -74,12 +74,11 @@ typedef enum MPICAST_Status {
    stderr.
    */
   MPICAST_ERR_TOPOLOGY = 11,
+  /*
+   MPI is not initialised, or finalized already: the call needs it; nothing was done.
+   */
+  MPICAST_ERR_NO_MPI = 12,
 } MPICAST_Status;
-
-/*
- Where a rank runs inside its host; [`UNKNOWN`] where the OS did not say ([`sysfs::read`]).
- */
-typedef struct CpuFacts CpuFacts;
 
 /*
  A GOAL program bound to a communicator: created with MPICAST_Goal_create, owned
@@ -105,7 +104,9 @@ typedef int (*MPICAST_Goal_function)(const void *src,
                                      void *ctx);
 
 /*
- This process's counters (not summed over ranks).
+ This process's counters (not summed over ranks). Fields are only ever added at the end;
+ MPICAST_Get_stats writes them all, so a program compiled against an older mpicast.h must be
+ compiled again.
  */
 typedef struct MPICAST_Stats {
   /*
@@ -148,11 +149,30 @@ typedef struct MPICAST_Stats {
    Communicators that fell back to the host MPI because multicast did not work.
    */
   uint64_t fallbacks;
+  /*
+   MPICAST_Imcast calls that started a multicast.
+   */
+  uint64_t imcast;
+  /*
+   Dynamic broadcasts started: MPICAST_Dbcast calls, and MPICAST_Send_release calls'
+   sends to several recipients at once.
+   */
+  uint64_t dbcast;
+  /*
+   MPICAST_Mmcast calls completed.
+   */
+  uint64_t mmcast;
 } MPICAST_Stats;
 
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+extern int mpicast_c_comm_live(MPI_Comm comm);
+
+extern int mpicast_c_type_live(MPI_Datatype t);
+
+extern int mpicast_c_errhandler_fatal(MPI_Comm comm);
 
 /*
  The library version as a static NUL-terminated string, e.g. "0.1.0". Never NULL; the
@@ -165,6 +185,14 @@ const char *MPICAST_Version(void);
  "unknown status"); the caller must not free it.
  */
 const char *MPICAST_Status_string(int status);
+
+/*
+ Why the last extension call of this thread that was refused (an error status other than
+ MPICAST_ERR_TRUNCATE) was refused: the call and the argument, e.g. "mpicast:
+ MPICAST_Imcast: dests[2] is 5; comm has 4 ranks (0 to 3)". An empty string when none was.
+ Never NULL; valid until the next refused call of this thread; the caller must not free it.
+ */
+const char *MPICAST_Last_error(void);
 
 /*
  Turns dynamic broadcast on for `comm`: collective over `comm` (every rank calls it, like
@@ -583,11 +611,12 @@ int MPICAST_Mcast_iprobe(int source, int tag, MPI_Comm comm, int *flag_out, MPI_
  relay only multicasts they receive themselves. Returns when this rank's part is done: its
  buffer sent on and its receives complete.
 
- MPICAST_ERR_ARG on every rank when some rank's arguments are out of range or do not agree
- with the others' (that rank's message on stderr; nothing was sent); MPICAST_ERR_TOPOLOGY on
- every rank when the switch topology cannot be used (rank 0 says why);
- MPICAST_ERR_NULL_ARG (on this rank only, as the others cannot know) for a NULL list or
- buffer that is needed.
+ MPICAST_ERR_ARG on every rank when some rank's arguments are out of range, NULL where
+ needed, or do not agree with the others' (that rank's message on stderr, naming the
+ argument; nothing was sent; the next call starts afresh); MPICAST_ERR_TOPOLOGY on every
+ rank when the switch topology cannot be used (rank 0 says why). A communicator that is
+ MPI_COMM_NULL, freed or an intercommunicator is refused on the ranks that pass it
+ (MPICAST_ERR_ARG) before anything is exchanged.
 
  # Safety
  `sendbuf` holds `sendcount` elements of `sendtype` (NULL when nothing is sent); `dests`

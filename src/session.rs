@@ -186,6 +186,12 @@ fn start() -> Result<Arc<Session>, SessionError> {
         let concurrent = host::query_thread() == host::thread_multiple();
         FAST.publish(cfg.min_bytes.floor(), concurrent);
     }
+    // What goes to the host MPI before any communicator is set up (a job on one host).
+    if cfg.verbose >= 1 && world_rank == 0 {
+        if let Some(note) = crate::stats::start_note(&cfg) {
+            say(&note);
+        }
+    }
     Ok(Arc::new(Session {
         cfg,
         keyval,
@@ -378,12 +384,12 @@ impl Session {
                 .map(|(what, n)| format!("{what} ({n})"))
                 .collect();
             say(&format!(
-                "mpicast: multicast calls enabled on a communicator of {} ranks: topology IDs \
-                 from {}, digits: {}; route {:?}, segments of {} bytes",
+                "mpicast: multicast calls enabled on a communicator of {} ranks: topology IDs: \
+                 {}, digits: {}; route {}, segments of {} bytes",
                 resolved.topology.ranks(),
                 resolved.source,
                 layout.join(", "),
-                cfg.imcast_route,
+                format!("{:?}", cfg.imcast_route).to_lowercase(),
                 cfg.segment_bytes
             ));
         }
@@ -655,6 +661,7 @@ impl Session {
         };
         match layout {
             (Layout::OneHost, _) => {
+                crate::stats::note_one_host();
                 if rank == 0 && cfg.verbose >= 1 {
                     say(&format!(
                         "mpicast: all {size} ranks of a communicator share one host: the host MPI carries its collectives (MPICAST_TOPO=flat multicasts anyway)"
@@ -763,6 +770,7 @@ impl Session {
             say(&crate::stats::report_line(
                 self.world_rank,
                 &crate::stats::snapshot(),
+                &self.cfg,
             ));
         }
         // In creation order, the same on every rank for communicators made in the same order:

@@ -13,3 +13,36 @@ fn readme_documents_every_variable() {
         );
     }
 }
+
+/// The README's first screen, before the figures, leads to the settings that make a run on one
+/// machine multicast (without them such a run hands everything to the host MPI).
+#[test]
+fn readme_leads_to_the_one_machine_settings_first() {
+    let dir = env!("CARGO_MANIFEST_DIR");
+    let readme = std::fs::read_to_string(format!("{dir}/README.md")).unwrap();
+    let first = readme
+        .split("\n## ")
+        .next()
+        .expect("README.md has sections");
+    assert!(
+        readme[first.len()..].starts_with("\n## How fast"),
+        "README.md: the first section after the introduction must be the figures"
+    );
+    for want in [
+        "MPICAST_IFACE=lo",
+        "MPICAST_TTL=0",
+        "MPICAST_TOPO=flat",
+        "MPICAST_MIN_BYTES=0",
+        "(LD_PRELOAD.md#on-one-machine)",
+    ] {
+        assert!(
+            first.contains(want),
+            "README.md's introduction (before ## How fast) lacks {want}"
+        );
+    }
+    let preload = std::fs::read_to_string(format!("{dir}/LD_PRELOAD.md")).unwrap();
+    assert!(
+        preload.contains("\n### On one machine\n"),
+        "LD_PRELOAD.md lacks the section ### On one machine that the README links to"
+    );
+}

@@ -193,12 +193,15 @@ fn topology(
 }
 
 /// This rank's part of one MPICAST_Mmcast over `comm`: `send` to `dests` (none: this rank
-/// multicasts nothing), `recvs` from their sources. Collective.
+/// multicasts nothing), `recvs` from their sources. Collective. `refused`: what the caller
+/// found wrong with this rank's C arguments (a negative count, a NULL list, a bad datatype),
+/// agreed with the others like the checks here, so that every rank returns the error.
 pub fn mmcast(
     comm: MPI_Comm,
     send: Region,
     dests: &[u32],
     recvs: &[MmcastRecv],
+    refused: Option<String>,
 ) -> Result<(), MmcastError> {
     let session = super::session_or_die();
     let state = session.comm_state(comm, "MPICAST_Mmcast")?;
@@ -213,7 +216,12 @@ pub fn mmcast(
     let dup = m.comm.0;
 
     // This rank's own arguments, checked before anything is exchanged.
-    let local = check_local(rank, size, dests, recvs);
+    let local = match refused {
+        Some(why) => Err(format!(
+            "mpicast: MPICAST_Mmcast (rank {rank} of {size}): {why}"
+        )),
+        None => check_local(rank, size, dests, recvs),
+    };
 
     // 1: flag, the algorithm (its place in MMCAST_ALGOS: every rank must plan alike), bytes,
     // number of destinations; 2: the destinations, padded to the longest list.

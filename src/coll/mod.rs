@@ -25,7 +25,7 @@ use std::sync::OnceLock;
 /// The session, or the end of the job with a clear message: a library built for the other
 /// MPI flavour cannot even name the communicator to abort, and a bad MPICAST_* setting must
 /// never be ignored.
-fn session_or_die() -> &'static Session {
+pub(crate) fn session_or_die() -> &'static Session {
     static FLAVOUR: OnceLock<Result<(), String>> = OnceLock::new();
     if let Err(msg) = FLAVOUR.get_or_init(host::flavour::check) {
         crate::session::say(msg);

@@ -20,7 +20,7 @@ use crate::host::progress::{request_null, Pause};
 /// multicast receives read it; None for what mpicast leaves to the host (MPI_PROC_NULL, a
 /// tag no broadcast can carry, values the host will reject).
 fn want(source: c_int, tag: c_int, size: u32) -> Option<Want> {
-    super::ext::want(source, tag, size).ok().flatten()
+    super::ext::parse_want(source, tag, size).ok().flatten()
 }
 use super::guard;
 use crate::host::buffer::UserBuf;

@@ -133,6 +133,49 @@ pub fn barrier(comm: MPI_Comm) -> MpiResult<()> {
     ))
 }
 
+/// A sum over the ranks of `comm` of two counters, that the caller drives: started here,
+/// then `step` until it gives the sums. For a closing engine, which must keep taking what the
+/// others still send it while it waits for them, and give up after a bound. Dropping it
+/// unfinished leaves the host's request behind (the caller then ends the job).
+pub struct OpenSum {
+    req: super::MPI_Request,
+    // Boxed: the host reads and writes them until the request completes, wherever `self` moves.
+    vals: Box<[u64; 2]>,
+    out: Box<[u64; 2]>,
+}
+
+impl OpenSum {
+    pub fn start(comm: MPI_Comm, vals: [u64; 2]) -> MpiResult<OpenSum> {
+        let mut s = OpenSum {
+            req: super::progress::request_null(),
+            vals: Box::new(vals),
+            out: Box::new([0; 2]),
+        };
+        // SAFETY: both boxes hold two u64s and live in `s` until the request completes (or
+        // the job ends); `comm` is live.
+        check(unsafe {
+            mpi_sys::PMPI_Iallreduce(
+                s.vals.as_ptr() as *const c_void,
+                s.out.as_mut_ptr() as *mut c_void,
+                2,
+                super::c::MPICAST_C_UINT64,
+                super::c::MPICAST_C_SUM,
+                comm,
+                &mut s.req,
+            )
+        })?;
+        Ok(s)
+    }
+
+    /// The sums, once every rank has given its counters.
+    pub fn step(&mut self) -> MpiResult<Option<[u64; 2]>> {
+        let mut flag: c_int = 0;
+        // SAFETY: our live request (MPI_REQUEST_NULL once it completed: flag is then set).
+        check(unsafe { mpi_sys::PMPI_Test(&mut self.req, &mut flag, super::status_ignore()) })?;
+        Ok((flag != 0).then_some(*self.out))
+    }
+}
+
 /// Broadcasts `buf` (same length everywhere) from `root` with the host's own broadcast: its
 /// non-blocking form on every rank (mpicast's setup calls are rare, and a rank waiting here
 /// keeps forwarding), waited for with `progress::wait_own`.

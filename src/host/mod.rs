@@ -19,6 +19,7 @@ pub mod names;
 pub mod p2p;
 pub mod progress;
 pub mod recv;
+pub mod valid;
 
 pub use mpi_sys::{MPI_Comm, MPI_Datatype, MPI_Info, MPI_Request};
 

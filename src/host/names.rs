@@ -26,7 +26,7 @@ pub fn max_value_len() -> usize {
 }
 
 /// Runs `f` with errors of calls without a communicator returned, not fatal.
-fn quietly<R>(f: impl FnOnce() -> R) -> R {
+pub(crate) fn quietly<R>(f: impl FnOnce() -> R) -> R {
     let comms = [super::comm_world(), super::comm_self()];
     // SAFETY: MPI_Errhandler is a plain handle.
     let mut saved: [mpi_sys::MPI_Errhandler; 2] = unsafe { std::mem::zeroed() };

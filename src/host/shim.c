@@ -121,6 +121,29 @@ const int MPICAST_C_ORDER_FORTRAN = MPI_ORDER_FORTRAN;
 
 const MPI_Errhandler MPICAST_C_ERRORS_RETURN = MPI_ERRORS_RETURN;
 
+/* Whether a handle names a live object, asked without touching a freed one where possible.
+ * Under Open MPI a handle is a pointer; a live object is in the host's Fortran table under
+ * the index it keeps, so c2f then f2c gives the same pointer back (a freed one's slot is
+ * empty). Returns 1 live, 0 not; -1 under MPICH, whose handles are numbers the host checks
+ * itself (host::valid asks it with errors returned). */
+int mpicast_c_comm_live(MPI_Comm comm) {
+  if (comm == MPI_COMM_NULL) return 0;
+#if defined(OPEN_MPI)
+  return PMPI_Comm_f2c(PMPI_Comm_c2f(comm)) == comm;
+#else
+  return -1;
+#endif
+}
+
+int mpicast_c_type_live(MPI_Datatype t) {
+  if (t == MPI_DATATYPE_NULL) return 0;
+#if defined(OPEN_MPI)
+  return PMPI_Type_f2c(PMPI_Type_c2f(t)) == t;
+#else
+  return -1;
+#endif
+}
+
 /* 1 when the error handler of `comm` ends the job (MPI_ERRORS_ARE_FATAL, or MPI_ERRORS_ABORT
  * where the host has it), 0 otherwise or when it cannot be read. */
 int mpicast_c_errhandler_fatal(MPI_Comm comm) {

@@ -128,6 +128,21 @@ impl Flat {
         }
     }
 
+    /// Room for `ranks` more ranks, `actions` more actions and `deps` more dependency edges,
+    /// taken at once: a program of known size then never grows its arrays by doubling (which
+    /// needs up to twice the memory for a while), and memory that cannot be had is an error to
+    /// report rather than an abort. Changes nothing else.
+    pub fn try_reserve(
+        &mut self,
+        ranks: usize,
+        actions: usize,
+        deps: usize,
+    ) -> Result<(), std::collections::TryReserveError> {
+        self.base.try_reserve_exact(ranks)?;
+        self.acts.try_reserve_exact(actions)?;
+        self.deps.try_reserve_exact(deps)
+    }
+
     /// A program's ranks, in order.
     pub fn from_program(p: &crate::goal::Program) -> Result<Flat, String> {
         let mut f = Flat::new();

@@ -95,6 +95,9 @@ pub struct DbcastSide {
     blocked_since: Option<Instant>,
     stall_limit: Duration,
     pub activity: u64,
+    /// Segments sent and received on the engine's communicator (for the end: `segments`).
+    segs_out: u64,
+    segs_in: u64,
 }
 
 impl DbcastSide {
@@ -123,6 +126,8 @@ impl DbcastSide {
             blocked_since: None,
             stall_limit,
             activity: 0,
+            segs_out: 0,
+            segs_in: 0,
         }
     }
 
@@ -327,6 +332,7 @@ impl DbcastSide {
                 break;
             };
             self.activity += 1;
+            self.segs_in += 1;
             let bytes: Arc<[u8]> = Arc::from(bytes);
             let h = self.fwd.handle(from, bytes.clone()).map_err(|e| {
                 EngineError::Protocol(format!("dynamic broadcast segment from rank {from}: {e:?}"))
@@ -539,6 +545,7 @@ impl DbcastSide {
         self.sends.test()?;
         while let Some(o) = self.queue.pop() {
             self.sends.isend(comm, o.to, TAG_DBCAST, o.bytes)?;
+            self.segs_out += 1;
         }
         Ok(())
     }
@@ -554,6 +561,32 @@ impl DbcastSide {
                 .recvs
                 .values()
                 .any(|r| matches!(r.state, RecvState::Paired(_)))
+    }
+
+    /// Segments this rank has sent and received so far (summed over the ranks, they are equal
+    /// when nothing is in flight).
+    pub fn segments(&self) -> [u64; 2] {
+        [self.segs_out, self.segs_in]
+    }
+
+    /// MPICAST_TIMEOUT_MS, as this side uses it.
+    pub fn stall_limit(&self) -> Duration {
+        self.stall_limit
+    }
+
+    /// The broadcasts that came to this rank and that no receive of the application took
+    /// (for the message when the engine goes).
+    pub fn unclaimed(&self) -> Vec<String> {
+        let mut v: Vec<&Assembly> = self.assemblies.values().filter(|a| !a.taken).collect();
+        v.sort_by_key(|a| (a.arrived.key.root, a.arrived.seq));
+        v.iter()
+            .map(|a| {
+                format!(
+                    "from rank {} with tag {}, {} bytes",
+                    a.arrived.key.root, a.arrived.tag, a.arrived.len
+                )
+            })
+            .collect()
     }
 
     /// Sends everything still queued before the engine goes (bounded by `limit`).

@@ -573,6 +573,7 @@ impl Engine {
                 self.comm.0,
                 self.ip_drain.max(std::time::Duration::from_secs(1)),
             );
+            close_dbcast(d, self.comm.0, self.rank);
         }
         // IP multicasts still going: this rank's, whose destinations have not acknowledged
         // everything (their requests completed at once), and those coming to it. Every rank
@@ -598,11 +599,80 @@ impl Engine {
             super::progress::poll();
             std::thread::sleep(std::time::Duration::from_micros(50));
         }
+        let left = self.matcher.unmatched_list();
+        if !left.is_empty() {
+            let list: Vec<String> = left
+                .iter()
+                .map(|m| {
+                    format!(
+                        "from rank {} with tag {}, {} bytes",
+                        m.key.root, m.tag, m.len
+                    )
+                })
+                .collect();
+            crate::session::say(&format!(
+                "mpicast: rank {}: {} multicast{} came to this rank and no MPICAST_Mcast_irecv \
+                 took {}: {}",
+                self.rank,
+                list.len(),
+                if list.len() == 1 { "" } else { "s" },
+                if list.len() == 1 { "it" } else { "them" },
+                list.join("; ")
+            ));
+        }
         if let Some(ip) = self.ip.take() {
             ip.into_channel().close(session, self.comm.0);
         }
         self.sends = p2p::SharedSends::default();
         let _ = host::comm::free(self.comm.0);
+    }
+}
+
+/// The end of a dynamic-broadcast side (every rank of the communicator closes it together,
+/// at MPI_Comm_free or MPI_Finalize): each rank goes on taking (and passing on) the segments
+/// the others send it until, summed over the ranks, every segment sent has been received
+/// (rounds of a sum it drives, while it moves its own), so that a broadcast the application
+/// never received neither leaves its root's send pending, which would hang MPI_Finalize, nor
+/// stops half way down its tree. A rank that does not come within MPICAST_TIMEOUT_MS ends the
+/// job with a message; broadcasts that came and were never received are named, once.
+fn close_dbcast(d: &mut super::dbcast::DbcastSide, comm: MPI_Comm, rank: u32) {
+    let limit = d.stall_limit();
+    let start = std::time::Instant::now();
+    let mut pause = host::progress::Pause::default();
+    'rounds: while let Ok(mut sum) = host::comm::OpenSum::start(comm, d.segments()) {
+        loop {
+            // Errors of the application's making (data past MPICAST_IMCAST_BUFFER, order)
+            // no longer matter here: what counts is taking what comes.
+            let _ = d.progress(comm);
+            match sum.step() {
+                Ok(Some([sent, received])) if sent == received => break 'rounds,
+                Ok(Some(_)) => continue 'rounds,
+                Ok(None) => {}
+                Err(_) => break 'rounds,
+            }
+            if start.elapsed() > limit {
+                crate::session::say(&format!(
+                    "mpicast: rank {rank}: closing a communicator with dynamic broadcast \
+                     (MPI_Comm_free or MPI_Finalize), the other ranks did not come within \
+                     MPICAST_TIMEOUT_MS ({} ms); every rank must free it, or finalize; aborting",
+                    limit.as_millis()
+                ));
+                host::abort(host::comm_world(), 1);
+            }
+            super::progress::poll();
+            pause.pause();
+        }
+    }
+    let left = d.unclaimed();
+    if !left.is_empty() {
+        crate::session::say(&format!(
+            "mpicast: rank {rank}: {} dynamic broadcast{} came to this rank and no receive took \
+             {}: {}",
+            left.len(),
+            if left.len() == 1 { "" } else { "s" },
+            if left.len() == 1 { "it" } else { "them" },
+            left.join("; ")
+        ));
     }
 }
 

@@ -104,6 +104,15 @@ impl Matcher {
         self.unmatched.len() + self.held.len()
     }
 
+    /// The messages that came and no receive has taken, visible ones first.
+    pub fn unmatched_list(&self) -> Vec<Arrived> {
+        self.unmatched
+            .iter()
+            .chain(self.held.values())
+            .copied()
+            .collect()
+    }
+
     /// Receives posted and not matched.
     pub fn waiting(&self) -> usize {
         self.posted.len()

@@ -7,10 +7,10 @@
 //! before anything is done: a bad one changes nothing.
 
 use super::super::guard;
+use super::check;
 use super::request::MPICAST_Request;
 use super::{
-    engine_error, intra_size, ARG, ERR_MPI, INTERNAL, NOT_ENABLED, NULL_ARG, OK, TAG_MAX,
-    UNKNOWN_KEY,
+    dest_list, engine_error, send_tag, ARG, ERR_MPI, INTERNAL, NOT_ENABLED, OK, UNKNOWN_KEY,
 };
 use crate::algo::dbcast::{self as tree, Recipient, Shape};
 use crate::config::DbcastTree;
@@ -39,17 +39,10 @@ pub unsafe extern "C" fn MPICAST_Dbcast_enable(comm: MPI_Comm) -> c_int {
         "MPICAST_Dbcast_enable",
         || INTERNAL,
         || {
-            if intra_size(comm).is_none() {
-                return ARG;
+            if let Err(s) = size_and_rank("MPICAST_Dbcast_enable", comm) {
+                return s;
             }
-            let s = match session::get() {
-                Ok(s) => s,
-                Err(m) => {
-                    session::say(&m);
-                    return INTERNAL;
-                }
-            };
-            match s.dbcast_enable(comm) {
+            match check::session().dbcast_enable(comm) {
                 Ok(_) => {
                     super::super::progress::serve_forwarding();
                     OK
@@ -60,23 +53,25 @@ pub unsafe extern "C" fn MPICAST_Dbcast_enable(comm: MPI_Comm) -> c_int {
     )
 }
 
-/// The communicator's size and this rank, if it is a usable intracommunicator.
-fn size_and_rank(comm: MPI_Comm) -> Option<(u32, u32)> {
-    Some((intra_size(comm)?, host::comm::rank(comm).ok()?))
+/// MPI is up and `comm` a live intracommunicator: its size and this rank.
+fn size_and_rank(call: &str, comm: MPI_Comm) -> Result<(u32, u32), c_int> {
+    check::mpi_up(call)?;
+    let size = check::intra(call, comm, "comm")?;
+    let me = host::comm::rank(comm).map_err(|_| ERR_MPI)?;
+    Ok((size, me))
 }
 
-/// The recipients as a checked list: distinct ranks of the communicator, not `me`.
-fn check_recipients(list: &[c_int], size: u32, me: u32) -> Option<Vec<u32>> {
-    let mut seen = vec![false; size as usize];
-    let mut out = Vec::with_capacity(list.len());
-    for &r in list {
-        let r = u32::try_from(r).ok().filter(|r| *r < size && *r != me)?;
-        if std::mem::replace(&mut seen[r as usize], true) {
-            return None;
-        }
-        out.push(r);
-    }
-    Some(out)
+/// The dynamic-broadcast engine of `comm`, or MPICAST_ERR_NOT_ENABLED.
+fn engine(call: &str, comm: MPI_Comm) -> Result<Arc<Mutex<Engine>>, c_int> {
+    check::session();
+    db::engine_of(comm).ok_or_else(|| {
+        check::refuse(
+            call,
+            NOT_ENABLED,
+            "comm is not enabled for dynamic broadcast: call MPICAST_Dbcast_enable on it first \
+             (collective)",
+        )
+    })
 }
 
 /// The tree for `len` bytes to `ranks` with `prio` (or none): its shape
@@ -133,31 +128,36 @@ pub unsafe extern "C" fn MPICAST_Dbcast(
         "MPICAST_Dbcast",
         || INTERNAL,
         || {
-            if request_out.is_null() || (buf.is_null() && count > 0) || recipients.is_null() {
-                return NULL_ARG;
-            }
-            let Some((size, me)) = size_and_rank(comm) else {
-                return ARG;
-            };
-            if count < 0 || n <= 0 || !(0..=TAG_MAX).contains(&tag) {
-                return ARG;
-            }
-            // SAFETY: `n` ints, as the caller promises.
-            let list = unsafe { std::slice::from_raw_parts(recipients, n as usize) };
-            let Some(ranks) = check_recipients(list, size, me) else {
-                return ARG;
+            const CALL: &str = "MPICAST_Dbcast";
+            let checked = (|| {
+                check::non_null(CALL, request_out, "request_out")?;
+                let (size, me) = size_and_rank(CALL, comm)?;
+                check::count(CALL, count, 0, "count")?;
+                if count > 0 {
+                    check::non_null(CALL, buf, "buf")?;
+                }
+                check::datatype(CALL, datatype, "datatype")?;
+                send_tag(CALL, tag)?;
+                check::count(CALL, n, 1, "n (the number of recipients)")?;
+                check::non_null(CALL, recipients, "recipients")?;
+                // SAFETY: `n` ints, as the caller promises.
+                let list = unsafe { std::slice::from_raw_parts(recipients, n as usize) };
+                let ranks = dest_list(CALL, list, "recipients", false, size, me)?;
+                let e = engine(CALL, comm)?;
+                let ub = UserBuf::describe(buf as *mut c_void, i64::from(count), datatype, comm)
+                    .map_err(|_| {
+                        check::refuse(CALL, ERR_MPI, "the host MPI cannot describe the buffer")
+                    })?;
+                Ok::<_, c_int>((ranks, e, ub))
+            })();
+            let (ranks, e, ub) = match checked {
+                Ok(c) => c,
+                Err(s) => return s,
             };
             let prio = (!priorities.is_null()).then(|| {
                 // SAFETY: `n` ints, as the caller promises.
                 unsafe { std::slice::from_raw_parts(priorities, n as usize) }
             });
-            let Some(e) = db::engine_of(comm) else {
-                return NOT_ENABLED;
-            };
-            let Ok(ub) = UserBuf::describe(buf as *mut c_void, i64::from(count), datatype, comm)
-            else {
-                return ARG;
-            };
             let sent = ub.with_send_bytes(|d| {
                 let mut g = e.lock().unwrap_or_else(|p| p.into_inner());
                 let (shape, order) = tree_order(&g, &ranks, prio, d.len());
@@ -171,6 +171,7 @@ pub unsafe extern "C" fn MPICAST_Dbcast(
                 Ok(Ok(state)) => {
                     // SAFETY: checked non-NULL.
                     unsafe { request_out.write(MPICAST_Request::op(state)) };
+                    crate::stats::add(&crate::stats::COUNTERS.dbcast, 1);
                     OK
                 }
                 Ok(Err(e)) => engine_error(e),
@@ -213,18 +214,18 @@ pub unsafe extern "C" fn MPICAST_Send_defer(
         "MPICAST_Send_defer",
         || INTERNAL,
         || {
-            let Some((size, me)) = size_and_rank(comm) else {
-                return ARG;
+            const CALL: &str = "MPICAST_Send_defer";
+            let checked = (|| {
+                let (size, me) = size_and_rank(CALL, comm)?;
+                let dest = dest_list(CALL, &[dest], "dest", true, size, me)?[0];
+                send_tag(CALL, tag)?;
+                engine(CALL, comm)?;
+                Ok::<_, c_int>(dest)
+            })();
+            let dest = match checked {
+                Ok(d) => d,
+                Err(s) => return s,
             };
-            let Some(dest) = u32::try_from(dest).ok().filter(|d| *d < size && *d != me) else {
-                return ARG;
-            };
-            if !(0..=TAG_MAX).contains(&tag) {
-                return ARG;
-            }
-            if db::engine_of(comm).is_none() {
-                return NOT_ENABLED;
-            }
             let mut g = DEFERRED.lock().unwrap_or_else(|p| p.into_inner());
             let d = g
                 .get_or_insert_with(HashMap::new)
@@ -234,7 +235,14 @@ pub unsafe extern "C" fn MPICAST_Send_defer(
                     sends: Vec::new(),
                 });
             if d.comm.0 != comm {
-                return ARG;
+                return check::refuse(
+                    CALL,
+                    ARG,
+                    &format!(
+                        "key {key} has sends registered on another communicator; all sends of \
+                         a key name the same one"
+                    ),
+                );
             }
             match d.sends.iter_mut().find(|s| s.0 == dest && s.1 == tag) {
                 Some(s) => s.2 = s.2.max(priority),
@@ -266,26 +274,49 @@ pub unsafe extern "C" fn MPICAST_Send_release(
         "MPICAST_Send_release",
         || INTERNAL,
         || {
-            if request_out.is_null() || (buf.is_null() && count > 0) {
-                return NULL_ARG;
-            }
-            if count < 0 {
-                return ARG;
-            }
-            // The key stays registered until its arguments are known to be good.
-            let comm = {
-                let g = DEFERRED.lock().unwrap_or_else(|p| p.into_inner());
-                match g.as_ref().and_then(|m| m.get(&key)) {
-                    Some(d) => d.comm.0,
-                    None => return UNKNOWN_KEY,
+            const CALL: &str = "MPICAST_Send_release";
+            let checked = (|| {
+                check::non_null(CALL, request_out, "request_out")?;
+                check::mpi_up(CALL)?;
+                check::count(CALL, count, 0, "count")?;
+                if count > 0 {
+                    check::non_null(CALL, buf, "buf")?;
                 }
-            };
-            let Some(e) = db::engine_of(comm) else {
-                return NOT_ENABLED;
-            };
-            let Ok(ub) = UserBuf::describe(buf as *mut c_void, i64::from(count), datatype, comm)
-            else {
-                return ARG;
+                check::datatype(CALL, datatype, "datatype")?;
+                // The key stays registered until its arguments are known to be good.
+                let comm = {
+                    let g = DEFERRED.lock().unwrap_or_else(|p| p.into_inner());
+                    match g.as_ref().and_then(|m| m.get(&key)) {
+                        Some(d) => d.comm.0,
+                        None => {
+                            return Err(check::refuse(
+                                CALL,
+                                UNKNOWN_KEY,
+                                &format!(
+                                    "key {key}: no send is registered for it (never deferred, \
+                                     or released already)"
+                                ),
+                            ))
+                        }
+                    }
+                };
+                if !host::valid::comm_live(comm) {
+                    return Err(check::refuse(
+                        CALL,
+                        ARG,
+                        &format!("key {key}: its communicator was freed"),
+                    ));
+                }
+                let e = engine(CALL, comm)?;
+                let ub = UserBuf::describe(buf as *mut c_void, i64::from(count), datatype, comm)
+                    .map_err(|_| {
+                        check::refuse(CALL, ERR_MPI, "the host MPI cannot describe the buffer")
+                    })?;
+                Ok::<_, c_int>((comm, e, ub))
+            })();
+            let (comm, e, ub) = match checked {
+                Ok(c) => c,
+                Err(s) => return s,
             };
             let d = {
                 let mut g = DEFERRED.lock().unwrap_or_else(|p| p.into_inner());
@@ -334,7 +365,7 @@ pub unsafe extern "C" fn MPICAST_Send_release(
                     let side = g.dbcast.as_mut().expect("enabled");
                     let r = ub.with_send_bytes(|b| side.start(ecomm, &order, shape, tag, b));
                     match r {
-                        Ok(Ok(_)) => {}
+                        Ok(Ok(_)) => crate::stats::add(&crate::stats::COUNTERS.dbcast, 1),
                         Ok(Err(e)) => return engine_error(e),
                         Err(_) => return ERR_MPI,
                     }

@@ -2,7 +2,7 @@
 //! any program.
 
 use super::super::guard;
-use super::{intra_size, ARG, ERR_MPI, INTERNAL, NULL_ARG, OK};
+use super::{check, ARG, ERR_MPI, INTERNAL, NULL_ARG, OK};
 use crate::doctor::job::Options;
 use crate::host::MPI_Comm;
 use std::ffi::CStr;
@@ -38,8 +38,9 @@ pub unsafe extern "C" fn MPICAST_Doctor(
             if problems_out.is_null() {
                 return NULL_ARG;
             }
-            if intra_size(comm).is_none() {
-                return ARG;
+            const CALL: &str = "MPICAST_Doctor";
+            if let Err(s) = check::mpi_up(CALL).and_then(|()| check::intra(CALL, comm, "comm")) {
+                return s;
             }
             let text = if options.is_null() {
                 String::new()

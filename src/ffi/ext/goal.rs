@@ -2,7 +2,9 @@
 
 use super::super::guard;
 use super::super::progress::{self, Exec, RunCell, Spare};
-use super::{MPICAST_Request, MPICAST_Status, ERR_MPI, INTERNAL, NULL_ARG, OK};
+use super::{
+    check, request, MPICAST_Request, MPICAST_Status, ARG, ERR_MPI, INTERNAL, NULL_ARG, OK,
+};
 use crate::host::p2p::{Region, Rounds};
 use crate::host::{self, MPI_Comm};
 use crate::sched::{
@@ -189,10 +191,7 @@ impl MPICAST_Goal {
         if let Some(s) = &self.mcast {
             return Ok(s.clone());
         }
-        let session = match crate::session::get() {
-            Ok(s) => s,
-            Err(msg) => return Err(self.fail(INTERNAL, format!("goal: error: {msg}"))),
-        };
+        let session = check::session();
         match session.comm_state(self.comm, "MPICAST_Goal_start") {
             Ok(s) => {
                 self.mcast = Some(s.clone());
@@ -327,8 +326,12 @@ pub unsafe extern "C" fn MPICAST_Goal_create(
         "MPICAST_Goal_create",
         || INTERNAL,
         || {
-            if goal_out.is_null() {
-                return NULL_ARG;
+            const CALL: &str = "MPICAST_Goal_create";
+            let checked = check::non_null(CALL, goal_out, "goal_out")
+                .and_then(|()| check::mpi_up(CALL))
+                .and_then(|()| check::intra(CALL, comm, "comm"));
+            if let Err(s) = checked {
+                return s;
             }
             let Ok(dup) = host::comm::dup(comm) else {
                 return ERR_MPI;
@@ -357,8 +360,11 @@ pub unsafe extern "C" fn MPICAST_Goal_create(
             });
             let p: *mut MPICAST_Goal = &mut *g;
             g.request.goal = p;
+            request::enlist(&mut *g.request);
+            let raw = Box::into_raw(g);
+            request::enlist_goal(raw);
             // SAFETY: checked non-NULL; the caller provides a writable pointer.
-            unsafe { goal_out.write(Box::into_raw(g)) };
+            unsafe { goal_out.write(raw) };
             OK
         },
     )
@@ -380,7 +386,7 @@ pub unsafe extern "C" fn MPICAST_Goal_load_text(
         "MPICAST_Goal_load_text",
         || INTERNAL,
         || {
-            if goal.is_null() || text.is_null() {
+            if !request::goal_live(goal) || text.is_null() {
                 return NULL_ARG;
             }
             // SAFETY: checked non-NULL; a live handle used by one thread at a time.
@@ -414,7 +420,7 @@ pub unsafe extern "C" fn MPICAST_Goal_load_file(
         "MPICAST_Goal_load_file",
         || INTERNAL,
         || {
-            if goal.is_null() || path.is_null() {
+            if !request::goal_live(goal) || path.is_null() {
                 return NULL_ARG;
             }
             // SAFETY: checked non-NULL; a live handle used by one thread at a time.
@@ -455,7 +461,7 @@ pub unsafe extern "C" fn MPICAST_Goal_load_binary(
         "MPICAST_Goal_load_binary",
         || INTERNAL,
         || {
-            if goal.is_null() || (bytes.is_null() && len > 0) {
+            if !request::goal_live(goal) || (bytes.is_null() && len > 0) {
                 return NULL_ARG;
             }
             // SAFETY: checked non-NULL; a live handle used by one thread at a time.
@@ -507,7 +513,8 @@ pub unsafe extern "C" fn MPICAST_Goal_reg_func(
         "MPICAST_Goal_reg_func",
         || INTERNAL,
         || {
-            let (false, Some(f), false) = (goal.is_null(), func, id_out.is_null()) else {
+            let (false, Some(f), false) = (!request::goal_live(goal), func, id_out.is_null())
+            else {
                 return NULL_ARG;
             };
             // SAFETY: checked non-NULL; a live handle.
@@ -545,7 +552,7 @@ pub unsafe extern "C" fn MPICAST_Goal_send(
         "MPICAST_Goal_send",
         || INTERNAL,
         || {
-            if goal.is_null() || action_out.is_null() || (buf.is_null() && len > 0) {
+            if !request::goal_live(goal) || action_out.is_null() || (buf.is_null() && len > 0) {
                 return NULL_ARG;
             }
             // SAFETY: checked non-NULL; a live handle.
@@ -596,7 +603,7 @@ pub unsafe extern "C" fn MPICAST_Goal_recv(
         "MPICAST_Goal_recv",
         || INTERNAL,
         || {
-            if goal.is_null() || action_out.is_null() || (buf.is_null() && len > 0) {
+            if !request::goal_live(goal) || action_out.is_null() || (buf.is_null() && len > 0) {
                 return NULL_ARG;
             }
             // SAFETY: checked non-NULL; a live handle.
@@ -648,7 +655,7 @@ pub unsafe extern "C" fn MPICAST_Goal_mcast_send(
         "MPICAST_Goal_mcast_send",
         || INTERNAL,
         || {
-            if goal.is_null() || action_out.is_null() || (buf.is_null() && len > 0) {
+            if !request::goal_live(goal) || action_out.is_null() || (buf.is_null() && len > 0) {
                 return NULL_ARG;
             }
             // SAFETY: checked non-NULL; a live handle.
@@ -678,7 +685,7 @@ pub unsafe extern "C" fn MPICAST_Goal_mcast_recv(
         "MPICAST_Goal_mcast_recv",
         || INTERNAL,
         || {
-            if goal.is_null() || action_out.is_null() || (buf.is_null() && len > 0) {
+            if !request::goal_live(goal) || action_out.is_null() || (buf.is_null() && len > 0) {
                 return NULL_ARG;
             }
             // SAFETY: checked non-NULL; a live handle.
@@ -728,7 +735,7 @@ pub unsafe extern "C" fn MPICAST_Goal_exec(
         "MPICAST_Goal_exec",
         || INTERNAL,
         || {
-            if goal.is_null()
+            if !request::goal_live(goal)
                 || function.is_null()
                 || action_out.is_null()
                 || (src.is_null() && src_len > 0)
@@ -794,7 +801,7 @@ pub unsafe extern "C" fn MPICAST_Goal_requ(
         "MPICAST_Goal_requ",
         || INTERNAL,
         || {
-            if goal.is_null() {
+            if !request::goal_live(goal) {
                 return NULL_ARG;
             }
             // SAFETY: checked non-NULL; a live handle.
@@ -832,7 +839,7 @@ pub unsafe extern "C" fn MPICAST_Goal_compile(goal: *mut MPICAST_Goal) -> c_int 
         "MPICAST_Goal_compile",
         || INTERNAL,
         || {
-            if goal.is_null() {
+            if !request::goal_live(goal) {
                 return NULL_ARG;
             }
             // SAFETY: checked non-NULL; a live handle.
@@ -908,7 +915,7 @@ pub unsafe extern "C" fn MPICAST_Goal_bind_buffer(
         "MPICAST_Goal_bind_buffer",
         || INTERNAL,
         || {
-            if goal.is_null() || name.is_null() || (ptr.is_null() && len > 0) {
+            if !request::goal_live(goal) || name.is_null() || (ptr.is_null() && len > 0) {
                 return NULL_ARG;
             }
             // SAFETY: checked non-NULL; a live handle.
@@ -947,7 +954,7 @@ pub unsafe extern "C" fn MPICAST_Goal_start(
         "MPICAST_Goal_start",
         || INTERNAL,
         || {
-            if goal.is_null() || request_out.is_null() {
+            if !request::goal_live(goal) || request_out.is_null() {
                 return NULL_ARG;
             }
             // SAFETY: checked non-NULL; a live handle.
@@ -1169,7 +1176,7 @@ pub unsafe extern "C" fn MPICAST_Goal_test(
 #[no_mangle]
 pub unsafe extern "C" fn MPICAST_Goal_error(goal: *const MPICAST_Goal) -> *const c_char {
     guard("MPICAST_Goal_error", std::ptr::null, || {
-        if goal.is_null() {
+        if !request::goal_live(goal as *mut MPICAST_Goal) {
             return std::ptr::null();
         }
         // SAFETY: checked non-NULL; a live handle.
@@ -1188,9 +1195,19 @@ pub unsafe extern "C" fn MPICAST_Goal_free(goal: *mut MPICAST_Goal) {
         "MPICAST_Goal_free",
         || (),
         || {
-            if !goal.is_null() {
-                // SAFETY: created by Box::into_raw in MPICAST_Goal_create; ownership returns here.
-                drop(unsafe { Box::from_raw(goal) });
+            if request::goal_live(goal) {
+                request::unlist_goal(goal);
+                // SAFETY: created by Box::into_raw in MPICAST_Goal_create, live; ownership
+                // returns here.
+                let mut g = unsafe { Box::from_raw(goal) };
+                request::unlist(&mut *g.request);
+                drop(g);
+            } else if !goal.is_null() {
+                check::refuse(
+                    "MPICAST_Goal_free",
+                    ARG,
+                    "goal is not a live GOAL handle (freed already, or never made)",
+                );
             }
         },
     )

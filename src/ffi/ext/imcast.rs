@@ -6,10 +6,9 @@
 //! Arguments are checked before anything is done: a bad one changes nothing.
 
 use super::super::guard;
+use super::check;
 use super::request::{progress, MPICAST_Request};
-use super::{
-    engine_error, intra_size, want, ARG, ERR_MPI, INTERNAL, NOT_ENABLED, NULL_ARG, OK, TAG_MAX,
-};
+use super::{dest_list, engine_error, send_tag, want, ERR_MPI, INTERNAL, NOT_ENABLED, OK};
 use crate::host::{self, buffer::UserBuf, MPI_Comm, MPI_Datatype};
 use crate::session;
 use crate::transport::forward::{Engine, Outcome, ReqState};
@@ -21,12 +20,23 @@ use std::sync::{Arc, Mutex};
 static SAID_THREAD: AtomicBool = AtomicBool::new(false);
 
 /// The engine of an enabled communicator.
-fn engine(comm: MPI_Comm) -> Result<Arc<Mutex<Engine>>, c_int> {
-    let s = session::get().map_err(|m| {
-        session::say(&m);
-        INTERNAL
-    })?;
-    s.mcast_engine(comm).ok_or(NOT_ENABLED)
+fn engine(call: &str, comm: MPI_Comm) -> Result<Arc<Mutex<Engine>>, c_int> {
+    check::session().mcast_engine(comm).ok_or_else(|| {
+        check::refuse(
+            call,
+            NOT_ENABLED,
+            "comm is not enabled: call MPICAST_Mcast_enable on it first (collective)",
+        )
+    })
+}
+
+/// The checks every call on a communicator starts with: MPI is up, `comm` a live
+/// intracommunicator (its size and this rank's place in it).
+fn on_comm(call: &str, comm: MPI_Comm) -> Result<(u32, u32), c_int> {
+    check::mpi_up(call)?;
+    let size = check::intra(call, comm, "comm")?;
+    let me = host::comm::rank(comm).map_err(|_| ERR_MPI)?;
+    Ok((size, me))
 }
 
 /// Enables the multicast calls on `comm`: collective over `comm` (every rank calls it, like
@@ -51,16 +61,11 @@ pub unsafe extern "C" fn MPICAST_Mcast_enable(comm: MPI_Comm) -> c_int {
         "MPICAST_Mcast_enable",
         || INTERNAL,
         || {
-            if intra_size(comm).is_none() {
-                return ARG;
+            const CALL: &str = "MPICAST_Mcast_enable";
+            if let Err(s) = on_comm(CALL, comm) {
+                return s;
             }
-            let s = match session::get() {
-                Ok(s) => s,
-                Err(m) => {
-                    session::say(&m);
-                    return INTERNAL;
-                }
-            };
+            let s = check::session();
             match s.mcast_enable(comm) {
                 Ok(_) => {
                     // With MPICAST_PROGRESS=thread the multicasts move while the rank computes.
@@ -110,39 +115,31 @@ pub unsafe extern "C" fn MPICAST_Imcast(
         "MPICAST_Imcast",
         || INTERNAL,
         || {
-            if request_out.is_null() || (buf.is_null() && count > 0) || dests.is_null() {
-                return NULL_ARG;
-            }
-            let Some(size) = intra_size(comm) else {
-                return ARG;
-            };
-            if count < 0 || ndests <= 0 || !(0..=TAG_MAX).contains(&tag) {
-                return ARG;
-            }
-            let Ok(me) = host::comm::rank(comm) else {
-                return ERR_MPI;
-            };
-            // SAFETY: `ndests` ints, as the caller promises.
-            let list = unsafe { std::slice::from_raw_parts(dests, ndests as usize) };
-            let mut seen = vec![false; size as usize];
-            let mut ranks = Vec::with_capacity(list.len());
-            for &d in list {
-                let Ok(d) = u32::try_from(d) else {
-                    return ARG;
-                };
-                if d >= size || d == me || seen[d as usize] {
-                    return ARG;
+            const CALL: &str = "MPICAST_Imcast";
+            let checked = (|| {
+                check::non_null(CALL, request_out, "request_out")?;
+                let (size, me) = on_comm(CALL, comm)?;
+                check::count(CALL, count, 0, "count")?;
+                if count > 0 {
+                    check::non_null(CALL, buf, "buf")?;
                 }
-                seen[d as usize] = true;
-                ranks.push(d);
-            }
-            let e = match engine(comm) {
-                Ok(e) => e,
+                check::datatype(CALL, datatype, "datatype")?;
+                send_tag(CALL, tag)?;
+                check::count(CALL, ndests, 1, "ndests")?;
+                check::non_null(CALL, dests, "dests")?;
+                // SAFETY: `ndests` ints, as the caller promises.
+                let list = unsafe { std::slice::from_raw_parts(dests, ndests as usize) };
+                let ranks = dest_list(CALL, list, "dests", false, size, me)?;
+                let e = engine(CALL, comm)?;
+                let ub = UserBuf::describe(buf as *mut c_void, i64::from(count), datatype, comm)
+                    .map_err(|_| {
+                        check::refuse(CALL, ERR_MPI, "the host MPI cannot describe the buffer")
+                    })?;
+                Ok::<_, c_int>((ranks, e, ub))
+            })();
+            let (ranks, e, ub) = match checked {
+                Ok(c) => c,
                 Err(s) => return s,
-            };
-            let Ok(ub) = UserBuf::describe(buf as *mut c_void, i64::from(count), datatype, comm)
-            else {
-                return ARG;
             };
             let sent = ub.with_send_bytes(|d| {
                 e.lock()
@@ -153,6 +150,7 @@ pub unsafe extern "C" fn MPICAST_Imcast(
                 Ok(Ok(state)) => {
                     // SAFETY: checked non-NULL.
                     unsafe { request_out.write(MPICAST_Request::op(state)) };
+                    crate::stats::add(&crate::stats::COUNTERS.imcast, 1);
                     OK
                 }
                 Ok(Err(e)) => engine_error(e),
@@ -187,16 +185,18 @@ pub unsafe extern "C" fn MPICAST_Mcast_irecv(
         "MPICAST_Mcast_irecv",
         || INTERNAL,
         || {
-            if request_out.is_null() || (buf.is_null() && count > 0) {
-                return NULL_ARG;
-            }
-            let Some(size) = intra_size(comm) else {
-                return ARG;
-            };
-            if count < 0 {
-                return ARG;
-            }
-            let w = match want(source, tag, size) {
+            const CALL: &str = "MPICAST_Mcast_irecv";
+            let checked = (|| {
+                check::non_null(CALL, request_out, "request_out")?;
+                let (size, me) = on_comm(CALL, comm)?;
+                check::count(CALL, count, 0, "count")?;
+                if count > 0 {
+                    check::non_null(CALL, buf, "buf")?;
+                }
+                check::datatype(CALL, datatype, "datatype")?;
+                want(CALL, source, tag, size, me)
+            })();
+            let w = match checked {
                 Ok(w) => w,
                 Err(s) => return s,
             };
@@ -211,12 +211,12 @@ pub unsafe extern "C" fn MPICAST_Mcast_irecv(
                 unsafe { request_out.write(MPICAST_Request::op(done)) };
                 return OK;
             };
-            let e = match engine(comm) {
+            let e = match engine(CALL, comm) {
                 Ok(e) => e,
                 Err(s) => return s,
             };
             let Ok(ub) = UserBuf::describe(buf, i64::from(count), datatype, comm) else {
-                return ARG;
+                return check::refuse(CALL, ERR_MPI, "the host MPI cannot describe the buffer");
             };
             let r = e.lock().unwrap_or_else(|p| p.into_inner()).irecv(ub, w);
             match r {
@@ -250,13 +250,13 @@ pub unsafe extern "C" fn MPICAST_Mcast_iprobe(
         "MPICAST_Mcast_iprobe",
         || INTERNAL,
         || {
-            if flag_out.is_null() {
-                return NULL_ARG;
-            }
-            let Some(size) = intra_size(comm) else {
-                return ARG;
-            };
-            let w = match want(source, tag, size) {
+            const CALL: &str = "MPICAST_Mcast_iprobe";
+            let checked = (|| {
+                check::non_null(CALL, flag_out, "flag_out")?;
+                let (size, me) = on_comm(CALL, comm)?;
+                want(CALL, source, tag, size, me)
+            })();
+            let w = match checked {
                 Ok(Some(w)) => w,
                 Ok(None) => {
                     // SAFETY: the caller's status argument, NULL, MPI_STATUS_IGNORE or writable.
@@ -269,7 +269,7 @@ pub unsafe extern "C" fn MPICAST_Mcast_iprobe(
                 }
                 Err(s) => return s,
             };
-            let e = match engine(comm) {
+            let e = match engine(CALL, comm) {
                 Ok(e) => e,
                 Err(s) => return s,
             };

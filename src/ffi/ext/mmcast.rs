@@ -5,7 +5,7 @@
 //! after).
 
 use super::super::guard;
-use super::{intra_size, ARG, ERR_MPI, INTERNAL, NULL_ARG, OK, TOPOLOGY};
+use super::{check, ARG, ERR_MPI, INTERNAL, OK, TOPOLOGY};
 use crate::coll::{self, MmcastError, MmcastRecv};
 use crate::host::{self, buffer::UserBuf, p2p::Region, MPI_Comm, MPI_Datatype};
 use crate::session;
@@ -23,11 +23,12 @@ use std::os::raw::{c_int, c_void};
 /// relay only multicasts they receive themselves. Returns when this rank's part is done: its
 /// buffer sent on and its receives complete.
 ///
-/// MPICAST_ERR_ARG on every rank when some rank's arguments are out of range or do not agree
-/// with the others' (that rank's message on stderr; nothing was sent); MPICAST_ERR_TOPOLOGY on
-/// every rank when the switch topology cannot be used (rank 0 says why);
-/// MPICAST_ERR_NULL_ARG (on this rank only, as the others cannot know) for a NULL list or
-/// buffer that is needed.
+/// MPICAST_ERR_ARG on every rank when some rank's arguments are out of range, NULL where
+/// needed, or do not agree with the others' (that rank's message on stderr, naming the
+/// argument; nothing was sent; the next call starts afresh); MPICAST_ERR_TOPOLOGY on every
+/// rank when the switch topology cannot be used (rank 0 says why). A communicator that is
+/// MPI_COMM_NULL, freed or an intercommunicator is refused on the ranks that pass it
+/// (MPICAST_ERR_ARG) before anything is exchanged.
 ///
 /// # Safety
 /// `sendbuf` holds `sendcount` elements of `sendtype` (NULL when nothing is sent); `dests`
@@ -53,105 +54,146 @@ pub unsafe extern "C" fn MPICAST_Mmcast(
         "MPICAST_Mmcast",
         || INTERNAL,
         || {
-            let Some(_) = intra_size(comm) else {
-                return ARG;
-            };
-            if sendcount < 0 || ndests < 0 || nsources < 0 {
-                return ARG;
+            const CALL: &str = "MPICAST_Mmcast";
+            // Only what cannot be agreed with the other ranks is refused here, on this rank.
+            if let Err(s) = check::mpi_up(CALL).and_then(|()| check::intra(CALL, comm, "comm")) {
+                return s;
             }
-            if (ndests > 0 && (dests.is_null() || (sendbuf.is_null() && sendcount > 0)))
-                || (nsources > 0 && (sources.is_null() || recvcounts.is_null()))
-            {
-                return NULL_ARG;
-            }
+            let _ = check::session();
             // SAFETY: the lengths the caller promises.
             let ints = |p: *const c_int, n: c_int| -> &[c_int] {
-                if n == 0 || p.is_null() {
+                if n <= 0 || p.is_null() {
                     &[]
                 } else {
                     unsafe { std::slice::from_raw_parts(p, n as usize) }
                 }
             };
-            let (dl, sl, cl) = (
-                ints(dests, ndests),
-                ints(sources, nsources),
-                ints(recvcounts, nsources),
-            );
-            let dl_ = ints(displs, if displs.is_null() { 0 } else { nsources });
             // Out-of-range ranks travel as u32::MAX and are refused collectively.
             let to_rank = |r: c_int| u32::try_from(r).unwrap_or(u32::MAX);
-            let dest_ranks: Vec<u32> = dl.iter().map(|&d| to_rank(d)).collect();
-
-            // The send side: in place, or packed.
             let mut packed_send: Vec<u8> = Vec::new();
-            let send = if ndests == 0 {
-                Region::empty()
-            } else {
-                let Ok(sub) =
-                    UserBuf::describe(sendbuf as *mut c_void, i64::from(sendcount), sendtype, comm)
-                else {
-                    return ARG;
-                };
-                match sub.contiguous_ptr() {
-                    // SAFETY: the datatype says these bytes are the application's data, lent
-                    // for the call; only read (sends).
-                    Some(p) => unsafe { Region::new(p, sub.bytes()) },
-                    None => {
-                        if sub
-                            .with_send_bytes(|b| packed_send.extend_from_slice(b))
-                            .is_err()
-                        {
-                            return ERR_MPI;
+            let mut bufs: Vec<UserBuf> = Vec::new();
+            let mut tmps: Vec<Vec<u8>> = Vec::new();
+            let mut recvs: Vec<MmcastRecv> = Vec::new();
+            let mut dest_ranks: Vec<u32> = Vec::new();
+            // Every other mistake of this rank's is found before anything is exchanged and
+            // agreed with the others (coll::mmcast), so that every rank returns
+            // MPICAST_ERR_ARG and the next call starts afresh.
+            let mut prepare = || -> Result<Region, String> {
+                if sendcount < 0 {
+                    return Err(format!("sendcount is {sendcount}; it must be 0 or more"));
+                }
+                if ndests < 0 {
+                    return Err(format!("ndests is {ndests}; it must be 0 or more"));
+                }
+                if nsources < 0 {
+                    return Err(format!("nsources is {nsources}; it must be 0 or more"));
+                }
+                if ndests > 0 && dests.is_null() {
+                    return Err(format!("dests is NULL with ndests {ndests}"));
+                }
+                if ndests > 0 && sendbuf.is_null() && sendcount > 0 {
+                    return Err("sendbuf is NULL with a sendcount above 0".into());
+                }
+                if nsources > 0 && sources.is_null() {
+                    return Err(format!("sources is NULL with nsources {nsources}"));
+                }
+                if nsources > 0 && recvcounts.is_null() {
+                    return Err(format!("recvcounts is NULL with nsources {nsources}"));
+                }
+                if ndests > 0 && sendtype == host::datatype_null() {
+                    return Err("sendtype is MPI_DATATYPE_NULL".into());
+                }
+                if ndests > 0 && !host::valid::type_live(sendtype) {
+                    return Err("sendtype is not a live datatype (freed, or never made)".into());
+                }
+                if nsources > 0 && recvtype == host::datatype_null() {
+                    return Err("recvtype is MPI_DATATYPE_NULL".into());
+                }
+                if nsources > 0 && !host::valid::type_live(recvtype) {
+                    return Err("recvtype is not a live datatype (freed, or never made)".into());
+                }
+                let (dl, sl, cl) = (
+                    ints(dests, ndests),
+                    ints(sources, nsources),
+                    ints(recvcounts, nsources),
+                );
+                let dl_ = ints(displs, if displs.is_null() { 0 } else { nsources });
+                // The send side: in place, or packed.
+                let send = if ndests == 0 {
+                    Region::empty()
+                } else {
+                    let sub = UserBuf::describe(
+                        sendbuf as *mut c_void,
+                        i64::from(sendcount),
+                        sendtype,
+                        comm,
+                    )
+                    .map_err(|_| "the host MPI cannot describe the send buffer".to_string())?;
+                    match sub.contiguous_ptr() {
+                        // SAFETY: the datatype says these bytes are the application's data,
+                        // lent for the call; only read (sends).
+                        Some(p) => unsafe { Region::new(p, sub.bytes()) },
+                        None => {
+                            sub.with_send_bytes(|b| packed_send.extend_from_slice(b))
+                                .map_err(|_| {
+                                    "the host MPI cannot pack the send buffer".to_string()
+                                })?;
+                            // SAFETY: our own vector, alive until the run ends below.
+                            unsafe { Region::new(packed_send.as_mut_ptr(), packed_send.len()) }
                         }
-                        // SAFETY: our own vector, alive until the run ends below.
-                        unsafe { Region::new(packed_send.as_mut_ptr(), packed_send.len()) }
-                    }
-                }
-            };
-
-            // The receive side: one region per expected message.
-            let extent = if nsources > 0 {
-                match host::buffer::extent(recvtype) {
-                    Ok(e) => e,
-                    Err(_) => return ARG,
-                }
-            } else {
-                0
-            };
-            let mut bufs: Vec<UserBuf> = Vec::with_capacity(sl.len());
-            let mut tmps: Vec<Vec<u8>> = Vec::with_capacity(sl.len());
-            let mut recvs: Vec<MmcastRecv> = Vec::with_capacity(sl.len());
-            for i in 0..sl.len() {
-                if cl[i] < 0 {
-                    return ARG;
-                }
-                let disp = dl_.get(i).copied().unwrap_or(0) as isize;
-                let at = (recvbuf as *mut u8).wrapping_offset(disp * extent) as *mut c_void;
-                if recvbuf.is_null() && cl[i] > 0 {
-                    return NULL_ARG;
-                }
-                let Ok(ub) = UserBuf::describe(at, i64::from(cl[i]), recvtype, comm) else {
-                    return ARG;
-                };
-                let region = match ub.contiguous_ptr() {
-                    // SAFETY: the application lent this area for writing during the call.
-                    Some(p) => unsafe { Region::new(p, ub.bytes()) },
-                    None => {
-                        let mut t = vec![0u8; ub.bytes()];
-                        // SAFETY: our own vector, kept in `tmps` (its heap block does not move)
-                        // until it is unpacked below.
-                        let r = unsafe { Region::new(t.as_mut_ptr(), t.len()) };
-                        tmps.push(t);
-                        r
                     }
                 };
-                recvs.push(MmcastRecv {
-                    source: to_rank(sl[i]),
-                    region,
-                });
-                bufs.push(ub);
+                // The receive side: one region per expected message.
+                let extent = if nsources > 0 {
+                    host::buffer::extent(recvtype)
+                        .map_err(|_| "the host MPI cannot give recvtype's extent".to_string())?
+                } else {
+                    0
+                };
+                for (i, &c) in cl.iter().enumerate() {
+                    if c < 0 {
+                        return Err(format!("recvcounts[{i}] is {c}; it must be 0 or more"));
+                    }
+                    if recvbuf.is_null() && c > 0 {
+                        return Err(format!("recvbuf is NULL with recvcounts[{i}] {c}"));
+                    }
+                }
+                for i in 0..sl.len() {
+                    let disp = dl_.get(i).copied().unwrap_or(0) as isize;
+                    let at = (recvbuf as *mut u8).wrapping_offset(disp * extent) as *mut c_void;
+                    let ub = UserBuf::describe(at, i64::from(cl[i]), recvtype, comm)
+                        .map_err(|_| format!("the host MPI cannot describe receive buffer {i}"))?;
+                    let region = match ub.contiguous_ptr() {
+                        // SAFETY: the application lent this area for writing during the call.
+                        Some(p) => unsafe { Region::new(p, ub.bytes()) },
+                        None => {
+                            let mut t = vec![0u8; ub.bytes()];
+                            // SAFETY: our own vector, kept in `tmps` (its heap block does not
+                            // move) until it is unpacked below.
+                            let r = unsafe { Region::new(t.as_mut_ptr(), t.len()) };
+                            tmps.push(t);
+                            r
+                        }
+                    };
+                    recvs.push(MmcastRecv {
+                        source: to_rank(sl[i]),
+                        region,
+                    });
+                    bufs.push(ub);
+                }
+                dest_ranks = dl.iter().map(|&d| to_rank(d)).collect();
+                Ok(send)
+            };
+            let (send, refused) = match prepare() {
+                Ok(send) => (send, None),
+                Err(why) => (Region::empty(), Some(why)),
+            };
+            if refused.is_some() {
+                // Nothing of this rank's goes into the exchange but the refusal.
+                recvs.clear();
+                dest_ranks.clear();
             }
-            match coll::mmcast(comm, send, &dest_ranks, &recvs) {
+            match coll::mmcast(comm, send, &dest_ranks, &recvs, refused) {
                 Ok(()) => {}
                 Err(e) => return report(comm, e),
             }
@@ -171,6 +213,7 @@ pub unsafe extern "C" fn MPICAST_Mmcast(
                     return ERR_MPI;
                 }
             }
+            crate::stats::add(&crate::stats::COUNTERS.mmcast, 1);
             OK
         },
     )
@@ -182,6 +225,7 @@ fn report(comm: MPI_Comm, e: MmcastError) -> c_int {
     let rank0 = host::comm::rank(comm).is_ok_and(|r| r == 0);
     match e {
         MmcastError::Arg(m) => {
+            check::remember(&m);
             // A rank's own mistake names it; the summary of the others' is said by rank 0.
             if m.contains("(rank ") || rank0 {
                 session::say(&m);

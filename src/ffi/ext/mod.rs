@@ -3,12 +3,14 @@
 //! `request` (waiting for and testing the requests of all of them), `handles` (C handles of
 //! Fortran ones, for the Fortran module). Conventions: functions return an `MPICAST_Status` (0 is success)
 //! and write results through trailing `*_out` pointers only on success; NULL where a pointer
-//! is required gives `MPICAST_ERR_NULL_ARG`.
+//! is required gives `MPICAST_ERR_NULL_ARG`; every refusal says why (`check`:
+//! `MPICAST_Last_error`, and stderr).
 
-use crate::host::{self, MPI_Comm};
+use crate::host;
 use crate::wire::matching::Want;
 use std::os::raw::{c_char, c_int};
 
+mod check;
 mod dbcast;
 mod doctor;
 mod goal;
@@ -41,8 +43,10 @@ pub enum MPICAST_Status {
     /// small, a run already active); MPICAST_Goal_error says why.
     MPICAST_ERR_GOAL_STATE = 5,
     /// An argument is out of range or inconsistent (a destination outside the communicator,
-    /// repeated, or the root itself; a negative count; a tag out of range; an
-    /// intercommunicator; a freed request); nothing was done.
+    /// repeated, or the root itself; a negative count; a tag out of range; MPI_COMM_NULL, a
+    /// freed communicator or an intercommunicator; MPI_DATATYPE_NULL or a freed datatype; a
+    /// request that is not live: completed or freed already, a stale copy, never started);
+    /// nothing was done. MPICAST_Last_error says which argument.
     MPICAST_ERR_ARG = 6,
     /// The communicator is not enabled for the multicast calls: call MPICAST_Mcast_enable on
     /// it first (collective); for dynamic broadcast and deferred sends, MPICAST_Dbcast_enable.
@@ -61,6 +65,8 @@ pub enum MPICAST_Status {
     /// different between ranks, or a host of the job missing from it; the message went to
     /// stderr.
     MPICAST_ERR_TOPOLOGY = 11,
+    /// MPI is not initialised, or finalized already: the call needs it; nothing was done.
+    MPICAST_ERR_NO_MPI = 12,
 }
 
 /// The library version as a static NUL-terminated string, e.g. "0.1.0". Never NULL; the
@@ -90,6 +96,7 @@ pub extern "C" fn MPICAST_Status_string(status: c_int) -> *const c_char {
         9 => "needs the progress thread (MPICAST_PROGRESS=thread and MPI_THREAD_MULTIPLE)\0",
         10 => "no deferred send has this key (never registered, or released already)\0",
         11 => "the switch topology (MPICAST_SWITCH_TOPOLOGY) cannot be used (see stderr)\0",
+        12 => "MPI is not initialised, or finalized already\0",
         _ => "unknown status\0",
     };
     s.as_ptr() as *const c_char
@@ -113,20 +120,9 @@ pub(super) fn engine_error(e: crate::transport::forward::EngineError) -> c_int {
 /// this much.
 pub(super) const TAG_MAX: c_int = 32767;
 
-/// The communicator's size, if it is a usable intracommunicator.
-pub(crate) fn intra_size(comm: MPI_Comm) -> Option<u32> {
-    if comm == host::comm_null() {
-        return None;
-    }
-    match (host::comm::is_inter(comm), host::comm::size(comm)) {
-        (Ok(false), Ok(n)) => Some(n),
-        _ => None,
-    }
-}
-
-/// The receive's source and tag: (any source, any tag, MPI_PROC_NULL) checked against the
-/// communicator.
-pub(crate) fn want(source: c_int, tag: c_int, size: u32) -> Result<Option<Want>, c_int> {
+/// The receive's source and tag: (any source, any tag, MPI_PROC_NULL) checked against a
+/// communicator of `size` ranks; Err says what is wrong.
+pub(crate) fn parse_want(source: c_int, tag: c_int, size: u32) -> Result<Option<Want>, String> {
     if source == host::proc_null() {
         return Ok(None);
     }
@@ -135,7 +131,13 @@ pub(crate) fn want(source: c_int, tag: c_int, size: u32) -> Result<Option<Want>,
     } else {
         match u32::try_from(source) {
             Ok(s) if s < size => Some(s),
-            _ => return Err(ARG),
+            _ => {
+                return Err(format!(
+                    "source is {source}; the communicator has {size} ranks (0 to {}), or use \
+                     MPI_ANY_SOURCE or MPI_PROC_NULL",
+                    size.saturating_sub(1)
+                ))
+            }
         }
     };
     let tag = if tag == host::p2p::any_tag() {
@@ -143,9 +145,85 @@ pub(crate) fn want(source: c_int, tag: c_int, size: u32) -> Result<Option<Want>,
     } else if (0..=TAG_MAX).contains(&tag) {
         Some(tag)
     } else {
-        return Err(ARG);
+        return Err(format!(
+            "tag is {tag}; it must be 0 to {TAG_MAX}, or MPI_ANY_TAG"
+        ));
     };
     Ok(Some(Want { source, tag }))
+}
+
+/// As `parse_want` for a multicast receive of rank `me`, refused with MPICAST_ERR_ARG (a
+/// receive from oneself too: a multicast never goes to its own root, so it could never
+/// match).
+pub(crate) fn want(
+    call: &str,
+    source: c_int,
+    tag: c_int,
+    size: u32,
+    me: u32,
+) -> Result<Option<Want>, c_int> {
+    if u32::try_from(source) == Ok(me) {
+        return Err(check::refuse(
+            call,
+            ARG,
+            &format!(
+                "source is {me}, this rank: a multicast never goes to its own root, so this \
+                 receive could never match"
+            ),
+        ));
+    }
+    parse_want(source, tag, size).map_err(|why| check::refuse(call, ARG, &why))
+}
+
+/// A multicast's tag: 0 to TAG_MAX.
+pub(super) fn send_tag(call: &str, tag: c_int) -> Result<c_int, c_int> {
+    if (0..=TAG_MAX).contains(&tag) {
+        Ok(tag)
+    } else {
+        Err(check::refuse(
+            call,
+            ARG,
+            &format!("tag is {tag}; it must be 0 to {TAG_MAX}"),
+        ))
+    }
+}
+
+/// The destination list (the argument `name`) of a multicast from `me`: distinct ranks of a
+/// communicator of `size`, none of them `me`, at least one (the caller checked the count).
+/// `one`: the argument is a single rank, not a list.
+pub(super) fn dest_list(
+    call: &str,
+    list: &[c_int],
+    name: &str,
+    one: bool,
+    size: u32,
+    me: u32,
+) -> Result<Vec<u32>, c_int> {
+    let mut seen = vec![false; size as usize];
+    let mut ranks = Vec::with_capacity(list.len());
+    for (i, &d) in list.iter().enumerate() {
+        let at = if one {
+            name.to_string()
+        } else {
+            format!("{name}[{i}]")
+        };
+        let why = match u32::try_from(d) {
+            Ok(r) if r >= size => format!(
+                "{at} is {d}; the communicator has {size} ranks (0 to {})",
+                size - 1
+            ),
+            Ok(r) if r == me => format!("{at} is {d}, this rank: the root is no destination"),
+            Ok(r) if seen[r as usize] => format!("{at} is {d}, named twice"),
+            Ok(r) => {
+                seen[r as usize] = true;
+                ranks.push(r);
+                continue;
+            }
+            Err(_) => format!("{at} is {d}; ranks are 0 or more"),
+        };
+        return Err(check::refuse(call, ARG, &why));
+    }
+    Ok(ranks)
 }
 
 pub(super) const OK: c_int = MPICAST_Status::MPICAST_OK as c_int;
@@ -158,3 +236,4 @@ pub(super) const TRUNCATE: c_int = MPICAST_Status::MPICAST_ERR_TRUNCATE as c_int
 pub(super) const NO_THREAD: c_int = MPICAST_Status::MPICAST_ERR_NO_THREAD as c_int;
 pub(super) const UNKNOWN_KEY: c_int = MPICAST_Status::MPICAST_ERR_UNKNOWN_KEY as c_int;
 pub(super) const TOPOLOGY: c_int = MPICAST_Status::MPICAST_ERR_TOPOLOGY as c_int;
+pub(super) const NO_MPI: c_int = MPICAST_Status::MPICAST_ERR_NO_MPI as c_int;

@@ -10,12 +10,78 @@
 //! it whenever it waits or tests anything of mpicast's.
 
 use super::super::guard;
+use super::check;
 use super::goal::MPICAST_Goal;
-use super::{ERR_MPI, INTERNAL, NULL_ARG, OK, TRUNCATE};
+use super::{ARG, ERR_MPI, INTERNAL, NULL_ARG, OK, TRUNCATE};
 use crate::host;
 use crate::transport::forward::{self, EngineError, Outcome, ReqState};
+use std::collections::HashSet;
 use std::os::raw::c_int;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+
+/// The addresses of the live requests (handed to the caller, not yet completed or freed), and
+/// of every GOAL handle's request while the handle lives: a pointer the caller passes is
+/// looked up here before it is read, so that an uninitialised request or a stale copy of a
+/// completed one is MPICAST_ERR_ARG, not a crash.
+static LIVE: Mutex<Option<HashSet<usize>>> = Mutex::new(None);
+
+fn live_set<R>(f: impl FnOnce(&mut HashSet<usize>) -> R) -> R {
+    let mut g = LIVE.lock().unwrap_or_else(|p| p.into_inner());
+    f(g.get_or_insert_with(HashSet::new))
+}
+
+/// Records `r` as live.
+pub(super) fn enlist(r: *mut MPICAST_Request) {
+    live_set(|s| s.insert(r as usize));
+}
+
+/// Forgets `r` (it is being freed).
+pub(super) fn unlist(r: *mut MPICAST_Request) {
+    live_set(|s| s.remove(&(r as usize)));
+}
+
+/// Whether `g` is a live GOAL handle (`MPICAST_Goal_create` enlists it, `MPICAST_Goal_free`
+/// takes it out); NULL is not.
+pub(super) fn goal_live(g: *mut MPICAST_Goal) -> bool {
+    !g.is_null() && live_set(|s| s.contains(&(g as usize)))
+}
+
+/// Records the GOAL handle `g` as live.
+pub(super) fn enlist_goal(g: *mut MPICAST_Goal) {
+    live_set(|s| s.insert(g as usize));
+}
+
+/// Forgets the GOAL handle `g`.
+pub(super) fn unlist_goal(g: *mut MPICAST_Goal) {
+    live_set(|s| s.remove(&(g as usize)));
+}
+
+/// Whether `r` is a live request of mpicast's.
+fn is_live(r: *mut MPICAST_Request) -> bool {
+    live_set(|s| s.contains(&(r as usize)))
+}
+
+/// The refusal of a request pointer that is not live.
+fn not_live(call: &str, name: &str) -> c_int {
+    check::refuse(
+        call,
+        ARG,
+        &format!(
+            "{name} is not a live mpicast request (completed or freed already, a stale copy, or \
+             never started)"
+        ),
+    )
+}
+
+/// Frees an engine request the caller owned.
+///
+/// # Safety
+/// `r` was made by `MPICAST_Request::op` and is live.
+unsafe fn release(r: *mut MPICAST_Request) -> Box<MPICAST_Request> {
+    unlist(r);
+    // SAFETY: as the caller promises.
+    unsafe { Box::from_raw(r) }
+}
 
 /// A non-blocking operation of mpicast: a multicast or a multicast receive (the caller's,
 /// freed by the call that completes it or by MPICAST_Request_free), or a GOAL run (owned by
@@ -33,10 +99,12 @@ impl MPICAST_Request {
 
     /// A request of the forwarding engine, handed to the caller.
     pub(super) fn op(state: Arc<ReqState>) -> *mut MPICAST_Request {
-        Box::into_raw(Box::new(MPICAST_Request {
+        let r = Box::into_raw(Box::new(MPICAST_Request {
             goal: std::ptr::null_mut(),
             op: Some(state),
-        }))
+        }));
+        enlist(r);
+        r
     }
 }
 
@@ -54,11 +122,15 @@ pub(super) fn progress() -> Result<(), c_int> {
 }
 
 /// One look at `*request` (after a progress step by the caller): `Some(status code)` when it
-/// is complete, with `*status` filled and the request released; `None` when not yet.
+/// is complete, with `*status` filled and the request released; `None` when not yet. A
+/// pointer that is not a live request is `Some(MPICAST_ERR_ARG)` (the message names `call`
+/// and the request: `*request`, or `requests[index]`).
 ///
 /// # Safety
-/// `request` points to the caller's request pointer (NULL or a live request).
+/// `request` points to the caller's request pointer.
 unsafe fn look(
+    call: &str,
+    index: Option<usize>,
     request: *mut *mut MPICAST_Request,
     status: *mut mpi_sys::MPI_Status,
     wait: bool,
@@ -68,6 +140,10 @@ unsafe fn look(
     if r.is_null() {
         empty_status(status);
         return Some(OK);
+    }
+    if !is_live(r) {
+        let name = index.map_or_else(|| "*request".to_string(), |i| format!("requests[{i}]"));
+        return Some(not_live(call, &name));
     }
     // SAFETY: a live request (the caller's contract).
     let req = unsafe { &mut *r };
@@ -92,8 +168,8 @@ unsafe fn look(
     let o: Outcome = state.outcome();
     // SAFETY: the caller's status argument, NULL, MPI_STATUS_IGNORE or writable.
     unsafe { host::status_fill(status, o.source, o.tag, o.error, o.bytes) };
-    // SAFETY: an engine request the caller owns, made by `MPICAST_Request::op`.
-    drop(unsafe { Box::from_raw(r) });
+    // SAFETY: an engine request the caller owns, made by `MPICAST_Request::op`, live.
+    drop(unsafe { release(r) });
     // SAFETY: the caller's pointer.
     unsafe { *request = std::ptr::null_mut() };
     Some(if o.error == host::SUCCESS {
@@ -120,10 +196,12 @@ pub(crate) fn empty_status(status: *mut mpi_sys::MPI_Status) {
 /// Waits until `*request` completes, forwarding meanwhile; fills `*status` (or
 /// MPI_STATUS_IGNORE) with the source, the tag and the length (MPI_Get_count works on it) and
 /// sets `*request` to NULL. MPICAST_ERR_TRUNCATE when the multicast was longer than the
-/// buffer (the status's MPI_ERROR is MPI_ERR_TRUNCATE). A NULL `*request` returns at once.
+/// buffer (the status's MPI_ERROR is MPI_ERR_TRUNCATE). A NULL `*request` returns at once;
+/// one that is not a live request of mpicast's (completed or freed already, a stale copy,
+/// never started) gives MPICAST_ERR_ARG and is not read. The same holds for every call here.
 ///
 /// # Safety
-/// `request` points to NULL or a live request; `status` is MPI_STATUS_IGNORE or writable.
+/// `request` points to a request pointer; `status` is MPI_STATUS_IGNORE or writable.
 #[no_mangle]
 pub unsafe extern "C" fn MPICAST_Wait(
     request: *mut *mut MPICAST_Request,
@@ -133,8 +211,9 @@ pub unsafe extern "C" fn MPICAST_Wait(
         "MPICAST_Wait",
         || INTERNAL,
         || {
-            if request.is_null() {
-                return NULL_ARG;
+            const CALL: &str = "MPICAST_Wait";
+            if let Err(s) = check::non_null(CALL, request, "request") {
+                return s;
             }
             let mut idle = crate::host::progress::Pause::default();
             loop {
@@ -142,7 +221,7 @@ pub unsafe extern "C" fn MPICAST_Wait(
                     return s;
                 }
                 // SAFETY: as the caller promises.
-                if let Some(s) = unsafe { look(request, status, true) } {
+                if let Some(s) = unsafe { look(CALL, None, request, status, true) } {
                     return s;
                 }
                 idle.pause();
@@ -166,14 +245,17 @@ pub unsafe extern "C" fn MPICAST_Test(
         "MPICAST_Test",
         || INTERNAL,
         || {
-            if request.is_null() || flag_out.is_null() {
-                return NULL_ARG;
+            const CALL: &str = "MPICAST_Test";
+            if let Err(s) = check::non_null(CALL, request, "request")
+                .and_then(|()| check::non_null(CALL, flag_out, "flag_out"))
+            {
+                return s;
             }
             if let Err(s) = progress() {
                 return s;
             }
             // SAFETY: as the caller promises.
-            let r = unsafe { look(request, status, false) };
+            let r = unsafe { look(CALL, None, request, status, false) };
             // SAFETY: checked non-NULL.
             unsafe { flag_out.write(c_int::from(r.is_some())) };
             r.unwrap_or(OK)
@@ -192,7 +274,8 @@ fn slot(statuses: *mut mpi_sys::MPI_Status, i: usize) -> *mut mpi_sys::MPI_Statu
 }
 
 /// Waits for all `count` requests (NULL ones are complete), as MPICAST_Wait each; returns the
-/// first non-OK status code, after all completed.
+/// first non-OK status code, after all completed. A negative `count` is MPICAST_ERR_ARG (as
+/// in MPICAST_Testany and MPICAST_Testsome).
 ///
 /// # Safety
 /// `requests` holds `count` request pointers; `statuses` is MPI_STATUSES_IGNORE or holds
@@ -207,9 +290,13 @@ pub unsafe extern "C" fn MPICAST_Waitall(
         "MPICAST_Waitall",
         || INTERNAL,
         || {
-            let n = usize::try_from(count).unwrap_or(0);
+            const CALL: &str = "MPICAST_Waitall";
+            let n = match check::count(CALL, count, 0, "count") {
+                Ok(n) => n,
+                Err(s) => return s,
+            };
             if n > 0 && requests.is_null() {
-                return NULL_ARG;
+                return check::refuse(CALL, NULL_ARG, "requests is NULL");
             }
             let mut first = OK;
             let mut left = n;
@@ -224,7 +311,9 @@ pub unsafe extern "C" fn MPICAST_Waitall(
                         continue;
                     }
                     // SAFETY: slot i of the caller's array.
-                    if let Some(s) = unsafe { look(requests.add(i), slot(statuses, i), true) } {
+                    let s =
+                        unsafe { look(CALL, Some(i), requests.add(i), slot(statuses, i), true) };
+                    if let Some(s) = s {
                         *d = true;
                         left -= 1;
                         if first == OK {
@@ -260,9 +349,18 @@ pub unsafe extern "C" fn MPICAST_Testany(
         "MPICAST_Testany",
         || INTERNAL,
         || {
-            let n = usize::try_from(count).unwrap_or(0);
-            if (n > 0 && requests.is_null()) || index_out.is_null() || flag_out.is_null() {
-                return NULL_ARG;
+            const CALL: &str = "MPICAST_Testany";
+            let n = match check::count(CALL, count, 0, "count") {
+                Ok(n) => n,
+                Err(s) => return s,
+            };
+            if n > 0 && requests.is_null() {
+                return check::refuse(CALL, NULL_ARG, "requests is NULL");
+            }
+            if let Err(s) = check::non_null(CALL, index_out, "index_out")
+                .and_then(|()| check::non_null(CALL, flag_out, "flag_out"))
+            {
+                return s;
             }
             if let Err(s) = progress() {
                 return s;
@@ -275,7 +373,8 @@ pub unsafe extern "C" fn MPICAST_Testany(
                 }
                 any_live = true;
                 // SAFETY: as the caller promises.
-                if let Some(s) = unsafe { look(requests.add(i), status, false) } {
+                let s = unsafe { look(CALL, Some(i), requests.add(i), status, false) };
+                if let Some(s) = s {
                     // SAFETY: checked non-NULL.
                     unsafe {
                         index_out.write(i as c_int);
@@ -317,9 +416,16 @@ pub unsafe extern "C" fn MPICAST_Testsome(
         "MPICAST_Testsome",
         || INTERNAL,
         || {
-            let n = usize::try_from(count).unwrap_or(0);
-            if (n > 0 && (requests.is_null() || indices.is_null())) || outcount_out.is_null() {
-                return NULL_ARG;
+            const CALL: &str = "MPICAST_Testsome";
+            let n = match check::count(CALL, count, 0, "count") {
+                Ok(n) => n,
+                Err(s) => return s,
+            };
+            if n > 0 && (requests.is_null() || indices.is_null()) {
+                return check::refuse(CALL, NULL_ARG, "requests or indices is NULL");
+            }
+            if let Err(s) = check::non_null(CALL, outcount_out, "outcount_out") {
+                return s;
             }
             if let Err(s) = progress() {
                 return s;
@@ -332,7 +438,8 @@ pub unsafe extern "C" fn MPICAST_Testsome(
                 }
                 any_live = true;
                 // SAFETY: as the caller promises; slot k of the outputs.
-                if let Some(s) = unsafe { look(requests.add(i), slot(statuses, k), false) } {
+                let s = unsafe { look(CALL, Some(i), requests.add(i), slot(statuses, k), false) };
+                if let Some(s) = s {
                     // SAFETY: room for `count` indices.
                     unsafe { indices.add(k).write(i as c_int) };
                     k += 1;
@@ -365,20 +472,29 @@ pub unsafe extern "C" fn MPICAST_Request_free(request: *mut *mut MPICAST_Request
         "MPICAST_Request_free",
         || INTERNAL,
         || {
-            if request.is_null() {
-                return NULL_ARG;
+            const CALL: &str = "MPICAST_Request_free";
+            if let Err(s) = check::non_null(CALL, request, "request") {
+                return s;
             }
             // SAFETY: the caller's pointer.
             let r = unsafe { *request };
             if r.is_null() {
                 return OK;
             }
+            if !is_live(r) {
+                return not_live(CALL, "*request");
+            }
             // SAFETY: a live request.
             if !unsafe { &*r }.goal.is_null() {
-                return super::ARG;
+                return check::refuse(
+                    CALL,
+                    ARG,
+                    "*request is a GOAL run's, owned by its MPICAST_Goal: complete it with \
+                     MPICAST_Goal_wait or free the handle",
+                );
             }
-            // SAFETY: an engine request the caller owns.
-            let req = unsafe { Box::from_raw(r) };
+            // SAFETY: an engine request the caller owns, live.
+            let req = unsafe { release(r) };
             if let Some(state) = &req.op {
                 if !state.is_done() {
                     forward::forget_everywhere(state);
@@ -411,28 +527,43 @@ pub unsafe extern "C" fn MPICAST_Request_mpi(
         "MPICAST_Request_mpi",
         || INTERNAL,
         || {
-            if request.is_null() || mpi_request_out.is_null() {
-                return NULL_ARG;
+            const CALL: &str = "MPICAST_Request_mpi";
+            if let Err(s) = check::non_null(CALL, request, "request")
+                .and_then(|()| check::non_null(CALL, mpi_request_out, "mpi_request_out"))
+            {
+                return s;
             }
             // SAFETY: the caller's pointer.
             let r = unsafe { *request };
             if r.is_null() {
-                return NULL_ARG;
+                return check::refuse(CALL, NULL_ARG, "*request is NULL");
+            }
+            if !is_live(r) {
+                return not_live(CALL, "*request");
             }
             // SAFETY: a live request.
             let req = unsafe { &*r };
             let Some(state) = req.op.clone() else {
-                return super::ARG;
+                return check::refuse(
+                    CALL,
+                    ARG,
+                    "*request is a GOAL run's; it cannot be converted",
+                );
             };
             if !super::super::progress::serve_forwarding() {
-                return super::NO_THREAD;
+                return check::refuse(
+                    CALL,
+                    super::NO_THREAD,
+                    "needs the progress thread (MPICAST_PROGRESS=thread, or auto under \
+                     MPI_THREAD_MULTIPLE)",
+                );
             }
             match host::grequest::start(state) {
                 Ok(m) => {
                     // SAFETY: checked non-NULL; the engine request is the caller's, consumed.
                     unsafe {
                         mpi_request_out.write(m);
-                        drop(Box::from_raw(r));
+                        drop(release(r));
                         *request = std::ptr::null_mut();
                     }
                     OK

@@ -349,4 +349,11 @@ fn matching_keeps_each_roots_order_and_mpi_rules() {
     let p = m.probe(s2).unwrap();
     assert_eq!(m.take(p.key), Some(p));
     assert_eq!(m.unmatched(), 0);
+    assert!(m.unmatched_list().is_empty());
+    // What came and was never taken, as a closing engine names it: the visible ones, then
+    // those still held back behind a missing earlier one.
+    m.arrive(a(5, 0, 1, 0));
+    m.arrive(a(6, 4, 1, 3));
+    assert_eq!(m.unmatched_list(), vec![a(5, 0, 1, 0), a(6, 4, 1, 3)]);
+    assert_eq!(m.unmatched(), 2);
 }

@@ -94,7 +94,7 @@ static void good_imcast(MPI_Comm comm, int dyn, int round) {
 /* One Mmcast round over a ring (each rank to the next, from the previous): `bad` is the rank
  * that makes `mistake` (or -1), and every rank must get `want`. After an error nothing may
  * have been written; after success the data must be this round's. */
-enum { M_NONE, M_SENDCOUNT, M_RECVCOUNT, M_NULL_DESTS, M_NULL_TYPE, M_BAD_DEST, M_SELF };
+enum { M_NONE, M_SENDCOUNT, M_RECVCOUNT, M_NULL_DESTS, M_NULL_TYPE, M_BAD_DEST, M_SELF, M_HUGE };
 static void mmcast_round(int round, int bad, int mistake, int want, const char *say) {
   int next = (rank + 1) % size, prev = (rank + size - 1) % size;
   int send[64], got[64], count = 64, rcount = 64, displ = 0;
@@ -113,6 +113,7 @@ static void mmcast_round(int round, int bad, int mistake, int want, const char *
     case M_NULL_TYPE: rtype = MPI_DATATYPE_NULL; break;
     case M_BAD_DEST: dest = size + 2; dests = &dest; break;
     case M_SELF: dest = rank; dests = &dest; break;
+    case M_HUGE: ndests = 1 << 30; break;
     }
   }
   int rc = Mmcast(send, sendcount, MPI_INT, dests, ndests, got, &rcount, &displ, rtype, &prev, 1,
@@ -155,6 +156,8 @@ static void imcast_matrix(MPI_Comm stale, MPI_Comm inter) {
     EXPECT(Imcast(buf, 1, MPI_INT, &one, 1, 32768, w, &req), MPICAST_ERR_ARG, "tag is 32768");
     EXPECT(Imcast(buf, 1, MPI_INT, &one, 0, 0, w, &req), MPICAST_ERR_ARG, "ndests is 0");
     EXPECT(Imcast(buf, 1, MPI_INT, &one, -2, 0, w, &req), MPICAST_ERR_ARG, "ndests is -2");
+    EXPECT(Imcast(buf, 1, MPI_INT, &one, 1 << 30, 0, w, &req), MPICAST_ERR_ARG,
+           "ndests is 1073741824");
     EXPECT(Imcast(buf, 1, MPI_INT, NULL, 1, 0, w, &req), MPICAST_ERR_NULL_ARG, "dests is NULL");
     dests[0] = size;
     EXPECT(Imcast(buf, 1, MPI_INT, dests, 1, 0, w, &req), MPICAST_ERR_ARG, "dests[0] is");
@@ -234,6 +237,8 @@ static void dbcast_matrix(MPI_Comm d, MPI_Comm stale) {
            "MPI_DATATYPE_NULL");
     EXPECT(Dbcast(buf, 1, MPI_INT, list, NULL, 1, 99999, d, &req), MPICAST_ERR_ARG, "tag is 99999");
     EXPECT(Dbcast(buf, 1, MPI_INT, list, NULL, 0, 0, d, &req), MPICAST_ERR_ARG, "recipients");
+    EXPECT(Dbcast(buf, 1, MPI_INT, list, NULL, size, 0, d, &req), MPICAST_ERR_ARG,
+           "at most");
     list[0] = 0;
     EXPECT(Dbcast(buf, 1, MPI_INT, list, NULL, 1, 0, d, &req), MPICAST_ERR_ARG,
            "recipients[0] is 0, this rank");
@@ -366,6 +371,8 @@ int main(int argc, char **argv) {
   mmcast_round(round++, 1, M_BAD_DEST, MPICAST_ERR_ARG, "destination");
   mmcast_round(round++, -1, M_NONE, MPICAST_OK, NULL);
   mmcast_round(round++, 2, M_SELF, MPICAST_ERR_ARG, "its own destinations");
+  mmcast_round(round++, -1, M_NONE, MPICAST_OK, NULL);
+  mmcast_round(round++, 3, M_HUGE, MPICAST_ERR_ARG, "ndests is 1073741824");
   mmcast_round(round++, -1, M_NONE, MPICAST_OK, NULL);
 
   /* GOAL handles. */

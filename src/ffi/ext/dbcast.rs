@@ -10,7 +10,7 @@ use super::super::guard;
 use super::check;
 use super::request::MPICAST_Request;
 use super::{
-    dest_list, engine_error, send_tag, ARG, ERR_MPI, INTERNAL, NOT_ENABLED, OK, UNKNOWN_KEY,
+    dest_count, dest_list, engine_error, send_tag, ARG, ERR_MPI, INTERNAL, NOT_ENABLED, OK, UNKNOWN_KEY,
 };
 use crate::algo::dbcast::{self as tree, Recipient, Shape};
 use crate::config::DbcastTree;
@@ -138,7 +138,7 @@ pub unsafe extern "C" fn MPICAST_Dbcast(
                 }
                 check::datatype(CALL, datatype, "datatype")?;
                 send_tag(CALL, tag)?;
-                check::count(CALL, n, 1, "n (the number of recipients)")?;
+                dest_count(CALL, n, "n (the number of recipients)", size)?;
                 check::non_null(CALL, recipients, "recipients")?;
                 // SAFETY: `n` ints, as the caller promises.
                 let list = unsafe { std::slice::from_raw_parts(recipients, n as usize) };

@@ -8,7 +8,7 @@
 use super::super::guard;
 use super::check;
 use super::request::{progress, MPICAST_Request};
-use super::{dest_list, engine_error, send_tag, want, ERR_MPI, INTERNAL, NOT_ENABLED, OK};
+use super::{dest_count, dest_list, engine_error, send_tag, want, ERR_MPI, INTERNAL, NOT_ENABLED, OK};
 use crate::host::{self, buffer::UserBuf, MPI_Comm, MPI_Datatype};
 use crate::session;
 use crate::transport::forward::{Engine, Outcome, ReqState};
@@ -125,7 +125,7 @@ pub unsafe extern "C" fn MPICAST_Imcast(
                 }
                 check::datatype(CALL, datatype, "datatype")?;
                 send_tag(CALL, tag)?;
-                check::count(CALL, ndests, 1, "ndests")?;
+                dest_count(CALL, ndests, "ndests", size)?;
                 check::non_null(CALL, dests, "dests")?;
                 // SAFETY: `ndests` ints, as the caller promises.
                 let list = unsafe { std::slice::from_raw_parts(dests, ndests as usize) };

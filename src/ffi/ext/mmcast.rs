@@ -88,6 +88,21 @@ pub unsafe extern "C" fn MPICAST_Mmcast(
                 if nsources < 0 {
                     return Err(format!("nsources is {nsources}; it must be 0 or more"));
                 }
+                let size = host::comm::size(comm).unwrap_or(0) as i64;
+                if i64::from(ndests) >= size {
+                    return Err(format!(
+                        "ndests is {ndests}; the communicator has {size} ranks, so at most {} \
+                         destinations",
+                        size - 1
+                    ));
+                }
+                if i64::from(nsources) >= size {
+                    return Err(format!(
+                        "nsources is {nsources}; the communicator has {size} ranks, so at most {} \
+                         sources",
+                        size - 1
+                    ));
+                }
                 if ndests > 0 && dests.is_null() {
                     return Err(format!("dests is NULL with ndests {ndests}"));
                 }

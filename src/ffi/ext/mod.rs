@@ -188,6 +188,25 @@ pub(super) fn send_tag(call: &str, tag: c_int) -> Result<c_int, c_int> {
     }
 }
 
+/// A destination count `n` (the argument `name`) that a communicator of `size` ranks can hold:
+/// every rank but the root at most (a larger count is a mistake, and its list would be read
+/// past its end).
+pub(super) fn dest_count(call: &str, n: c_int, name: &str, size: u32) -> Result<usize, c_int> {
+    let n = check::count(call, n, 1, name)?;
+    if n as u64 >= u64::from(size) {
+        return Err(check::refuse(
+            call,
+            ARG,
+            &format!(
+                "{name} is {n}; the communicator has {size} ranks, so at most {} destinations \
+                 (every rank but the root)",
+                size.saturating_sub(1)
+            ),
+        ));
+    }
+    Ok(n)
+}
+
 /// The destination list (the argument `name`) of a multicast from `me`: distinct ranks of a
 /// communicator of `size`, none of them `me`, at least one (the caller checked the count).
 /// `one`: the argument is a single rank, not a list.

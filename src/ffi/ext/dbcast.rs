@@ -10,7 +10,8 @@ use super::super::guard;
 use super::check;
 use super::request::MPICAST_Request;
 use super::{
-    dest_count, dest_list, engine_error, send_tag, ARG, ERR_MPI, INTERNAL, NOT_ENABLED, OK, UNKNOWN_KEY,
+    dest_count, dest_list, engine_error, send_tag, ARG, ERR_MPI, INTERNAL, NOT_ENABLED, OK,
+    UNKNOWN_KEY,
 };
 use crate::algo::dbcast::{self as tree, Recipient, Shape};
 use crate::config::DbcastTree;

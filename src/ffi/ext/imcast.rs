@@ -8,7 +8,9 @@
 use super::super::guard;
 use super::check;
 use super::request::{progress, MPICAST_Request};
-use super::{dest_count, dest_list, engine_error, send_tag, want, ERR_MPI, INTERNAL, NOT_ENABLED, OK};
+use super::{
+    dest_count, dest_list, engine_error, send_tag, want, ERR_MPI, INTERNAL, NOT_ENABLED, OK,
+};
 use crate::host::{self, buffer::UserBuf, MPI_Comm, MPI_Datatype};
 use crate::session;
 use crate::transport::forward::{Engine, Outcome, ReqState};

@@ -48,9 +48,6 @@ module mpicast
     integer(c_int64_t) :: repairs        ! fragments retransmitted, release queries sent
     integer(c_int64_t) :: rejected       ! datagrams failing authentication or malformed
     integer(c_int64_t) :: fallbacks      ! communicators that fell back to the host MPI
-    integer(c_int64_t) :: imcast         ! MPICAST_Imcast calls that started a multicast
-    integer(c_int64_t) :: dbcast         ! dynamic broadcasts started (Dbcast, Send_release)
-    integer(c_int64_t) :: mmcast         ! MPICAST_Mmcast calls completed
   end type MPICAST_Stats
 
   public :: MPICAST_Get_stats, MPICAST_Version, MPICAST_Status_string, MPICAST_Last_error

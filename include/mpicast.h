@@ -43,8 +43,10 @@ typedef enum MPICAST_Status {
   MPICAST_ERR_GOAL_STATE = 5,
   /*
    An argument is out of range or inconsistent (a destination outside the communicator,
-   repeated, or the root itself; a negative count; a tag out of range; an
-   intercommunicator; a freed request); nothing was done.
+   repeated, or the root itself; a negative count; a tag out of range; MPI_COMM_NULL, a
+   freed communicator or an intercommunicator; MPI_DATATYPE_NULL or a freed datatype; a
+   request that is not live: completed or freed already, a stale copy, never started);
+   nothing was done. MPICAST_Last_error says which argument.
    */
   MPICAST_ERR_ARG = 6,
   /*
@@ -104,9 +106,9 @@ typedef int (*MPICAST_Goal_function)(const void *src,
                                      void *ctx);
 
 /*
- This process's counters (not summed over ranks). Fields are only ever added at the end;
- MPICAST_Get_stats writes them all, so a program compiled against an older mpicast.h must be
- compiled again.
+ This process's counters (not summed over ranks). The layout is fixed (programs compiled
+ against an earlier mpicast.h keep working): the counters added since (MPICAST_Imcast,
+ MPICAST_Dbcast, MPICAST_Mmcast calls) are in the MPICAST_STATS=1 line only.
  */
 typedef struct MPICAST_Stats {
   /*
@@ -149,30 +151,11 @@ typedef struct MPICAST_Stats {
    Communicators that fell back to the host MPI because multicast did not work.
    */
   uint64_t fallbacks;
-  /*
-   MPICAST_Imcast calls that started a multicast.
-   */
-  uint64_t imcast;
-  /*
-   Dynamic broadcasts started: MPICAST_Dbcast calls, and MPICAST_Send_release calls'
-   sends to several recipients at once.
-   */
-  uint64_t dbcast;
-  /*
-   MPICAST_Mmcast calls completed.
-   */
-  uint64_t mmcast;
 } MPICAST_Stats;
 
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
-
-extern int mpicast_c_comm_live(MPI_Comm comm);
-
-extern int mpicast_c_type_live(MPI_Datatype t);
-
-extern int mpicast_c_errhandler_fatal(MPI_Comm comm);
 
 /*
  The library version as a static NUL-terminated string, e.g. "0.1.0". Never NULL; the
@@ -640,10 +623,12 @@ int MPICAST_Mmcast(const void *sendbuf,
  Waits until `*request` completes, forwarding meanwhile; fills `*status` (or
  MPI_STATUS_IGNORE) with the source, the tag and the length (MPI_Get_count works on it) and
  sets `*request` to NULL. MPICAST_ERR_TRUNCATE when the multicast was longer than the
- buffer (the status's MPI_ERROR is MPI_ERR_TRUNCATE). A NULL `*request` returns at once.
+ buffer (the status's MPI_ERROR is MPI_ERR_TRUNCATE). A NULL `*request` returns at once;
+ one that is not a live request of mpicast's (completed or freed already, a stale copy,
+ never started) gives MPICAST_ERR_ARG and is not read. The same holds for every call here.
 
  # Safety
- `request` points to NULL or a live request; `status` is MPI_STATUS_IGNORE or writable.
+ `request` points to a request pointer; `status` is MPI_STATUS_IGNORE or writable.
  */
 int MPICAST_Wait(struct MPICAST_Request **request, MPI_Status *status);
 
@@ -658,7 +643,8 @@ int MPICAST_Test(struct MPICAST_Request **request, int *flag_out, MPI_Status *st
 
 /*
  Waits for all `count` requests (NULL ones are complete), as MPICAST_Wait each; returns the
- first non-OK status code, after all completed.
+ first non-OK status code, after all completed. A negative `count` is MPICAST_ERR_ARG (as
+ in MPICAST_Testany and MPICAST_Testsome).
 
  # Safety
  `requests` holds `count` request pointers; `statuses` is MPI_STATUSES_IGNORE or holds

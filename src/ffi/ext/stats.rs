@@ -4,9 +4,9 @@ use super::super::guard;
 use super::{INTERNAL, NULL_ARG, OK};
 use std::os::raw::c_int;
 
-/// This process's counters (not summed over ranks). Fields are only ever added at the end;
-/// MPICAST_Get_stats writes them all, so a program compiled against an older mpicast.h must be
-/// compiled again.
+/// This process's counters (not summed over ranks). The layout is fixed (programs compiled
+/// against an earlier mpicast.h keep working): the counters added since (MPICAST_Imcast,
+/// MPICAST_Dbcast, MPICAST_Mmcast calls) are in the MPICAST_STATS=1 line only.
 #[repr(C)]
 #[derive(Default)]
 pub struct MPICAST_Stats {
@@ -30,13 +30,6 @@ pub struct MPICAST_Stats {
     pub rejected: u64,
     /// Communicators that fell back to the host MPI because multicast did not work.
     pub fallbacks: u64,
-    /// MPICAST_Imcast calls that started a multicast.
-    pub imcast: u64,
-    /// Dynamic broadcasts started: MPICAST_Dbcast calls, and MPICAST_Send_release calls'
-    /// sends to several recipients at once.
-    pub dbcast: u64,
-    /// MPICAST_Mmcast calls completed.
-    pub mmcast: u64,
 }
 
 /// Copies this process's counters into `*stats_out`.
@@ -66,9 +59,6 @@ pub unsafe extern "C" fn MPICAST_Get_stats(stats_out: *mut MPICAST_Stats) -> c_i
                 repairs: v[7],
                 rejected: v[8],
                 fallbacks: v[9],
-                imcast: v[10],
-                dbcast: v[11],
-                mmcast: v[12],
             };
             // SAFETY: checked non-NULL; the caller provides a writable MPICAST_Stats.
             unsafe { stats_out.write(s) };

@@ -245,7 +245,7 @@ fn draw_group(cfg: &Config, rnd: u64) -> (Ipv4Addr, u16) {
 }
 
 /// Per-rank facts gathered by the probe allgather.
-const INFO_LEN: usize = 56;
+const INFO_LEN: usize = 60;
 /// Bytes of the short host name a rank reports (longer names are cut).
 const HOST_LEN: usize = 24;
 #[derive(Clone, Copy)]
@@ -262,6 +262,8 @@ struct RankInfo {
     world: u32,
     addr: Ipv4Addr,
     host: [u8; HOST_LEN],
+    /// The largest probe datagram it received (bytes; the prober: the largest it sent).
+    max_seen: u32,
 }
 
 impl RankInfo {
@@ -278,6 +280,7 @@ impl RankInfo {
         b[24..28].copy_from_slice(&self.world.to_le_bytes());
         b[28..32].copy_from_slice(&self.addr.octets());
         b[32..32 + HOST_LEN].copy_from_slice(&self.host);
+        b[56..60].copy_from_slice(&self.max_seen.to_le_bytes());
         b
     }
     fn decode(b: &[u8]) -> RankInfo {
@@ -294,6 +297,7 @@ impl RankInfo {
             world: f(6),
             addr: Ipv4Addr::new(b[28], b[29], b[30], b[31]),
             host: b[32..32 + HOST_LEN].try_into().unwrap(),
+            max_seen: f(14),
         }
     }
 
@@ -395,6 +399,7 @@ pub fn setup(
         world: host::comm::rank(host::comm_world()).unwrap_or(rank),
         addr: iface.as_ref().map_or(Ipv4Addr::UNSPECIFIED, |i| i.addr),
         host: short_host(),
+        max_seen: 0,
     };
     let opened = iface.as_ref().map_err(|e| e.clone()).and_then(|ifc| {
         McastSocket::open(ifc, msg.group, msg.port, cfg.ttl, cfg.rcvbuf)
@@ -412,22 +417,38 @@ pub fn setup(
         info.responder = start_responder(session, ifc.addr)?;
         Ok((sock, ifc))
     });
-    let mut probe_out = Vec::new();
-    wire::packet::encode(
-        &ctx,
-        &wire::packet::Header {
-            kind: wire::packet::Kind::Probe,
-            job: ctx.job,
-            comm: ctx.comm,
-            seq: 0,
-            root: 0,
-            frag: 0,
-            nfrags: 0,
-            total_len: 0,
-        },
-        &[],
-        &mut probe_out,
-    );
+    // The probes: a small one, then one of each size of the ladder (`wire::pmtu`), from the
+    // datagram this communicator would use (as rank 0 sees its interface) down through the
+    // common MTUs. Each carries the ladder's top in `total_len`, so that a receiver stops
+    // waiting as soon as the largest has come.
+    let top = iface.as_ref().map_or(0, |i| {
+        wire::packet::frag_for(net::max_udp_payload(i), msg.frag_bytes as usize)
+            + wire::packet::OVERHEAD
+    });
+    let mut probes: Vec<Vec<u8>> = Vec::new();
+    if rank == 0 {
+        let zeros = vec![0u8; top];
+        let sizes = std::iter::once(wire::packet::OVERHEAD).chain(wire::pmtu::ladder(top));
+        for size in sizes {
+            let mut out = Vec::new();
+            wire::packet::encode(
+                &ctx,
+                &wire::packet::Header {
+                    kind: wire::packet::Kind::Probe,
+                    job: ctx.job,
+                    comm: ctx.comm,
+                    seq: 0,
+                    root: 0,
+                    frag: 0,
+                    nfrags: 0,
+                    total_len: top as u64,
+                },
+                &zeros[..size.saturating_sub(wire::packet::OVERHEAD)],
+                &mut out,
+            );
+            probes.push(out);
+        }
+    }
     if let Ok((sock, ifc)) = &opened {
         info.status = 1;
         info.rcvbuf_kib = (sock.rcvbuf() / 1024) as u32;
@@ -437,13 +458,16 @@ pub fn setup(
     let gathered = if rank == 0 {
         if opened.is_ok() {
             info.status = 2;
+            info.max_seen = top as u32;
         }
         let mut ag = host::comm::Iallgather::start(private, &info.encode())?;
         let deadline =
             Instant::now() + Duration::from_millis(cfg.probe_ms.saturating_mul(4) + 1000);
         loop {
             if let Ok((sock, _)) = &opened {
-                let _ = sock.send(&probe_out);
+                for p in &probes {
+                    let _ = sock.send(p);
+                }
             }
             if ag.test()? || Instant::now() > deadline {
                 break;
@@ -454,8 +478,9 @@ pub fn setup(
         ag.wait()?
     } else {
         if let Ok((sock, _)) = &opened {
-            if wait_probe(sock, &ctx, Duration::from_millis(cfg.probe_ms)) {
+            if let Some(seen) = wait_probe(sock, &ctx, Duration::from_millis(cfg.probe_ms)) {
                 info.status = 2;
+                info.max_seen = seen as u32;
             }
         }
         host::comm::Iallgather::start(private, &info.encode())?.wait()?
@@ -498,12 +523,44 @@ pub fn setup(
         return Ok(Err(facts.render()));
     }
     let (sock, ifc) = opened.expect("status 2 means opened");
-    // Everybody derives the same fragment size and window from the same gathered facts.
+    // Everybody derives the same fragment size and window from the same gathered facts: the
+    // smallest interface's, and no larger than what the probe saw reach every rank.
     let min_payload = infos
         .iter()
         .map(|i| i.max_payload as usize)
         .min()
         .unwrap_or(1472);
+    let top = infos[0].max_seen as usize;
+    let seen_min = infos.iter().map(|i| i.max_seen as usize).min().unwrap_or(0);
+    let min_payload = match wire::pmtu::choose(top, seen_min) {
+        wire::pmtu::Choice::Keep => min_payload,
+        wire::pmtu::Choice::Step { udp } => {
+            let frag = wire::packet::frag_for(min_payload.min(udp), msg.frag_bytes as usize);
+            if rank == 0 {
+                crate::session::say(&format!(
+                    "mpicast: a communicator of {size} ranks on {} ({}): multicast datagrams \
+                     of {top} bytes do not reach every rank (missing at {}), those of {udp} \
+                     bytes do: a switch or link with a smaller MTU than the hosts'? It uses \
+                     {frag} data bytes per datagram (MPICAST_FRAG_BYTES sets a size; `mpicast \
+                     doctor` tells more)",
+                    ifc.name,
+                    ifc.addr,
+                    short_list(&infos, |i| (i.max_seen as usize) < top),
+                ));
+            }
+            min_payload.min(udp)
+        }
+        wire::pmtu::Choice::Nothing => {
+            return Ok(Err(format!(
+                "multicast datagrams large enough to carry data ({} bytes) do not reach \
+                 every rank on {} ({}), though small probes do (missing at {})",
+                wire::pmtu::SMALLEST,
+                ifc.name,
+                ifc.addr,
+                short_list(&infos, |i| (i.max_seen as usize) < wire::pmtu::SMALLEST),
+            )));
+        }
+    };
     let frag = wire::packet::frag_for(min_payload, msg.frag_bytes as usize);
     let min_rcvbuf = infos
         .iter()
@@ -585,20 +642,26 @@ fn start_responder(session: &Session, addr: Ipv4Addr) -> Result<SocketAddrV4, St
     Ok(r.as_ref().expect("started above").addr())
 }
 
-fn wait_probe(sock: &McastSocket, ctx: &Ctx, bound: Duration) -> bool {
+/// Waits (bounded) for the prober's probes: the size of the largest that came, once the
+/// largest of its ladder has (or when the bound is up); None when none came.
+fn wait_probe(sock: &McastSocket, ctx: &Ctx, bound: Duration) -> Option<usize> {
     let deadline = Instant::now() + bound;
     let mut buf = vec![0u8; 65536];
+    let mut seen: Option<usize> = None;
     loop {
         while let Ok(Some(len)) = sock.recv(&mut buf) {
             if let Ok((h, _)) = wire::packet::decode(ctx, &buf[..len]) {
                 if h.kind == wire::packet::Kind::Probe {
-                    return true;
+                    seen = Some(seen.map_or(len, |s| s.max(len)));
+                    if len as u64 >= h.total_len {
+                        return seen;
+                    }
                 }
             }
         }
         let now = Instant::now();
         if now >= deadline {
-            return false;
+            return seen;
         }
         progress::poll();
         let _ = net::wait_readable(
@@ -606,6 +669,16 @@ fn wait_probe(sock: &McastSocket, ctx: &Ctx, bound: Duration) -> bool {
             progress::max_sleep((deadline - now).min(Duration::from_millis(20))),
         );
     }
+}
+
+/// The ranks whose facts pass `pick`, by host (`reach::by_host`).
+fn short_list(infos: &[RankInfo], pick: impl Fn(&RankInfo) -> bool) -> String {
+    let who: Vec<crate::reach::Who> = infos
+        .iter()
+        .filter(|i| pick(i))
+        .map(RankInfo::who)
+        .collect();
+    crate::reach::by_host(&who)
 }
 
 #[cfg(test)]
@@ -673,11 +746,12 @@ mod tests {
             world: 17,
             addr: Ipv4Addr::new(10, 77, 0, 3),
             host: *b"node-with-a-long-name-12",
+            max_seen: 1472,
         };
         let d = RankInfo::decode(&i.encode());
         assert_eq!(
-            (d.status, d.errno, d.rcvbuf_kib, d.max_payload, d.responder),
-            (i.status, i.errno, i.rcvbuf_kib, i.max_payload, i.responder)
+            (d.status, d.errno, d.rcvbuf_kib, d.max_payload, d.responder, d.max_seen),
+            (i.status, i.errno, i.rcvbuf_kib, i.max_payload, i.responder, 1472)
         );
         let w = d.who();
         assert_eq!((w.world, w.addr), (17, i.addr));

@@ -2,7 +2,8 @@
 //!
 //! Owns the datagram format (`packet`), the receiver->root control messages (`control`), the
 //! root's and the receivers' state machines of one broadcast (`sender`, `receiver`) and the
-//! barrier's release datagram with its repair (`release`). Time comes in as virtual nanoseconds
+//! barrier's release datagram with its repair (`release`), and which datagram sizes reach every
+//! rank (`pmtu`). Time comes in as virtual nanoseconds
 //! and bytes come in as slices: nothing here reads a clock, touches a socket or calls MPI, so
 //! every behaviour is tested deterministically in `tests.rs`.
 
@@ -13,6 +14,7 @@ pub mod dbcast;
 pub mod forward;
 pub mod matching;
 pub mod packet;
+pub mod pmtu;
 pub mod receiver;
 pub mod release;
 pub mod sender;

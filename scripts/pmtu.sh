@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# A path-MTU black hole on loopback (issue 40, first part; needs root and nft, skipped
+# otherwise): an nft rule drops multicast datagrams longer than an MTU, as a switch with a
+# smaller MTU than the hosts does, from the start of the job. The setup probe must find the
+# largest size that passes and use it, saying so once, with no fallback and every byte right.
+#   1500   IP packets over 1500 bytes dropped: datagrams of 1472 bytes pass, fragments of 1408
+#   150    only packets of 150 bytes or less pass: the small probe does, no datagram that
+#          carries data does: the communicator uses the host MPI, with a message
+# The rules live in their own table, inet mpicast_pmtu, which the EXIT trap deletes.
+source "$(dirname "$0")/test-lib.sh"
+
+TABLE="inet mpicast_pmtu"
+GROUP_NET=239.255.0.0/16
+
+[ "$(id -u)" = 0 ] || skip "fault injection needs root (nftables)"
+command -v nft >/dev/null || skip "nft not installed (make deps installs nftables)"
+nft list tables >/dev/null 2>&1 || skip "nft cannot list tables here (no CAP_NET_ADMIN?)"
+
+cleanup() { nft delete table $TABLE 2>/dev/null || true; }
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+cleanup
+
+# rules LEN: drop multicast UDP packets on lo longer than LEN bytes (IP length).
+rules() {
+  cleanup
+  nft -f - <<NFT
+table $TABLE {
+  counter dropped {}
+  chain input {
+    type filter hook input priority -10; policy accept;
+    iifname "lo" ip daddr $GROUP_NET meta l4proto udp meta length > $1 counter name "dropped" drop
+  }
+}
+NFT
+}
+dropped() { nft list counter $TABLE dropped | sed -n 's/.*packets \([0-9]*\).*/\1/p'; }
+
+export MPICAST_GROUP=$GROUP_NET MPICAST_STATS=1 MPICAST_TIMEOUT_MS=5000 MPICAST_PROBE_MS=300
+launch 4 preload
+
+# ---- 1500
+rules 1500
+out=$TC_WORK/mtu1500.out
+rc=0
+TC_EXPECT=mcast timeout -k 10 120 "${LAUNCH[@]}" "$TC_BINDIR/int_stress" \
+  --count 300 --seed 15 --max-size 300000 >"$out" 2>&1 || rc=$?
+cat "$out"
+[ "$rc" = 0 ] || fail "1500: the job failed (exit $rc)"
+[ "$(dropped)" -gt 0 ] || fail "1500: the rule dropped nothing: the large probe was not sent"
+grep -q 'multicast datagrams of [0-9]* bytes do not reach every rank (missing at .*ranks 1-3), those of 1472 bytes do' "$out" \
+  || fail "1500: no message saying which size passes"
+grep -q 'It uses 1408 data bytes per datagram' "$out" || fail "1500: not 1408 data bytes per datagram"
+n=$(grep -c 'do not reach every rank' "$out" || true)
+[ "$n" = 1 ] || fail "1500: the message was printed $n times, not once"
+line=$(stats_line "$out")
+[ "$(stat_field "$line" fallbacks)" = 0 ] || fail "1500: a fallback to the host MPI: $line"
+[ "$(stat_field "$line" bcast_mcast)" -gt 0 ] || fail "1500: nothing went by multicast: $line"
+note "1500: smaller datagrams chosen, $(dropped) large ones dropped (probes), every byte right"
+
+# ---- 150
+rules 150
+out=$TC_WORK/mtu150.out
+rc=0
+timeout -k 10 120 "${LAUNCH[@]}" "$TC_BINDIR/int_stress" \
+  --count 30 --seed 16 --max-size 65536 >"$out" 2>&1 || rc=$?
+cat "$out"
+[ "$rc" = 0 ] || fail "150: the job failed (exit $rc)"
+grep -q 'large enough to carry data (128 bytes) do not reach every rank' "$out" \
+  || fail "150: no message saying that no datagram carrying data passes"
+line=$(stats_line "$out")
+[ "$(stat_field "$line" fallbacks)" -gt 0 ] || fail "150: no fallback to the host MPI: $line"
+note "150: the host MPI, with a message"
+echo "pmtu: ok"

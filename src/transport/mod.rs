@@ -478,7 +478,8 @@ pub fn setup(
         ag.wait()?
     } else {
         if let Ok((sock, _)) = &opened {
-            if let Some(seen) = wait_probe(sock, &ctx, Duration::from_millis(cfg.probe_ms)) {
+            let own = info.max_payload as usize;
+            if let Some(seen) = wait_probe(sock, &ctx, own, Duration::from_millis(cfg.probe_ms)) {
                 info.status = 2;
                 info.max_seen = seen as u32;
             }
@@ -530,7 +531,9 @@ pub fn setup(
         .map(|i| i.max_payload as usize)
         .min()
         .unwrap_or(1472);
-    let top = infos[0].max_seen as usize;
+    // What the probe must show: the prober's largest datagram, or less where a rank's own
+    // interface takes less (that rank's MTU, not the path, sets the size then).
+    let top = (infos[0].max_seen as usize).min(min_payload);
     let seen_min = infos.iter().map(|i| i.max_seen as usize).min().unwrap_or(0);
     let min_payload = match wire::pmtu::choose(top, seen_min) {
         wire::pmtu::Choice::Keep => min_payload,
@@ -643,8 +646,9 @@ fn start_responder(session: &Session, addr: Ipv4Addr) -> Result<SocketAddrV4, St
 }
 
 /// Waits (bounded) for the prober's probes: the size of the largest that came, once the
-/// largest of its ladder has (or when the bound is up); None when none came.
-fn wait_probe(sock: &McastSocket, ctx: &Ctx, bound: Duration) -> Option<usize> {
+/// largest of its ladder has, or one as large as this rank's own interface takes (`own`), or
+/// when the bound is up; None when none came.
+fn wait_probe(sock: &McastSocket, ctx: &Ctx, own: usize, bound: Duration) -> Option<usize> {
     let deadline = Instant::now() + bound;
     let mut buf = vec![0u8; 65536];
     let mut seen: Option<usize> = None;
@@ -653,7 +657,7 @@ fn wait_probe(sock: &McastSocket, ctx: &Ctx, bound: Duration) -> Option<usize> {
             if let Ok((h, _)) = wire::packet::decode(ctx, &buf[..len]) {
                 if h.kind == wire::packet::Kind::Probe {
                     seen = Some(seen.map_or(len, |s| s.max(len)));
-                    if len as u64 >= h.total_len {
+                    if len as u64 >= h.total_len.min(own as u64) {
                         return seen;
                     }
                 }
@@ -750,8 +754,22 @@ mod tests {
         };
         let d = RankInfo::decode(&i.encode());
         assert_eq!(
-            (d.status, d.errno, d.rcvbuf_kib, d.max_payload, d.responder, d.max_seen),
-            (i.status, i.errno, i.rcvbuf_kib, i.max_payload, i.responder, 1472)
+            (
+                d.status,
+                d.errno,
+                d.rcvbuf_kib,
+                d.max_payload,
+                d.responder,
+                d.max_seen
+            ),
+            (
+                i.status,
+                i.errno,
+                i.rcvbuf_kib,
+                i.max_payload,
+                i.responder,
+                1472
+            )
         );
         let w = d.who();
         assert_eq!((w.world, w.addr), (17, i.addr));

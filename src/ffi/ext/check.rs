@@ -111,6 +111,15 @@ pub(super) fn intra(call: &str, comm: MPI_Comm, name: &str) -> Result<u32, c_int
     }
 }
 
+/// MPI is up and `comm` (the argument of that name) a live intracommunicator: its size and
+/// this rank's place in it.
+pub(super) fn on_comm(call: &str, comm: MPI_Comm) -> Result<(u32, u32), c_int> {
+    mpi_up(call)?;
+    let size = intra(call, comm, "comm")?;
+    let me = host::comm::rank(comm).map_err(|_| super::ERR_MPI)?;
+    Ok((size, me))
+}
+
 /// A live datatype (not MPI_DATATYPE_NULL, not freed).
 pub(super) fn datatype(call: &str, t: MPI_Datatype, name: &str) -> Result<(), c_int> {
     if t == host::datatype_null() {

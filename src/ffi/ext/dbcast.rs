@@ -10,7 +10,7 @@ use super::super::guard;
 use super::check;
 use super::request::MPICAST_Request;
 use super::{
-    dest_count, dest_list, engine_error, send_tag, ARG, ERR_MPI, INTERNAL, NOT_ENABLED, OK,
+    dest_list, engine_error, send_tag, SendArgs, ARG, ERR_MPI, INTERNAL, NOT_ENABLED, OK,
     UNKNOWN_KEY,
 };
 use crate::algo::dbcast::{self as tree, Recipient, Shape};
@@ -40,7 +40,7 @@ pub unsafe extern "C" fn MPICAST_Dbcast_enable(comm: MPI_Comm) -> c_int {
         "MPICAST_Dbcast_enable",
         || INTERNAL,
         || {
-            if let Err(s) = size_and_rank("MPICAST_Dbcast_enable", comm) {
+            if let Err(s) = check::on_comm("MPICAST_Dbcast_enable", comm) {
                 return s;
             }
             match check::session().dbcast_enable(comm) {
@@ -52,14 +52,6 @@ pub unsafe extern "C" fn MPICAST_Dbcast_enable(comm: MPI_Comm) -> c_int {
             }
         },
     )
-}
-
-/// MPI is up and `comm` a live intracommunicator: its size and this rank.
-fn size_and_rank(call: &str, comm: MPI_Comm) -> Result<(u32, u32), c_int> {
-    check::mpi_up(call)?;
-    let size = check::intra(call, comm, "comm")?;
-    let me = host::comm::rank(comm).map_err(|_| ERR_MPI)?;
-    Ok((size, me))
 }
 
 /// The dynamic-broadcast engine of `comm`, or MPICAST_ERR_NOT_ENABLED.
@@ -130,27 +122,20 @@ pub unsafe extern "C" fn MPICAST_Dbcast(
         || INTERNAL,
         || {
             const CALL: &str = "MPICAST_Dbcast";
-            let checked = (|| {
-                check::non_null(CALL, request_out, "request_out")?;
-                let (size, me) = size_and_rank(CALL, comm)?;
-                check::count(CALL, count, 0, "count")?;
-                if count > 0 {
-                    check::non_null(CALL, buf, "buf")?;
-                }
-                check::datatype(CALL, datatype, "datatype")?;
-                send_tag(CALL, tag)?;
-                dest_count(CALL, n, "n (the number of recipients)", size)?;
-                check::non_null(CALL, recipients, "recipients")?;
-                // SAFETY: `n` ints, as the caller promises.
-                let list = unsafe { std::slice::from_raw_parts(recipients, n as usize) };
-                let ranks = dest_list(CALL, list, "recipients", false, size, me)?;
-                let e = engine(CALL, comm)?;
-                let ub = UserBuf::describe(buf as *mut c_void, i64::from(count), datatype, comm)
-                    .map_err(|_| {
-                        check::refuse(CALL, ERR_MPI, "the host MPI cannot describe the buffer")
-                    })?;
-                Ok::<_, c_int>((ranks, e, ub))
-            })();
+            let args = SendArgs {
+                buf,
+                count,
+                datatype,
+                list: recipients,
+                n,
+                list_name: "recipients",
+                n_name: "n (the number of recipients)",
+                tag,
+                comm,
+            };
+            // SAFETY: `recipients` holds `n` ints, as the caller promises.
+            let checked = unsafe { args.check(CALL, request_out) }
+                .and_then(|(ranks, ub)| Ok((ranks, engine(CALL, comm)?, ub)));
             let (ranks, e, ub) = match checked {
                 Ok(c) => c,
                 Err(s) => return s,
@@ -217,7 +202,7 @@ pub unsafe extern "C" fn MPICAST_Send_defer(
         || {
             const CALL: &str = "MPICAST_Send_defer";
             let checked = (|| {
-                let (size, me) = size_and_rank(CALL, comm)?;
+                let (size, me) = check::on_comm(CALL, comm)?;
                 let dest = dest_list(CALL, &[dest], "dest", true, size, me)?[0];
                 send_tag(CALL, tag)?;
                 engine(CALL, comm)?;

@@ -8,9 +8,7 @@
 use super::super::guard;
 use super::check;
 use super::request::{progress, MPICAST_Request};
-use super::{
-    dest_count, dest_list, engine_error, send_tag, want, ERR_MPI, INTERNAL, NOT_ENABLED, OK,
-};
+use super::{engine_error, want, SendArgs, ERR_MPI, INTERNAL, NOT_ENABLED, OK};
 use crate::host::{self, buffer::UserBuf, MPI_Comm, MPI_Datatype};
 use crate::session;
 use crate::transport::forward::{Engine, Outcome, ReqState};
@@ -30,15 +28,6 @@ fn engine(call: &str, comm: MPI_Comm) -> Result<Arc<Mutex<Engine>>, c_int> {
             "comm is not enabled: call MPICAST_Mcast_enable on it first (collective)",
         )
     })
-}
-
-/// The checks every call on a communicator starts with: MPI is up, `comm` a live
-/// intracommunicator (its size and this rank's place in it).
-fn on_comm(call: &str, comm: MPI_Comm) -> Result<(u32, u32), c_int> {
-    check::mpi_up(call)?;
-    let size = check::intra(call, comm, "comm")?;
-    let me = host::comm::rank(comm).map_err(|_| ERR_MPI)?;
-    Ok((size, me))
 }
 
 /// Enables the multicast calls on `comm`: collective over `comm` (every rank calls it, like
@@ -64,7 +53,7 @@ pub unsafe extern "C" fn MPICAST_Mcast_enable(comm: MPI_Comm) -> c_int {
         || INTERNAL,
         || {
             const CALL: &str = "MPICAST_Mcast_enable";
-            if let Err(s) = on_comm(CALL, comm) {
+            if let Err(s) = check::on_comm(CALL, comm) {
                 return s;
             }
             let s = check::session();
@@ -118,27 +107,20 @@ pub unsafe extern "C" fn MPICAST_Imcast(
         || INTERNAL,
         || {
             const CALL: &str = "MPICAST_Imcast";
-            let checked = (|| {
-                check::non_null(CALL, request_out, "request_out")?;
-                let (size, me) = on_comm(CALL, comm)?;
-                check::count(CALL, count, 0, "count")?;
-                if count > 0 {
-                    check::non_null(CALL, buf, "buf")?;
-                }
-                check::datatype(CALL, datatype, "datatype")?;
-                send_tag(CALL, tag)?;
-                dest_count(CALL, ndests, "ndests", size)?;
-                check::non_null(CALL, dests, "dests")?;
-                // SAFETY: `ndests` ints, as the caller promises.
-                let list = unsafe { std::slice::from_raw_parts(dests, ndests as usize) };
-                let ranks = dest_list(CALL, list, "dests", false, size, me)?;
-                let e = engine(CALL, comm)?;
-                let ub = UserBuf::describe(buf as *mut c_void, i64::from(count), datatype, comm)
-                    .map_err(|_| {
-                        check::refuse(CALL, ERR_MPI, "the host MPI cannot describe the buffer")
-                    })?;
-                Ok::<_, c_int>((ranks, e, ub))
-            })();
+            let args = SendArgs {
+                buf,
+                count,
+                datatype,
+                list: dests,
+                n: ndests,
+                list_name: "dests",
+                n_name: "ndests",
+                tag,
+                comm,
+            };
+            // SAFETY: `dests` holds `ndests` ints, as the caller promises.
+            let checked = unsafe { args.check(CALL, request_out) }
+                .and_then(|(ranks, ub)| Ok((ranks, engine(CALL, comm)?, ub)));
             let (ranks, e, ub) = match checked {
                 Ok(c) => c,
                 Err(s) => return s,
@@ -190,7 +172,7 @@ pub unsafe extern "C" fn MPICAST_Mcast_irecv(
             const CALL: &str = "MPICAST_Mcast_irecv";
             let checked = (|| {
                 check::non_null(CALL, request_out, "request_out")?;
-                let (size, me) = on_comm(CALL, comm)?;
+                let (size, me) = check::on_comm(CALL, comm)?;
                 check::count(CALL, count, 0, "count")?;
                 if count > 0 {
                     check::non_null(CALL, buf, "buf")?;
@@ -255,7 +237,7 @@ pub unsafe extern "C" fn MPICAST_Mcast_iprobe(
             const CALL: &str = "MPICAST_Mcast_iprobe";
             let checked = (|| {
                 check::non_null(CALL, flag_out, "flag_out")?;
-                let (size, me) = on_comm(CALL, comm)?;
+                let (size, me) = check::on_comm(CALL, comm)?;
                 want(CALL, source, tag, size, me)
             })();
             let w = match checked {

@@ -6,8 +6,9 @@
 //! is required gives `MPICAST_ERR_NULL_ARG`; every refusal says why (`check`:
 //! `MPICAST_Last_error`, and stderr).
 
-use crate::host;
+use crate::host::{self, buffer::UserBuf, MPI_Comm, MPI_Datatype};
 use crate::wire::matching::Want;
+use std::os::raw::c_void;
 use std::os::raw::{c_char, c_int};
 
 mod check;
@@ -185,6 +186,55 @@ pub(super) fn send_tag(call: &str, tag: c_int) -> Result<c_int, c_int> {
             ARG,
             &format!("tag is {tag}; it must be 0 to {TAG_MAX}"),
         ))
+    }
+}
+
+/// The arguments of a multicast's send side, as MPICAST_Imcast and MPICAST_Dbcast take them:
+/// `n` ranks at `list` (the arguments `n_name` and `list_name`).
+pub(super) struct SendArgs<'a> {
+    pub buf: *const c_void,
+    pub count: c_int,
+    pub datatype: MPI_Datatype,
+    pub list: *const c_int,
+    pub n: c_int,
+    pub list_name: &'a str,
+    pub n_name: &'a str,
+    pub tag: c_int,
+    pub comm: MPI_Comm,
+}
+
+impl SendArgs<'_> {
+    /// Checks every argument before anything is done, in the order of the call's parameters
+    /// (the request pointer first): the destination ranks, and the buffer described.
+    ///
+    /// # Safety
+    /// `list` holds `n` ints when `n` is in range (the caller's contract).
+    pub(super) unsafe fn check<T>(
+        &self,
+        call: &str,
+        request_out: *const T,
+    ) -> Result<(Vec<u32>, UserBuf), c_int> {
+        check::non_null(call, request_out, "request_out")?;
+        let (size, me) = check::on_comm(call, self.comm)?;
+        check::count(call, self.count, 0, "count")?;
+        if self.count > 0 {
+            check::non_null(call, self.buf, "buf")?;
+        }
+        check::datatype(call, self.datatype, "datatype")?;
+        send_tag(call, self.tag)?;
+        let n = dest_count(call, self.n, self.n_name, size)?;
+        check::non_null(call, self.list, self.list_name)?;
+        // SAFETY: `n` ints, as the caller promises.
+        let list = unsafe { std::slice::from_raw_parts(self.list, n) };
+        let ranks = dest_list(call, list, self.list_name, false, size, me)?;
+        let ub = UserBuf::describe(
+            self.buf as *mut c_void,
+            i64::from(self.count),
+            self.datatype,
+            self.comm,
+        )
+        .map_err(|_| check::refuse(call, ERR_MPI, "the host MPI cannot describe the buffer"))?;
+        Ok((ranks, ub))
     }
 }
 

@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
+use std::time::{Duration, Instant};
 
 fn mpicast(args: &[&str]) -> Output {
     mpicast_env(args, &[], &[])
@@ -1497,4 +1498,299 @@ fn mmcast_generators_and_their_option_errors() {
     assert_eq!(a, b);
     assert_eq!(a, c);
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Runs mpicast in a shell that first bounds its address space to about 1.9 GiB (`ulimit -v`),
+/// with RUST_BACKTRACE set so that a panic would show its backtrace: a command that allocated
+/// what it should have refused fails inside the bound instead of taking the machine. Gives the
+/// output and how long it took.
+fn mpicast_bounded(args: &[&str]) -> (Output, Duration) {
+    let start = Instant::now();
+    let o = Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -v 2000000 && exec \"$0\" \"$@\"")
+        .arg(env!("CARGO_BIN_EXE_mpicast"))
+        .args(args)
+        .env("RUST_BACKTRACE", "1")
+        .output()
+        .expect("run sh");
+    (o, start.elapsed())
+}
+
+/// What no user should ever read from mpicast.
+fn assert_no_rust_internals(what: &str, stderr: &str) {
+    for bad in [
+        "panicked",
+        "backtrace",
+        "memory allocation",
+        "RUST_BACKTRACE",
+    ] {
+        assert!(!stderr.contains(bad), "{what}: `{bad}` in {stderr:?}");
+    }
+}
+
+#[test]
+fn huge_inputs_are_refused_at_once_with_the_estimate_and_the_limit() {
+    for args in [
+        &["sim", "--gen", "binomial", "--ranks", "1000000000"][..],
+        &[
+            "sim",
+            "--gen",
+            "dissemination",
+            "--ranks",
+            "4294967295",
+            "--critical-path",
+        ],
+        &[
+            "sim",
+            "--gen",
+            "chain",
+            "--ranks",
+            "1000",
+            "--size",
+            "100000000000",
+            "--segment",
+            "1",
+        ],
+        &[
+            "sim",
+            "sweep",
+            "--gen",
+            "binomial,dbcast",
+            "--ranks",
+            "8..1000000000",
+        ],
+        &["topo", "--hosts", "a,b", "-n", "1000000000"],
+        &[
+            "topo",
+            "--hosts",
+            "a:4,b:4",
+            "-n",
+            "300000000",
+            "--from",
+            "0",
+            "--to",
+            "all",
+        ],
+        &["goal", "gen", "binomial-bcast", "--ranks", "1000000000"],
+    ] {
+        let (o, took) = mpicast_bounded(args);
+        let err = text(&o.stderr);
+        println!("{args:?}: {:.3} s: {err}", took.as_secs_f64());
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(o.stdout.is_empty(), "{args:?}");
+        assert!(took < Duration::from_secs(20), "{args:?} took {took:?}");
+        assert_no_rust_internals(&format!("{args:?}"), &err);
+        // One line: what, the estimate, the limit and where the limit comes from.
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.starts_with("mpicast: "), "{args:?}: {err}");
+        assert!(err.contains(" needs about "), "{args:?}: {err}");
+        assert!(err.contains(" of memory"), "{args:?}: {err}");
+        assert!(err.contains(" this process may use ("), "{args:?}: {err}");
+        assert!(
+            ["ulimit -v", "MemAvailable", "cgroup", "ulimit -d"]
+                .iter()
+                .any(|s| err.contains(s)),
+            "{args:?}: {err}"
+        );
+    }
+    // Under the bound of 1.9 GiB, it is the bound that is named.
+    let (o, _) = mpicast_bounded(&["sim", "--gen", "binomial", "--ranks", "30000000"]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.starts_with("mpicast: sim --gen binomial --ranks 30000000 needs about ")
+            && err.ends_with("(the address-space limit, ulimit -v)\n"),
+        "{err}"
+    );
+}
+
+#[test]
+fn numbers_too_large_name_the_limit() {
+    for (args, line) in [
+        (
+            &["sim", "--gen", "binomial", "--ranks", "1099511627776"][..],
+            "mpicast: --ranks wants at most 4294967295, not `1099511627776` (see `mpicast sim \
+             --help`)\n",
+        ),
+        (
+            &["topo", "--hosts", "a,b", "-n", "1099511627776"],
+            "mpicast: -n wants at most 4294967295, not `1099511627776` (see `mpicast topo \
+             --help`)\n",
+        ),
+        (
+            &["topo", "--hosts", "a:4294967296", "-n", "4"],
+            "mpicast: --hosts: `a:4294967296`: the slots after ':' are more than 4294967295 \
+             (see `mpicast topo --help`)\n",
+        ),
+        (
+            &[
+                "goal",
+                "gen",
+                "binomial-bcast",
+                "--ranks",
+                "99999999999999999999999",
+            ],
+            "mpicast: --ranks wants at most 4294967295, not `99999999999999999999999` (see \
+             `mpicast goal --help`)\n",
+        ),
+        (
+            &["sim", "--gen", "binomial", "--ranks", "-4"],
+            "mpicast: --ranks wants at least 0, not `-4` (see `mpicast sim --help`)\n",
+        ),
+        (
+            &[
+                "sim",
+                "sweep",
+                "--gen",
+                "binomial",
+                "--ranks",
+                "8,1099511627776",
+            ],
+            "mpicast: --ranks: 1099511627776 ranks are too many (at most 4294967295) (see \
+             `mpicast sim sweep --help`)\n",
+        ),
+        (
+            &["doctor", "-n", "1099511627776"],
+            "mpicast: -n wants at most 4294967295, not `1099511627776` (see `mpicast doctor \
+             --help`)\n",
+        ),
+    ] {
+        let (o, _) = mpicast_bounded(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert_eq!(text(&o.stderr), line, "{args:?}");
+        assert_no_rust_internals(&format!("{args:?}"), &text(&o.stderr));
+    }
+}
+
+#[test]
+fn topo_on_100000_ranks_finishes() {
+    // Under the memory bound too: a job of this size needs some tens of MiB.
+    let (o, took) = mpicast_bounded(&["topo", "--hosts", "a:16,b:16,c:16", "-n", "100000"]);
+    println!("topo on 100000 ranks: {:.2} s", took.as_secs_f64());
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert_no_rust_internals("topo", &text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(out.starts_with("100000 ranks placed by slot over 3 hosts (48 slots; "));
+    assert!(
+        out.contains("\nrank 99999: topology ID "),
+        "every table is there"
+    );
+    assert_eq!(out.matches("\nrank ").count(), 100000);
+    // Not a benchmark: only a bound that the O(N^2) tables (over a minute here) did not meet.
+    assert!(took < Duration::from_secs(300), "{took:?}");
+    // A multicast to every rank, too.
+    let (o, took) = mpicast_bounded(&[
+        "topo", "--hosts", "a,b", "-n", "100000", "--from", "5", "--to", "all",
+    ]);
+    println!(
+        "topo on 100000 ranks, a multicast to all: {:.2} s",
+        took.as_secs_f64()
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(text(&o.stdout).ends_with("every destination once; 99999 messages, depth 5\n"));
+}
+
+#[test]
+fn a_closed_pipe_is_one_line_not_a_panic() {
+    let o = Command::new("sh")
+        .arg("-c")
+        .arg("\"$0\" topo --hosts a,b -n 20000 | head -c 10 >/dev/null")
+        .arg(env!("CARGO_BIN_EXE_mpicast"))
+        .env("RUST_BACKTRACE", "1")
+        .output()
+        .expect("run sh");
+    let err = text(&o.stderr);
+    assert_no_rust_internals("topo | head", &err);
+    assert!(
+        err.is_empty() || err == "mpicast: standard output: Broken pipe (os error 32)\n",
+        "{err:?}"
+    );
+}
+
+#[test]
+fn output_files_are_checked_before_measuring() {
+    let dir = std::env::temp_dir().join(format!("mpicast-cli-out-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // A runner that names no MPI, and no launcher on the PATH: were the check to come too
+    // late, the launch would fail rather than run anything.
+    let runner = dir.join("runner");
+    std::fs::write(&runner, b"not a program").unwrap();
+    let r = runner.to_str().unwrap();
+    let empty = dir.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let path = empty.to_str().unwrap();
+    let bad = "/no/such/dir/x.conf";
+    for (args, var) in [
+        (&["tune", "-n", "2", "-o", bad][..], "MPICAST_TUNE_RUNNER"),
+        (&["tune", "-n", "2", "--svg", bad], "MPICAST_TUNE_RUNNER"),
+        (
+            &["sim", "calibrate", "-n", "2", "--out", bad],
+            "MPICAST_GOAL_RUNNER",
+        ),
+    ] {
+        let start = Instant::now();
+        let o = mpicast_env(
+            args,
+            &[(var, r), ("PATH", path)],
+            &["MPICAST_IFACE", "MPICAST_CONFIG"],
+        );
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+        assert!(
+            err.starts_with(&format!("mpicast: {bad}: cannot write it: No such file")),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("cannot run"), "{args:?}: launched: {err}");
+        assert!(start.elapsed() < Duration::from_secs(20));
+    }
+    // sim --timeline: before the simulation.
+    let o = mpicast(&[
+        "sim",
+        "--gen",
+        "binomial",
+        "--ranks",
+        "8",
+        "--timeline",
+        bad,
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o.stderr).starts_with(&format!("mpicast: {bad}: cannot write it: ")));
+    assert!(o.stdout.is_empty());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn help_names_the_commands_that_launch_mpi() {
+    let out = text(&mpicast(&["--help"]).stdout);
+    let flat = out.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains(
+            "These commands need no MPI, except those that launch a job of N ranks with mpirun \
+             or mpiexec: `goal run`, `doctor -n N`, `sim calibrate` and `tune` (not `doctor \
+             --local` nor `tune --from`)."
+        ),
+        "{out}"
+    );
+}
+
+#[test]
+fn sim_reads_text_from_standard_input() {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mpicast"))
+        .args(["sim", "-", "--no-progress"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run mpicast");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"rank 0 { calc 5; }\n")
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(text(&o.stdout).contains("\nmaximum: 5 ns at rank 0 "));
 }

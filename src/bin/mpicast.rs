@@ -41,6 +41,8 @@ mod wire;
 
 #[path = "mpicast/doctor.rs"]
 mod doctor_cmd;
+#[path = "mpicast/limits.rs"]
+mod limits;
 #[path = "mpicast/progress.rs"]
 mod progress;
 #[path = "mpicast/run.rs"]
@@ -96,7 +98,9 @@ commands:
 
 mpicast is the command line of libmpicast.so, the library that makes MPI_Bcast and
 MPI_Barrier use UDP multicast under an MPI program (LD_PRELOAD; see README.md). These
-commands need no MPI, except `goal run` and `tune`, which launch one.
+commands need no MPI, except those that launch a job of N ranks with mpirun or mpiexec:
+`goal run`, `doctor -n N`, `sim calibrate` and `tune` (not `doctor --local` nor
+`tune --from`).
 
 Exit status: 0 fine, 1 errors found, 2 bad usage.";
 
@@ -218,9 +222,36 @@ fn dispatch(args: &[String]) -> (Result<(), Fail>, &'static str) {
     }
 }
 
+/// What a panic prints instead of Rust's message and backtrace: one line. A failed write to
+/// standard output (a closed pipe) is said as such; anything else is a bug of mpicast.
+fn panic_line(
+    payload: &(dyn std::any::Any + Send),
+    location: Option<&std::panic::Location<'_>>,
+) -> String {
+    let what = payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("a panic without a message");
+    let what = what.lines().next().unwrap_or(what);
+    if what.starts_with("failed printing to std") {
+        return format!("mpicast: {what}");
+    }
+    let at = location
+        .map(|l| format!(" (at {}:{})", l.file(), l.line()))
+        .unwrap_or_default();
+    format!("mpicast: internal error: {what}{at}")
+}
+
 fn main() -> ExitCode {
+    std::panic::set_hook(Box::new(|info| {
+        eprintln!("{}", panic_line(info.payload(), info.location()))
+    }));
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let (result, help) = dispatch(&args);
+    // A panic has said its line (the hook); it ends the command with status 1.
+    let Ok((result, help)) = std::panic::catch_unwind(|| dispatch(&args)) else {
+        return ExitCode::from(1);
+    };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(Fail::Errors) => ExitCode::from(1),
@@ -267,9 +298,8 @@ struct Opts {
     dry_run: bool,
 }
 
-fn num<T: std::str::FromStr>(flag: &str, v: &str) -> Result<T, Fail> {
-    v.parse()
-        .map_err(|_| Fail::Usage(format!("{flag} wants a number, not `{v}`")))
+fn num<T: limits::Int>(flag: &str, v: &str) -> Result<T, Fail> {
+    limits::parse_int(flag, v).map_err(Fail::Usage)
 }
 
 fn parse_func(v: &str) -> Result<Func, Fail> {
@@ -372,9 +402,13 @@ fn read_input(path: &str) -> Result<Vec<u8>, Fail> {
 
 /// Text in either dialect or a binary schedule; parse errors and warnings go to stderr.
 fn load(path: &str, dialect: Option<Dialect>) -> Result<Parsed, Fail> {
-    let bytes = read_input(path)?;
+    load_bytes(path, &read_input(path)?, dialect)
+}
+
+/// `load` of what was read from `path` already (standard input can be read only once).
+fn load_bytes(path: &str, bytes: &[u8], dialect: Option<Dialect>) -> Result<Parsed, Fail> {
     if bytes.starts_with(&binary::MAGIC) {
-        return match binary::load(&bytes) {
+        return match binary::load(bytes) {
             Ok(program) => Ok(Parsed {
                 program,
                 source: Default::default(),
@@ -387,8 +421,8 @@ fn load(path: &str, dialect: Option<Dialect>) -> Result<Parsed, Fail> {
         };
     }
     let parsed = match dialect {
-        Some(d) => goal::parse(&bytes, d),
-        None => goal::parse_any(&bytes),
+        Some(d) => goal::parse(bytes, d),
+        None => goal::parse_any(bytes),
     };
     match parsed {
         Ok(p) => {
@@ -504,8 +538,13 @@ fn goal_cmd(args: &[String]) -> Result<(), Fail> {
             let n = o
                 .ranks
                 .ok_or_else(|| Fail::Usage("gen needs --ranks N".into()))?;
-            let p = gen::generate(algo, n, o.root.unwrap_or(0), o.size.unwrap_or(8))
-                .map_err(Fail::Usage)?;
+            let size = o.size.unwrap_or(8);
+            let (actions, deps) = limits::program_size(algo, n, size);
+            let need = limits::gen_bytes(u64::from(n), actions, deps)
+                .saturating_add(limits::generator_bytes(algo, n));
+            limits::check_memory(&format!("goal gen {name} --ranks {n}"), need)
+                .map_err(Fail::UsageLine)?;
+            let p = gen::generate(algo, n, o.root.unwrap_or(0), size).map_err(Fail::Usage)?;
             write_program(&o, &p)
         }
         "bound" => {
@@ -544,10 +583,16 @@ fn topo_cmd(args: &[String]) -> Result<(), Fail> {
         println!("{}", topo::USAGE);
         return Ok(());
     }
-    match topo::run(args) {
-        Ok(text) => write_output(None, text.as_bytes()),
+    // Written as it is made: at a million ranks the text is hundreds of MiB.
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
+    match topo::run_to(args, &mut out) {
+        Ok(()) => out
+            .flush()
+            .map_err(|e| Fail::Io(format!("standard output: {e}"))),
         Err(topo::Error::Usage(m)) => Err(Fail::Usage(m)),
         Err(topo::Error::Failed(m)) => Err(Fail::Io(m)),
+        Err(topo::Error::Limit(m)) => Err(Fail::UsageLine(m)),
     }
 }
 
@@ -762,4 +807,39 @@ fn run_cmd(o: &Opts) -> Result<(), Fail> {
         .envs(l.env.iter().map(|(k, v)| (k, v)))
         .exec();
     Err(Fail::Io(format!("cannot run {}: {err}", run::render(&l))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::panic_line;
+
+    #[test]
+    fn a_panic_is_one_line_without_rust_internals() {
+        let at = std::panic::Location::caller();
+        assert_eq!(
+            panic_line(
+                &"index out of bounds: the len is 3 but the index is 5",
+                Some(at)
+            ),
+            format!(
+                "mpicast: internal error: index out of bounds: the len is 3 but the index is 5 \
+                 (at {}:{})",
+                at.file(),
+                at.line()
+            )
+        );
+        let owned: Box<dyn std::any::Any + Send> = Box::new(String::from("first\nsecond"));
+        assert_eq!(panic_line(&*owned, None), "mpicast: internal error: first");
+        assert_eq!(
+            panic_line(
+                &"failed printing to stdout: Broken pipe (os error 32)",
+                None
+            ),
+            "mpicast: failed printing to stdout: Broken pipe (os error 32)"
+        );
+        assert_eq!(
+            panic_line(&5u8, None),
+            "mpicast: internal error: a panic without a message"
+        );
+    }
 }

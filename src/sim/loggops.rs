@@ -1481,6 +1481,33 @@ pub fn simulate_flat_on(
     Ok(e.outcome())
 }
 
+/// About the bytes a run over a program of `ranks` ranks and `actions` actions (`cpus` CPUs
+/// and `nics` NICs per rank) holds at its peak besides the program itself: the state of every
+/// action and resource, the events in the queue, and the outcome (with `traced`, also what
+/// `Options::trace` keeps). For the command line, to refuse a run that cannot fit before it
+/// builds anything; the run itself does not use it.
+pub fn run_bytes(ranks: u64, actions: u64, cpus: u64, nics: u64, traced: bool) -> u64 {
+    use std::mem::size_of;
+    let link = size_of::<Link>() as u64;
+    // Its state, its place in a posted-receive list, and its start and finish in the outcome
+    // (made while the state is still held); and an event pending in the queue: a multicast
+    // puts one per receiver in at once, 32 bytes in a bucket and 24 more when its time comes,
+    // in arrays that grow by doubling and keep their room.
+    let mut per_action = size_of::<St>() as u64 + 4 + 16 + 64;
+    if traced {
+        per_action += 2 * link + size_of::<(u32, ActionId)>() as u64 + size_of::<Arrival>() as u64;
+    }
+    let stride = cpus + 2 * nics;
+    // Its resources, its queues, and its end and first action in the outcome.
+    let mut per_rank = stride * 8 + size_of::<Queues>() as u64 + 8 + 4;
+    if traced {
+        per_rank += stride * link;
+    }
+    actions
+        .saturating_mul(per_action)
+        .saturating_add(ranks.saturating_mul(per_rank))
+}
+
 /// The chain of actions that ends last: from the action that completes last on the rank that
 /// ends last, back along what each waited for, listed first to last. Empty without
 /// `Options::trace` or actions.

@@ -57,6 +57,8 @@ pub mod sysfs;
 
 use crate::algo::prefix::{self, IdError, Shape, TopoId, Topology};
 use crate::config::rank_list;
+use std::collections::hash_map::Entry as Slot;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 /// The `MPI_Info` key that gives a rank its topology ID on one communicator. Its value differs
@@ -555,6 +557,10 @@ impl TopoFile {
             return Err(at(None, e.to_string()));
         }
         let mut entries: Vec<Entry> = Vec::new();
+        // The entries by (host in lower case, slot) and by ID value (one shape per file), so
+        // that a file of a million lines is checked for repeats in linear time.
+        let mut by_host: HashMap<(String, Option<u32>), usize> = HashMap::new();
+        let mut by_id: HashMap<u64, usize> = HashMap::new();
         let mut first: Option<(Shape, usize, bool)> = None;
         for (i, raw) in text.lines().enumerate() {
             let line = i + 1;
@@ -632,16 +638,14 @@ impl TopoFile {
                     }
                 }
             }
-            if let Some(e) = entries
-                .iter()
-                .find(|e| e.slot == slot && e.host.eq_ignore_ascii_case(host))
-            {
+            if let Some(&i) = by_host.get(&(host.to_ascii_lowercase(), slot)) {
                 return Err(at(
                     Some(line),
-                    format!("{} is on line {} already", fields[0], e.line),
+                    format!("{} is on line {} already", fields[0], entries[i].line),
                 ));
             }
-            if let Some(e) = entries.iter().find(|e| e.id == id) {
+            if let Some(&i) = by_id.get(&id.value()) {
+                let e = &entries[i];
                 let who = match e.slot {
                     Some(s) => format!("{}:{s}", e.host),
                     None => e.host.clone(),
@@ -651,6 +655,8 @@ impl TopoFile {
                     format!("ID {id} is {who}'s already (line {})", e.line),
                 ));
             }
+            by_host.insert((host.to_ascii_lowercase(), slot), entries.len());
+            by_id.insert(id.value(), entries.len());
             entries.push(Entry {
                 host: host.to_string(),
                 slot,
@@ -692,36 +698,67 @@ impl TopoFile {
         &self.entries
     }
 
+    /// The file's hosts, indexed for [`HostIndex::host_of`].
+    fn host_index(&self) -> HostIndex {
+        let mut ix = HostIndex {
+            slots: self.slots,
+            names: HashSet::new(),
+            addrs: HashMap::new(),
+            shorts: HashMap::new(),
+        };
+        for e in &self.entries {
+            let h = e.host.to_ascii_lowercase();
+            match h.parse::<std::net::Ipv4Addr>() {
+                Ok(a) => {
+                    ix.addrs.entry(u32::from(a)).or_insert_with(|| h.clone());
+                }
+                Err(_) => {
+                    let same = ix.shorts.entry(short(&h).to_string()).or_default();
+                    if !same.iter().any(|(b, _)| *b == h) {
+                        same.push((h.clone(), e.line));
+                    }
+                }
+            }
+            ix.names.insert(h);
+        }
+        ix
+    }
+}
+
+/// The hosts of a [`TopoFile`] by name, by address and by first label (all in lower case), so
+/// that the ranks of a communicator find theirs without a scan of the file each.
+struct HostIndex {
+    slots: bool,
+    names: HashSet<String>,
+    /// The first host of the file written as each address.
+    addrs: HashMap<u32, String>,
+    /// The hosts that are names, by their first label, in file order, each with its first line.
+    shorts: HashMap<String, Vec<(String, usize)>>,
+}
+
+impl HostIndex {
     /// The host (its written name, lower case) of the file that a rank on `host` with address
     /// `addr` runs on, and whether it matched by its first label only.
     fn host_of(&self, host: &str, addr: u32) -> Result<(String, bool), String> {
-        let hosts = || self.entries.iter().map(|e| e.host.as_str());
         if !host.is_empty() {
-            if let Some(h) = hosts().find(|h| h.eq_ignore_ascii_case(host)) {
-                return Ok((h.to_ascii_lowercase(), false));
+            let h = host.to_ascii_lowercase();
+            if self.names.contains(&h) {
+                return Ok((h, false));
             }
         }
         if addr != 0 {
-            let by_addr = hosts().find(|h| {
-                h.parse::<std::net::Ipv4Addr>()
-                    .is_ok_and(|a| u32::from(a) == addr)
-            });
-            if let Some(h) = by_addr {
-                return Ok((h.to_ascii_lowercase(), false));
+            if let Some(h) = self.addrs.get(&addr) {
+                return Ok((h.clone(), false));
             }
         }
-        let mut by_short: Vec<(String, usize)> = Vec::new();
-        if !host.is_empty() && host.parse::<std::net::Ipv4Addr>().is_err() {
-            for e in &self.entries {
-                let h = e.host.to_ascii_lowercase();
-                if h.parse::<std::net::Ipv4Addr>().is_err()
-                    && short(&h).eq_ignore_ascii_case(short(host))
-                    && !by_short.iter().any(|(b, _)| *b == h)
-                {
-                    by_short.push((h, e.line));
-                }
-            }
-        }
+        let none = Vec::new();
+        let by_short = if !host.is_empty() && host.parse::<std::net::Ipv4Addr>().is_err() {
+            self.shorts
+                .get(&short(host).to_ascii_lowercase())
+                .unwrap_or(&none)
+        } else {
+            &none
+        };
         match by_short.as_slice() {
             [(h, _)] => Ok((h.clone(), true)),
             [] => Err(match self.slots {
@@ -1033,8 +1070,10 @@ fn from_file(facts: &[RankFacts], file: Option<&FileCopy>) -> Result<Resolved, T
     }
 
     // The file's host of each rank; one file host is one host of the job.
+    let index = tf.host_index();
     let mut host_of: Vec<String> = Vec::with_capacity(facts.len());
-    let mut matched_by: Vec<(String, String, usize)> = Vec::new(); // (file host, rank host, rank)
+    // file host -> (rank host, rank)
+    let mut matched_by: HashMap<String, (String, usize)> = HashMap::new();
     for (r, f) in facts.iter().enumerate() {
         if f.host_cut {
             return Err(at(
@@ -1042,11 +1081,12 @@ fn from_file(facts: &[RankFacts], file: Option<&FileCopy>) -> Result<Resolved, T
                 format!("host name longer than {MAX_TEXT} bytes on rank {r}"),
             ));
         }
-        let (h, by_short) = tf.host_of(&f.host, f.addr).map_err(|e| at(r, e))?;
+        let (h, by_short) = index.host_of(&f.host, f.addr).map_err(|e| at(r, e))?;
         if by_short {
             let mine = f.host.to_ascii_lowercase();
-            match matched_by.iter().find(|(fh, _, _)| *fh == h) {
-                Some((_, other, o)) if *other != mine => {
+            match matched_by.entry(h.clone()) {
+                Slot::Occupied(o) if o.get().0 != mine => {
+                    let (other, o) = o.get();
                     return Err(at(
                         r,
                         format!(
@@ -1054,10 +1094,12 @@ fn from_file(facts: &[RankFacts], file: Option<&FileCopy>) -> Result<Resolved, T
                              their first label: write the full names in the file",
                             f.host
                         ),
-                    ))
+                    ));
                 }
-                Some(_) => {}
-                None => matched_by.push((h.clone(), mine, r)),
+                Slot::Occupied(_) => {}
+                Slot::Vacant(v) => {
+                    v.insert((mine, r));
+                }
             }
         }
         host_of.push(h);
@@ -1066,14 +1108,18 @@ fn from_file(facts: &[RankFacts], file: Option<&FileCopy>) -> Result<Resolved, T
     let shape = tf.shape;
     if tf.slots {
         let slots = slots_of(facts);
+        // (host in lower case, slot) -> ID, the first line of each (the file has no repeats).
+        let mut ids: HashMap<(String, u32), u64> = HashMap::new();
+        for e in &tf.entries {
+            if let Some(slot) = e.slot {
+                ids.entry((e.host.to_ascii_lowercase(), slot))
+                    .or_insert(e.id.value());
+            }
+        }
         let mut values = Vec::with_capacity(facts.len());
         for (r, (h, &slot)) in host_of.iter().zip(&slots).enumerate() {
-            let e = tf
-                .entries
-                .iter()
-                .find(|e| e.host.eq_ignore_ascii_case(h) && e.slot == Some(slot));
-            match e {
-                Some(e) => values.push(e.id.value()),
+            match ids.get(&(h.to_ascii_lowercase(), slot)) {
+                Some(&v) => values.push(v),
                 None => {
                     let mut have: Vec<u32> = tf
                         .entries
@@ -1115,6 +1161,13 @@ fn from_file(facts: &[RankFacts], file: Option<&FileCopy>) -> Result<Resolved, T
     let bits = shape.bits();
     let widths = level_widths(&on_host, bits);
     let extra: u32 = widths.iter().sum();
+    // Host in lower case -> its ID, the first line of each.
+    let mut host_ids: HashMap<String, u64> = HashMap::new();
+    for e in &tf.entries {
+        host_ids
+            .entry(e.host.to_ascii_lowercase())
+            .or_insert(e.id.value());
+    }
     let total = Shape::new(base, shape.digits() + extra).map_err(|_| {
         TopoError::Derive(format!(
             "the file's IDs of {} digits and {extra} on-host digits do not fit 64 bits in base \
@@ -1124,13 +1177,7 @@ fn from_file(facts: &[RankFacts], file: Option<&FileCopy>) -> Result<Resolved, T
     })?;
     let values = (0..facts.len())
         .map(|r| {
-            let host_id = tf
-                .entries
-                .iter()
-                .find(|e| e.host.eq_ignore_ascii_case(&host_of[r]))
-                .expect("matched")
-                .id
-                .value();
+            let host_id = host_ids[&host_of[r].to_ascii_lowercase()];
             concat(host_id, &on_host[r], &widths, bits)
         })
         .collect();
@@ -1196,21 +1243,15 @@ fn slots_of(facts: &[RankFacts]) -> Vec<u32> {
     if facts.iter().all(|f| f.slot != UNKNOWN) {
         return facts.iter().map(|f| f.slot).collect();
     }
-    let mut seen: Vec<(String, u32)> = Vec::new();
+    let mut seen: HashMap<String, u32> = HashMap::new();
     facts
         .iter()
-        .map(|f| {
-            let h = f.host.to_ascii_lowercase();
-            match seen.iter_mut().find(|(s, _)| *s == h) {
-                Some((_, k)) => {
-                    *k += 1;
-                    *k
-                }
-                None => {
-                    seen.push((h, 0));
-                    0
-                }
+        .map(|f| match seen.entry(f.host.to_ascii_lowercase()) {
+            Slot::Occupied(mut k) => {
+                *k.get_mut() += 1;
+                *k.get()
             }
+            Slot::Vacant(v) => *v.insert(0),
         })
         .collect()
 }

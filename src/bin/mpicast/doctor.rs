@@ -104,9 +104,8 @@ pub fn job_opts(args: &[String]) -> Result<Option<JobOpts>, Fail> {
             .cloned()
             .ok_or_else(|| usage(format!("{flag} needs a value")))
     };
-    fn number<T: std::str::FromStr>(flag: &str, v: &str) -> Result<T, Fail> {
-        v.parse()
-            .map_err(|_| usage(format!("{flag} wants a number, not `{v}`")))
+    fn number<T: crate::limits::Int>(flag: &str, v: &str) -> Result<T, Fail> {
+        crate::limits::parse_int(flag, v).map_err(usage)
     }
     while let Some(a) = it.next() {
         match a.as_str() {

@@ -9,7 +9,7 @@ use crate::sim::{
     critical_path, simulate_flat_on, simulate_flat_with, Contention, Flat, Network, Options,
     Params, SimError,
 };
-use crate::{load, num, parse_func, read_input, Fail};
+use crate::{load_bytes, num, parse_func, read_input, Fail};
 use std::fmt::Write;
 use std::time::Instant;
 
@@ -65,7 +65,11 @@ options (times in ns, sizes in bytes; defaults are LogGOPSim's):
 `mpicast sim calibrate` measures ping-pongs on N ranks of this machine's MPI and writes the
 fitted parameters as a --params file (`mpicast sim calibrate --help`).
 
-Exit status: 0 fine, 1 errors found (a bad file, a program that cannot finish), 2 bad usage.";
+A program that would not fit in the memory this process may use is refused before it is built
+(the message gives the estimate and the limit; docs/sim.md).
+
+Exit status: 0 fine, 1 errors found (a bad file, a program that cannot finish), 2 bad usage
+(or a program too large for the memory).";
 
 /// Reads `name value` lines into `prm`; errors name `file` and the line.
 pub fn parse_params(text: &str, file: &str, prm: &mut Params) -> Result<(), String> {
@@ -249,16 +253,41 @@ pub fn run(args: &[String]) -> Result<(), Fail> {
     }
     let o = sim_opts(args)?;
     let prm = o.prm.params()?;
+    if let Some(path) = &o.timeline {
+        // Found now rather than after a long simulation.
+        crate::limits::check_writable(path).map_err(Fail::Io)?;
+    }
+    let traced = o.critical || o.timeline.is_some();
     let built = Instant::now();
     let (name, flat) = match (&o.file, &o.gen) {
         (Some(_), Some(_)) => {
             return Err(Fail::Usage("give a FILE or --gen ALGO, not both".into()));
         }
         (None, None) => return Err(Fail::Usage("sim needs a FILE or --gen ALGO".into())),
-        (Some(f), None) => (f.clone(), from_file(f, o.dialect)?),
+        (Some(f), None) => {
+            check_file_memory(f, traced)?;
+            (f.clone(), from_file(f, o.dialect)?)
+        }
         (None, Some(algo)) => (algo.clone(), generated(&o, algo)?),
     };
     let built = built.elapsed();
+    // The program is built; what the run adds must fit in what is left.
+    let more = crate::sim::loggops::run_bytes(
+        u64::from(flat.num_ranks()),
+        flat.action_count() as u64,
+        flat.cpus() as u64,
+        flat.nics() as u64,
+        traced,
+    );
+    crate::limits::check_memory(
+        &format!(
+            "simulating {name} ({} ranks, {} actions)",
+            flat.num_ranks(),
+            flat.action_count()
+        ),
+        more,
+    )
+    .map_err(Fail::UsageLine)?;
     let ran = Instant::now();
     let cpu_before = cpu_seconds();
     let mut bar = Progress::new("simulating", o.progress);
@@ -339,6 +368,32 @@ fn cpu_seconds() -> Option<f64> {
     Some(ticks / 100.0)
 }
 
+/// Refuses a FILE whose program cannot fit, before reading it: its size times what a byte of
+/// it becomes, measured: about 3 for a binary schedule (the simulator's form and the run's
+/// state), 16 for text (parsed whole first).
+fn check_file_memory(f: &str, traced: bool) -> Result<(), Fail> {
+    if f == "-" {
+        return Ok(());
+    }
+    let Ok(meta) = std::fs::metadata(f) else {
+        return Ok(()); // reading it says why
+    };
+    let mut head = [0u8; binary::MAGIC.len()];
+    let binary = std::fs::File::open(f)
+        .and_then(|mut file| std::io::Read::read_exact(&mut file, &mut head))
+        .is_ok_and(|()| head == binary::MAGIC);
+    let factor = match (binary, traced) {
+        (true, false) => 3,
+        (true, true) => 4,
+        (false, _) => 16,
+    };
+    crate::limits::check_memory(
+        &format!("sim {f} ({})", crate::limits::human(meta.len())),
+        meta.len().saturating_mul(factor),
+    )
+    .map_err(Fail::UsageLine)
+}
+
 /// The program of FILE in the simulator's form. A binary schedule is read rank by rank
 /// without building the whole `Program`; text is parsed first.
 fn from_file(f: &str, dialect: Option<Dialect>) -> Result<Flat, Fail> {
@@ -351,8 +406,8 @@ fn from_file(f: &str, dialect: Option<Dialect>) -> Result<Flat, Fail> {
         })?;
         return Ok(flat);
     }
+    let program = load_bytes(f, &bytes, dialect)?.program;
     drop(bytes);
-    let program = load(f, dialect)?.program;
     for r in &program.ranks {
         flat.push_rank(r)
             .map_err(|e| Fail::Io(format!("{f}: {e}")))?;
@@ -375,10 +430,19 @@ fn generated(o: &SimOpts, name: &str) -> Result<Flat, Fail> {
     let n = o
         .ranks
         .ok_or_else(|| Fail::Usage("--gen needs --ranks N".into()))?;
+    let size = o.size.unwrap_or(8);
+    let traced = o.critical || o.timeline.is_some();
+    let (actions, deps) = crate::limits::program_size(algo, n, size);
+    let need = crate::limits::sim_bytes(u64::from(n), actions, deps, traced)
+        .saturating_add(crate::limits::generator_bytes(algo, n));
+    let what = format!("sim --gen {name} --ranks {n}");
+    crate::limits::check_memory(&what, need).map_err(Fail::UsageLine)?;
     let mut flat = Flat::new();
+    crate::limits::reserve(&mut flat, n, actions, deps)
+        .map_err(|e| Fail::Io(format!("{what}: {e}")))?;
     let mut too_big = None;
     let mut bar = Progress::new("generating", o.progress);
-    gen::generate_each(algo, n, o.root.unwrap_or(0), o.size.unwrap_or(8), |s| {
+    gen::generate_each(algo, n, o.root.unwrap_or(0), size, |s| {
         let r = flat.num_ranks() as u64;
         if r % 4096 == 0 {
             bar.update(r, n as u64);

@@ -93,9 +93,8 @@ struct CalOpts {
     launcher_args: Vec<String>,
 }
 
-fn number<T: std::str::FromStr>(flag: &str, v: &str) -> Result<T, Fail> {
-    v.parse()
-        .map_err(|_| usage(format!("{flag} wants a number, not `{v}`")))
+fn number<T: crate::limits::Int>(flag: &str, v: &str) -> Result<T, Fail> {
+    crate::limits::parse_int(flag, v).map_err(usage)
 }
 
 fn parse_sizes(v: &str) -> Result<Vec<u64>, Fail> {
@@ -927,6 +926,8 @@ pub fn run(args: &[String]) -> Result<(), Fail> {
         );
         return Ok(());
     }
+    // The parameter file comes after the measurements: find out now that it can be written.
+    crate::limits::check_writable(&o.out).map_err(Fail::Io)?;
     std::fs::create_dir_all(&work.path)
         .map_err(|e| Fail::Io(format!("{}: {e}", work.path.display())))?;
     if let Some(note) = run::loopback_note(&runs.launch_of(&first[0]).0) {

@@ -37,10 +37,13 @@ Exit status: 0 fine, 1 errors found (a program that cannot finish), 2 bad usage.
 /// most B), each at least `min`; sorted, without repeats.
 pub fn parse_list(flag: &str, text: &str, min: u64) -> Result<Vec<u64>, String> {
     let number = |s: &str| -> Result<u64, String> {
-        let v: u64 = s
-            .trim()
-            .parse()
-            .map_err(|_| format!("{flag} wants numbers such as 8,64 or 8..1024, not `{s}`"))?;
+        let v: u64 = s.trim().parse().map_err(|e: std::num::ParseIntError| {
+            if *e.kind() == std::num::IntErrorKind::PosOverflow {
+                format!("{flag} wants numbers of at most {}, not `{s}`", u64::MAX)
+            } else {
+                format!("{flag} wants numbers such as 8,64 or 8..1024, not `{s}`")
+            }
+        })?;
         if v < min {
             return Err(format!("{flag} wants numbers of at least {min}, not {v}"));
         }
@@ -341,7 +344,10 @@ fn sweep_opts(args: &[String]) -> Result<SweepOpts, Fail> {
             "--ranks" | "-n" => {
                 o.ranks = parse_list(a, &value(a)?, 1).map_err(Fail::Usage)?;
                 if let Some(&big) = o.ranks.iter().find(|&&r| r > u32::MAX as u64) {
-                    return Err(Fail::Usage(format!("{a}: {big} ranks are too many")));
+                    return Err(Fail::Usage(format!(
+                        "{a}: {big} ranks are too many (at most {})",
+                        u32::MAX
+                    )));
                 }
             }
             "--size" => o.sizes = parse_list(a, &value(a)?, 0).map_err(Fail::Usage)?,
@@ -418,6 +424,26 @@ pub fn run(args: &[String]) -> Result<(), Fail> {
                 .map_err(|e| Fail::Usage(format!("{name} with --size {size}: {e}")))?;
         }
     }
+    // The largest point must fit in memory (points run one at a time), and the plot must be
+    // writable: both found before the first point rather than hours into the sweep.
+    for &(name, algo) in &algos {
+        for &size in &o.sizes {
+            for &n in &o.ranks {
+                let n = n as u32;
+                let (actions, deps) = crate::limits::program_size(algo, n, size as usize);
+                let need = crate::limits::sim_bytes(u64::from(n), actions, deps, false)
+                    .saturating_add(crate::limits::generator_bytes(algo, n));
+                crate::limits::check_memory(
+                    &format!("sim sweep: {name} with --size {size} on {n} ranks"),
+                    need,
+                )
+                .map_err(Fail::UsageLine)?;
+            }
+        }
+    }
+    if let Some(path) = &o.svg {
+        crate::limits::check_writable(path).map_err(Fail::Io)?;
+    }
 
     let io = |what: &str, e: std::io::Error| Fail::Io(format!("{what}: {e}"));
     let csv_name = o.csv.as_deref().unwrap_or("standard output");
@@ -439,6 +465,9 @@ pub fn run(args: &[String]) -> Result<(), Fail> {
                 // Streamed into the simulator's form: at 2^20 ranks the whole Program would
                 // take several times the memory.
                 let mut program = Flat::new();
+                let (actions, deps) = crate::limits::program_size(algo, n, size as usize);
+                crate::limits::reserve(&mut program, n, actions, deps)
+                    .map_err(|e| Fail::Io(format!("{what}: {e}")))?;
                 gen::generate_each(algo, n, o.root.unwrap_or(0), size as usize, |s| {
                     program.push_schedule(&s, &[])
                 })

@@ -4,10 +4,17 @@
 //! not resolve host names, so hosts are ordered as listed (by address when every host is given
 //! as an IPv4 address), and it cannot see where ranks will run, so the ranks of a host are told
 //! apart by their slot.
+//!
+//! It prints every rank's table, so it computes N tables: with `--pick nearest` each from a
+//! binary trie over the IDs ([`Router`]) instead of the library's O(N) scan per table, which
+//! made the command O(N^2); the tables and trees are the library's own (the tests compare
+//! them). The output is written as it is made, and a job whose work would not fit in memory is
+//! refused before anything is placed.
 
-use crate::algo::prefix::{forward, Pick, Route, RoutingTable};
+use crate::algo::prefix::{Forward, Hop, Pick, Route, RoutingTable, Topology};
 use crate::config::rank_list;
 use crate::topology::{resolve, CpuFacts, FileCopy, FileFact, RankFacts, Resolved};
+use std::collections::HashMap;
 use std::fmt::Write;
 use std::net::Ipv4Addr;
 
@@ -29,7 +36,8 @@ rank's routing table, and with --from/--to the forwarding tree of one multicast,
   --base B       MPICAST_TOPO_BASE, a power of two 2..=256 (default 16)
   --pick P       MPICAST_TOPO_PICK: nearest (default) or random; --seed S the seed of random
                  (default 0; the library draws one per communicator unless MPICAST_TOPO_PICK
-                 names it: random:S)
+                 names it: random:S). random hashes every pair of ranks: N^2 steps in all,
+                 half a minute at 100000 ranks
   --file F       MPICAST_TOPO_FILE: IDs from this file instead of derived
   --route R      MPICAST_IMCAST_ROUTE: dests (default) or table
   --from R --to  the root and the destinations of one multicast (`all`: every other rank)
@@ -40,7 +48,11 @@ every host is an IPv4 address; the library orders them by their interface addres
 cannot see where ranks will run, so the ranks of a host are told apart by their slot (the
 library uses their CPU package, NUMA node and core first).
 
-Exit status: 0 fine, 1 errors found (a bad hostfile or topology file, IDs refused), 2 bad usage.";
+A job whose work would not fit in the memory this process may use is refused before it starts
+(the message gives the estimate and the limit).
+
+Exit status: 0 fine, 1 errors found (a bad hostfile or topology file, IDs refused), 2 bad usage
+(or a job too large for the memory).";
 
 /// Why `topo` stopped.
 #[derive(Debug, PartialEq, Eq)]
@@ -49,6 +61,8 @@ pub enum Error {
     Usage(String),
     /// A file or the IDs are wrong: one line (exit 1).
     Failed(String),
+    /// The job needs more memory than this process may use: one line (exit 2).
+    Limit(String),
 }
 
 fn usage<T>(m: impl Into<String>) -> Result<T, Error> {
@@ -79,9 +93,13 @@ pub fn parse_hostfile(text: &str, name: &str) -> Result<Vec<HostSlots>, String> 
         for w in words {
             match w.split_once('=') {
                 Some(("slots", k)) => {
-                    hs.slots = k
-                        .parse()
-                        .map_err(|_| format!("{name}:{line}: slots=`{k}` is not a number"))?;
+                    hs.slots = k.parse().map_err(|e: std::num::ParseIntError| {
+                        if *e.kind() == std::num::IntErrorKind::PosOverflow {
+                            format!("{name}:{line}: slots={k} is more than {}", u32::MAX)
+                        } else {
+                            format!("{name}:{line}: slots=`{k}` is not a number")
+                        }
+                    })?;
                 }
                 Some(_) => {}
                 None => {
@@ -106,8 +124,13 @@ fn parse_host(s: &str) -> Result<HostSlots, String> {
         None => (s, 1),
         Some((h, k)) => (
             h,
-            k.parse::<u32>()
-                .map_err(|_| format!("`{s}`: the slots after ':' are not a number"))?,
+            k.parse::<u32>().map_err(|e| {
+                if *e.kind() == std::num::IntErrorKind::PosOverflow {
+                    format!("`{s}`: the slots after ':' are more than {}", u32::MAX)
+                } else {
+                    format!("`{s}`: the slots after ':' are not a number")
+                }
+            })?,
         ),
     };
     let ok = !host.is_empty()
@@ -132,29 +155,34 @@ pub struct Placement {
     pub ranks: Vec<(usize, u32)>,
 }
 
-/// Places `n` ranks by slot. A host listed twice continues its slots.
+/// Places `n` ranks by slot. A host listed twice continues its slots. O(hosts + n).
 pub fn place(hosts: &[HostSlots], n: u32) -> Result<Placement, String> {
     let mut names: Vec<String> = Vec::new();
+    let mut seen: HashMap<String, usize> = HashMap::new();
     let mut index = Vec::with_capacity(hosts.len());
     for h in hosts {
-        let i = match names.iter().position(|x| x.eq_ignore_ascii_case(&h.host)) {
-            Some(i) => i,
-            None => {
-                names.push(h.host.clone());
-                names.len() - 1
-            }
-        };
+        let i = *seen.entry(h.host.to_ascii_lowercase()).or_insert_with(|| {
+            names.push(h.host.clone());
+            names.len() - 1
+        });
         index.push(i);
     }
     let total: u64 = hosts.iter().map(|h| u64::from(h.slots)).sum();
     if total == 0 {
         return Err("the hosts have no slots".into());
     }
+    // Rounds over the hosts that have slots (the others would make each round long).
+    let with_slots: Vec<(u32, usize)> = hosts
+        .iter()
+        .zip(&index)
+        .filter(|(h, _)| h.slots > 0)
+        .map(|(h, &i)| (h.slots, i))
+        .collect();
     let mut used = vec![0u32; names.len()];
     let mut out = Vec::with_capacity(n as usize);
     'fill: loop {
-        for (h, &i) in hosts.iter().zip(&index) {
-            for _ in 0..h.slots {
+        for &(slots, i) in &with_slots {
+            for _ in 0..slots {
                 if out.len() == n as usize {
                     break 'fill;
                 }
@@ -178,9 +206,8 @@ struct Opts {
     to: Option<String>,
 }
 
-fn number<T: std::str::FromStr>(flag: &str, v: &str) -> Result<T, Error> {
-    v.parse()
-        .or_else(|_| usage(format!("{flag} wants a number, not `{v}`")))
+fn number<T: crate::limits::Int>(flag: &str, v: &str) -> Result<T, Error> {
+    crate::limits::parse_int(flag, v).map_err(Error::Usage)
 }
 
 fn opts(args: &[String]) -> Result<Opts, Error> {
@@ -316,8 +343,45 @@ fn dest_list(v: &str, n: u32, from: u32) -> Result<Vec<u32>, Error> {
     Ok(out)
 }
 
-/// `mpicast topo ARGS`: the text to print.
-pub fn run(args: &[String]) -> Result<String, Error> {
+/// About the bytes `topo` has yet to take for `n` ranks over `hosts` (IDs in base `base`, from
+/// a file of `file_bytes` when given): per rank, its place, its facts record with a copy of its
+/// host's name, the work of `resolve`, its ID and its leaf and node of the trie; per host, its
+/// names and index; per byte of the file, its lines parsed and indexed (measured: some 40
+/// bytes); with a multicast, per rank its destination lists and its share of the text of the
+/// tree, a rank number at every level. The tables are made and printed one at a time, so they
+/// do not add up.
+fn memory_needed(
+    n: u32,
+    hosts: &[HostSlots],
+    base: u32,
+    file_bytes: Option<u64>,
+    multicast: bool,
+) -> u64 {
+    let n64 = u64::from(n);
+    let name = hosts.iter().map(|h| h.host.len()).max().unwrap_or(0) as u64;
+    let facts = std::mem::size_of::<RankFacts>() as u64 + name + 32;
+    let resolve = if file_bytes.is_some() { 224 } else { 96 };
+    let mut per_rank = 16 + facts + resolve + 8 + 40;
+    if multicast {
+        let bits = base.trailing_zeros().max(1);
+        let most = 64 / bits;
+        // Derived IDs: the digits of the host index and of the slot.
+        let derived = (64 - n64.leading_zeros()).div_ceil(bits) + 2;
+        let digits = if file_bytes.is_some() {
+            most
+        } else {
+            derived.min(most)
+        };
+        per_rank += 48 + 64 + 12 * u64::from(digits);
+    }
+    n64.saturating_mul(per_rank)
+        .saturating_add((hosts.len() as u64).saturating_mul(192))
+        .saturating_add(file_bytes.unwrap_or(0).saturating_mul(48))
+}
+
+/// `mpicast topo ARGS`: the text to print, written to `out` as it is made. Every error but a
+/// failed write is found before anything is written.
+pub fn run_to(args: &[String], out: &mut dyn std::io::Write) -> Result<(), Error> {
     let o = opts(args)?;
     let Some(hosts) = o.hosts.as_ref() else {
         return usage("topo needs --hostfile H or --hosts LIST");
@@ -326,15 +390,28 @@ pub fn run(args: &[String]) -> Result<String, Error> {
         return usage("topo needs -n N (the number of ranks)");
     };
     let pick = pick_of(&o)?;
-    let root_and_dests = match (o.from, o.to.as_deref()) {
+    let from_to = match (o.from, o.to.as_deref()) {
         (None, None) => None,
         (Some(f), Some(t)) => {
             if f >= n {
                 return usage(format!("--from {f} is not a rank of 0..{n}"));
             }
-            Some((f, dest_list(t, n, f)?))
+            Some((f, t))
         }
         _ => return usage("--from and --to go together"),
+    };
+    let file_bytes = o
+        .file
+        .as_deref()
+        .map(|f| std::fs::metadata(f).map_or(0, |m| m.len()));
+    crate::limits::check_memory(
+        &format!("topo of {n} ranks"),
+        memory_needed(n, hosts, o.base, file_bytes, from_to.is_some()),
+    )
+    .map_err(Error::Limit)?;
+    let root_and_dests = match from_to {
+        Some((f, t)) => Some((f, dest_list(t, n, f)?)),
+        None => None,
     };
     let Placement {
         names,
@@ -368,7 +445,29 @@ pub fn run(args: &[String]) -> Result<String, Error> {
         })
         .collect();
     let resolved = resolve(&facts, file.as_ref()).map_err(|e| Error::Failed(e.to_string()))?;
-    report(&o, &names, &placed, &resolved, pick, root_and_dests)
+    drop(facts);
+    let router = Router::new(&resolved.topology, pick);
+    let tree = match root_and_dests {
+        Some((root, dests)) => Some(tree(&router, o.route, root, &dests)?),
+        None => None,
+    };
+    report(
+        &o,
+        &names,
+        &placed,
+        &resolved,
+        &router,
+        tree.as_deref(),
+        out,
+    )
+}
+
+/// `mpicast topo ARGS`: the text to print.
+#[cfg(test)]
+pub fn run(args: &[String]) -> Result<String, Error> {
+    let mut out = Vec::new();
+    run_to(args, &mut out)?;
+    Ok(String::from_utf8(out).expect("the report is text"))
 }
 
 fn report(
@@ -376,12 +475,23 @@ fn report(
     names: &[String],
     placed: &[(usize, u32)],
     r: &Resolved,
-    pick: Pick,
-    multicast: Option<(u32, Vec<u32>)>,
-) -> Result<String, Error> {
+    router: &Router,
+    tree: Option<&str>,
+    out: &mut dyn std::io::Write,
+) -> Result<(), Error> {
     let t = &r.topology;
     let n = t.ranks();
     let mut s = String::new();
+    // Written out whenever this much has gathered.
+    const CHUNK: usize = 1 << 16;
+    let mut flush = |s: &mut String, at_least: usize| -> Result<(), Error> {
+        if s.len() >= at_least {
+            out.write_all(s.as_bytes())
+                .map_err(|e| Error::Failed(format!("standard output: {e}")))?;
+            s.clear();
+        }
+        Ok(())
+    };
     let slots: u64 = o.hosts.iter().flatten().map(|h| u64::from(h.slots)).sum();
     let _ = writeln!(
         s,
@@ -431,21 +541,23 @@ fn report(
             names[h],
             t.id(rank as u32)
         );
+        flush(&mut s, CHUNK)?;
     }
-    let tables: Vec<RoutingTable> = (0..n).map(|me| RoutingTable::build(t, me, pick)).collect();
-    let pick_name = match pick {
+    let pick_name = match router.pick {
         Pick::Nearest => "nearest".to_string(),
         Pick::Random { seed } => format!("random, seed {seed}"),
     };
     let _ = writeln!(s, "\nrouting tables (pick {pick_name}):");
-    for table in &tables {
-        let _ = write!(s, "\n{}", table.render(t));
-    }
-    if let Some((root, dests)) = multicast {
+    for me in 0..n {
         s.push('\n');
-        s.push_str(&tree(t, &tables, o.route, root, &dests)?);
+        router.render(me, &router.table(me), &mut s);
+        flush(&mut s, CHUNK)?;
     }
-    Ok(s)
+    if let Some(tree) = tree {
+        s.push('\n');
+        s.push_str(tree);
+    }
+    flush(&mut s, 0)
 }
 
 fn plural(k: usize) -> &'static str {
@@ -456,16 +568,306 @@ fn plural(k: usize) -> &'static str {
     }
 }
 
+/// The marker of a hole in a table's entries (as in `RoutingTable`).
+const HOLE: u32 = u32::MAX;
+
+/// A node of [`Router`]'s trie: the bit its two subtrees differ in first (counted from the
+/// top of the IDs), or [`LEAF`] with the rank in `kid[0]`.
+#[derive(Clone, Copy, Debug)]
+struct Node {
+    bit: u32,
+    kid: [u32; 2],
+}
+
+const LEAF: u32 = u32::MAX;
+
+/// Every rank's routing table as `RoutingTable::build` makes it, and `prefix::forward` over
+/// them, without the O(N) scan per table that made printing every table O(N^2).
+///
+/// With `Pick::Nearest`, T[l][d] of the rank with ID x is the rank nearest to x (by XOR) among
+/// those whose ID starts with x's first l digits and then d. In a binary trie of the IDs with a
+/// node only where they branch (PATRICIA), those ranks are whole subtrees hanging off x's own
+/// path at bits of digit l, and the nearest leaf of a subtree is found by following x's bits
+/// down. The trie is built once, O(N log N); a table then takes O(m c depth).
+/// `Pick::Random` hashes every (rank, candidate) pair, so no structure of the IDs helps: its
+/// tables are the library's own scan, O(N) each.
+pub struct Router<'t> {
+    topo: &'t Topology,
+    pick: Pick,
+    rows: usize,
+    cols: usize,
+    bits: u32,
+    width: u32,
+    /// The trie (`Pick::Nearest` only), its root first.
+    nodes: Vec<Node>,
+}
+
+impl<'t> Router<'t> {
+    pub fn new(topo: &'t Topology, pick: Pick) -> Router<'t> {
+        let shape = topo.shape();
+        let (bits, digits) = (shape.bits(), shape.digits());
+        let mut r = Router {
+            topo,
+            pick,
+            rows: digits as usize,
+            cols: shape.base() as usize,
+            bits,
+            width: bits * digits,
+            nodes: Vec::new(),
+        };
+        if pick == Pick::Nearest {
+            let mut sorted: Vec<(u64, u32)> = topo
+                .values()
+                .iter()
+                .enumerate()
+                .map(|(rank, &v)| (v, rank as u32))
+                .collect();
+            sorted.sort_unstable();
+            r.nodes.reserve(2 * sorted.len());
+            r.grow(&sorted);
+        }
+        r
+    }
+
+    /// Adds the subtree of `sorted` (IDs sharing their bits above the first that differs, and
+    /// unique); gives its node.
+    fn grow(&mut self, sorted: &[(u64, u32)]) -> u32 {
+        let at = self.nodes.len() as u32;
+        if let [(_, rank)] = sorted {
+            self.nodes.push(Node {
+                bit: LEAF,
+                kid: [*rank, 0],
+            });
+            return at;
+        }
+        let (lo, hi) = (sorted[0].0, sorted[sorted.len() - 1].0);
+        let bit = (lo ^ hi).leading_zeros() - (64 - self.width);
+        let mask = 1u64 << (self.width - 1 - bit);
+        let split = sorted.partition_point(|&(v, _)| v & mask == 0);
+        self.nodes.push(Node { bit, kid: [0, 0] });
+        let left = self.grow(&sorted[..split]);
+        let right = self.grow(&sorted[split..]);
+        self.nodes[at as usize].kid = [left, right];
+        at
+    }
+
+    /// Bit `k` of `v`, counted from the top of the IDs.
+    fn bit_of(&self, v: u64, k: u32) -> usize {
+        ((v >> (self.width - 1 - k)) & 1) as usize
+    }
+
+    /// Digit `k` of `v` (0 is the most significant).
+    fn digit(&self, v: u64, k: usize) -> usize {
+        let shift = (self.rows - 1 - k) as u32 * self.bits;
+        ((v >> shift) & (self.cols as u64 - 1)) as usize
+    }
+
+    /// How many leading digits `a` and `b` share.
+    fn lcp(&self, a: u64, b: u64) -> usize {
+        let x = a ^ b;
+        if x == 0 {
+            return self.rows;
+        }
+        ((x.leading_zeros() - (64 - self.width)) / self.bits) as usize
+    }
+
+    /// The leaf of the subtree at `node` nearest to `x`: the one that follows x's bits
+    /// wherever it can (higher bits weigh more than all lower ones together).
+    fn nearest(&self, mut node: u32, x: u64) -> u32 {
+        loop {
+            let nd = self.nodes[node as usize];
+            if nd.bit == LEAF {
+                return nd.kid[0];
+            }
+            node = nd.kid[self.bit_of(x, nd.bit)];
+        }
+    }
+
+    /// Rank `me`'s table: `rows * cols` entries, row by row, [`HOLE`] for a hole and `me` at
+    /// its own digit of each row, as `RoutingTable::build`.
+    pub fn table(&self, me: u32) -> Vec<u32> {
+        let (rows, cols) = (self.rows, self.cols);
+        if self.nodes.is_empty() {
+            let t = RoutingTable::build(self.topo, me, self.pick);
+            return (0..rows * cols)
+                .map(|k| t.get(k / cols, k % cols).unwrap_or(HOLE))
+                .collect();
+        }
+        let ids = self.topo.values();
+        let x = ids[me as usize];
+        let mut entries = vec![HOLE; rows * cols];
+        for i in 0..rows {
+            entries[i * cols + self.digit(x, i)] = me;
+        }
+        let mut stack: Vec<u32> = Vec::new();
+        let mut node = 0u32;
+        loop {
+            let nd = self.nodes[node as usize];
+            if nd.bit == LEAF {
+                break; // me
+            }
+            let mine = self.bit_of(x, nd.bit);
+            // The other side shares exactly x's bits above nd.bit: its ranks share l digits
+            // with x and differ from it in digit l. Its subtrees down to the end of digit l
+            // each hold one value of digit l, that is one entry of row l.
+            let l = (nd.bit / self.bits) as usize;
+            let end = (l as u32 + 1) * self.bits;
+            stack.push(nd.kid[1 - mine]);
+            while let Some(sub) = stack.pop() {
+                let sn = self.nodes[sub as usize];
+                if sn.bit == LEAF || sn.bit >= end {
+                    let y = self.nearest(sub, x);
+                    entries[l * cols + self.digit(ids[y as usize], l)] = y;
+                } else {
+                    stack.extend(sn.kid);
+                }
+            }
+            node = nd.kid[mine];
+        }
+        entries
+    }
+
+    /// The first `k` digits of `value` as text, as IDs print (`Shape::prefix_text`).
+    fn prefix_text(&self, value: u64, k: usize) -> String {
+        let mut s = String::new();
+        for i in 0..k {
+            let d = self.digit(value, i);
+            if self.cols <= 16 {
+                s.push(char::from_digit(d as u32, 16).expect("digit below 16"));
+            } else {
+                if i > 0 {
+                    s.push('.');
+                }
+                let _ = write!(s, "{d}");
+            }
+        }
+        s
+    }
+
+    /// Rank `me`'s table as text onto `s`, as `RoutingTable::render`: one row per level with
+    /// my prefix up to it; `*` is me, `-` a hole.
+    pub fn render(&self, me: u32, entries: &[u32], s: &mut String) {
+        let t = self.topo;
+        let x = t.values()[me as usize];
+        let cell = (t.ranks() - 1)
+            .to_string()
+            .len()
+            .max(self.cols.to_string().len());
+        let pre = self.prefix_text(x, self.rows - 1).len().max("prefix".len());
+        let _ = writeln!(
+            s,
+            "rank {me}: topology ID {}, {}; * = me, - = hole",
+            t.id(me),
+            t.shape()
+        );
+        let _ = write!(s, "level {:<pre$} |", "prefix");
+        for j in 0..self.cols {
+            let _ = write!(s, " {j:>cell$}");
+        }
+        s.push('\n');
+        for i in 0..self.rows {
+            let _ = write!(s, "{i:>5} {:<pre$} |", self.prefix_text(x, i));
+            for &e in &entries[i * self.cols..(i + 1) * self.cols] {
+                let _ = match e {
+                    HOLE => write!(s, " {:>cell$}", "-"),
+                    e if e == me => write!(s, " {:>cell$}", "*"),
+                    e => write!(s, " {e:>cell$}"),
+                };
+            }
+            s.push('\n');
+        }
+    }
+
+    /// What rank `me`, whose table is `entries`, does with a multicast to `dests` that came from
+    /// `prev`: `prefix::forward`'s rules (and results) over this table.
+    pub fn forward(
+        &self,
+        entries: &[u32],
+        me: u32,
+        route: Route,
+        prev: Option<u32>,
+        dests: &[u32],
+    ) -> Forward {
+        let ids = self.topo.values();
+        let n = ids.len() as u32;
+        let cols = self.cols;
+        let x = ids[me as usize];
+        let stage = match prev {
+            None => 0,
+            Some(p) => {
+                assert!(p < n && p != me, "rank {me} received from rank {p}");
+                self.lcp(x, ids[p as usize]) + 1
+            }
+        };
+        // Counting sort of the destinations by table entry (level * c + digit), stable.
+        let buckets = entries.len();
+        let mut start = vec![0usize; buckets + 1];
+        let mut bucket = Vec::with_capacity(dests.len());
+        let mut deliver = false;
+        for &d in dests {
+            assert!(d < n, "destination {d} of {n} ranks");
+            let b = if d == me {
+                deliver = true;
+                None
+            } else {
+                let y = ids[d as usize];
+                let l = self.lcp(x, y);
+                (l >= stage).then(|| l * cols + self.digit(y, l))
+            };
+            if let Some(b) = b {
+                start[b + 1] += 1;
+            }
+            bucket.push(b);
+        }
+        for b in 0..buckets {
+            start[b + 1] += start[b];
+        }
+        let mut fill = start.clone();
+        let mut grouped = vec![0u32; start[buckets]];
+        for (&d, b) in dests.iter().zip(&bucket) {
+            if let Some(b) = *b {
+                grouped[fill[b]] = d;
+                fill[b] += 1;
+            }
+        }
+        let mut hops = Vec::new();
+        for b in 0..buckets {
+            let group = &grouped[start[b]..start[b + 1]];
+            if group.is_empty() {
+                continue;
+            }
+            let entry = entries[b];
+            assert!(
+                entry != HOLE,
+                "rank {me}: destination {} behind the hole T[{}][{}]",
+                group[0],
+                b / cols,
+                b % cols
+            );
+            let to = match route {
+                Route::Table => entry,
+                Route::Dests => {
+                    let e = ids[entry as usize];
+                    *group
+                        .iter()
+                        .min_by_key(|&&d| (ids[d as usize] ^ e, d))
+                        .expect("group is not empty")
+                }
+            };
+            hops.push(Hop {
+                to,
+                level: b / cols,
+                dests: group.to_vec(),
+            });
+        }
+        Forward { deliver, hops }
+    }
+}
+
 /// The forwarding tree of one multicast, hop by hop, with a check that every destination gets
 /// it exactly once and no other rank does.
-fn tree(
-    t: &crate::algo::prefix::Topology,
-    tables: &[RoutingTable],
-    route: Route,
-    root: u32,
-    dests: &[u32],
-) -> Result<String, Error> {
-    let n = t.ranks() as usize;
+fn tree(router: &Router, route: Route, root: u32, dests: &[u32]) -> Result<String, Error> {
+    let n = router.topo.ranks() as usize;
     let mut s = String::new();
     let route_name = match route {
         Route::Dests => "dests",
@@ -484,7 +886,7 @@ fn tree(
     while !level.is_empty() {
         let mut next = Vec::new();
         for (me, prev, carried) in level {
-            let fw = forward(t, &tables[me as usize], route, prev, &carried);
+            let fw = router.forward(&router.table(me), me, route, prev, &carried);
             if prev.is_some() {
                 if fw.deliver {
                     delivered[me as usize] += 1;
@@ -641,5 +1043,115 @@ mod tests {
             "sorted, without repeats"
         );
         assert_eq!(dest_list("all", 4, 2).unwrap(), [0, 1, 3]);
+    }
+
+    /// xorshift64*: repeatable draws for the comparisons below.
+    struct Draw(u64);
+
+    impl Draw {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        }
+        fn below(&mut self, k: u64) -> u64 {
+            self.next() % k.max(1)
+        }
+    }
+
+    /// Topologies of every kind: derived from hosts (dense, with holes), and IDs drawn at
+    /// random from small and from full 64-bit spaces, in every base.
+    fn topologies() -> Vec<Topology> {
+        use crate::algo::prefix::{derive, Shape};
+        let mut d = Draw(0x9E37_79B9_7F4A_7C15);
+        let mut out = Vec::new();
+        for base in [2u32, 4, 16, 256] {
+            for n in [1u32, 2, 3, 17, 100, 257] {
+                let hosts = 1 + d.below(u64::from(n)) as u32;
+                let facts: Vec<[u32; 2]> = (0..n).map(|r| [r % hosts, r / hosts]).collect();
+                out.push(derive(base, &facts).unwrap());
+                let bits = base.trailing_zeros();
+                for digits in [64 / bits, (12 / bits).max(1) + 1] {
+                    let shape = Shape::new(base, digits).unwrap();
+                    let width = bits * digits;
+                    let mut values = std::collections::BTreeSet::new();
+                    let space = if width >= 64 {
+                        u64::MAX
+                    } else {
+                        (1u64 << width) - 1
+                    };
+                    if u64::from(n) > space {
+                        continue;
+                    }
+                    while values.len() < n as usize {
+                        values.insert(d.next() & space);
+                    }
+                    let mut values: Vec<u64> = values.into_iter().collect();
+                    // Not in ID order: ranks and IDs shuffled.
+                    for i in (1..values.len()).rev() {
+                        values.swap(i, d.below(i as u64 + 1) as usize);
+                    }
+                    out.push(Topology::new(shape, values).unwrap());
+                }
+            }
+        }
+        out
+    }
+
+    /// The router's tables, their text and their forwarding are the library's.
+    #[test]
+    fn router_is_the_librarys_routing() {
+        use crate::algo::prefix::forward;
+        let mut d = Draw(7);
+        for t in topologies() {
+            let n = t.ranks();
+            for pick in [Pick::Nearest, Pick::Random { seed: 3 }] {
+                let router = Router::new(&t, pick);
+                for me in 0..n {
+                    let lib = RoutingTable::build(&t, me, pick);
+                    let mine = router.table(me);
+                    let (rows, cols) = (lib.rows(), lib.cols());
+                    let want: Vec<u32> = (0..rows * cols)
+                        .map(|k| lib.get(k / cols, k % cols).unwrap_or(HOLE))
+                        .collect();
+                    assert_eq!(mine, want, "{} rank {me} {pick:?}", t.shape());
+                    let mut text = String::new();
+                    router.render(me, &mine, &mut text);
+                    assert_eq!(text, lib.render(&t), "{} rank {me}", t.shape());
+                    for _ in 0..3 {
+                        let dests: Vec<u32> = (0..n).filter(|_| d.below(3) == 0).collect();
+                        let prev = match d.below(3) {
+                            0 => None,
+                            _ => Some(d.below(u64::from(n)) as u32).filter(|&p| p != me),
+                        };
+                        for route in [Route::Dests, Route::Table] {
+                            assert_eq!(
+                                router.forward(&mine, me, route, prev, &dests),
+                                forward(&t, &lib, route, prev, &dests),
+                                "{} rank {me} from {prev:?} to {dests:?}",
+                                t.shape()
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn memory_estimates_grow_with_the_job() {
+        let hs = parse_hostfile("a slots=2\nb slots=2\n", "H").unwrap();
+        let small = memory_needed(1000, &hs, 16, None, false);
+        assert!(small > 100_000 && small < 1_000_000, "{small}");
+        assert!(memory_needed(1000, &hs, 16, None, true) > small);
+        assert!(memory_needed(1000, &hs, 16, Some(1 << 20), false) > small + (1 << 20));
+        // A billion ranks: hundreds of GiB, refused on any machine of today.
+        assert!(memory_needed(1_000_000_000, &hs, 16, None, false) > 200 << 30);
+        let e = run(&args(&["--hosts", "a,b", "-n", "4294967295"])).unwrap_err();
+        assert!(
+            matches!(&e, Error::Limit(m) if m.starts_with("topo of 4294967295 ranks needs about")),
+            "{e:?}"
+        );
     }
 }

@@ -99,9 +99,8 @@ fn default_sizes() -> Vec<u64> {
     (6..=22).map(|k| 1u64 << k).collect()
 }
 
-fn number<T: std::str::FromStr>(flag: &str, v: &str) -> Result<T, Fail> {
-    v.parse()
-        .map_err(|_| usage(format!("{flag} wants a number, not `{v}`")))
+fn number<T: crate::limits::Int>(flag: &str, v: &str) -> Result<T, Fail> {
+    crate::limits::parse_int(flag, v).map_err(usage)
 }
 
 fn parse_sizes(v: &str) -> Result<Vec<u64>, Fail> {
@@ -645,6 +644,10 @@ pub fn run(args: &[String]) -> Result<(), Fail> {
     if o.dry_run {
         println!("{}", run::render(&l));
         return Ok(());
+    }
+    // The files come after the measurement: find out now that they can be written.
+    for path in [&o.out, &o.svg, &o.raw].into_iter().flatten() {
+        crate::limits::check_writable(path).map_err(Fail::Io)?;
     }
     if let Some(note) = note {
         eprintln!("mpicast: {note}");

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A path-MTU black hole on loopback (issue 40, first part; needs root and nft, skipped
+# A path-MTU black hole on loopback (needs root and nft, skipped
 # otherwise): an nft rule drops multicast datagrams longer than an MTU, as a switch with a
 # smaller MTU than the hosts does, from the start of the job. The setup probe must find the
 # largest size that passes and use it, saying so once, with no fallback and every byte right.

@@ -11,7 +11,7 @@
 //! them). The output is written as it is made, and a job whose work would not fit in memory is
 //! refused before anything is placed.
 
-use crate::algo::prefix::{Forward, Hop, Pick, Route, RoutingTable, Topology};
+use crate::algo::prefix::{forward, Pick, Route, RoutingTable, Topology};
 use crate::config::rank_list;
 use crate::topology::{resolve, CpuFacts, FileCopy, FileFact, RankFacts, Resolved};
 use std::collections::HashMap;
@@ -550,7 +550,7 @@ fn report(
     let _ = writeln!(s, "\nrouting tables (pick {pick_name}):");
     for me in 0..n {
         s.push('\n');
-        router.render(me, &router.table(me), &mut s);
+        s.push_str(&router.table(me).render(router.topo));
         flush(&mut s, CHUNK)?;
     }
     if let Some(tree) = tree {
@@ -662,15 +662,6 @@ impl<'t> Router<'t> {
         ((v >> shift) & (self.cols as u64 - 1)) as usize
     }
 
-    /// How many leading digits `a` and `b` share.
-    fn lcp(&self, a: u64, b: u64) -> usize {
-        let x = a ^ b;
-        if x == 0 {
-            return self.rows;
-        }
-        ((x.leading_zeros() - (64 - self.width)) / self.bits) as usize
-    }
-
     /// The leaf of the subtree at `node` nearest to `x`: the one that follows x's bits
     /// wherever it can (higher bits weigh more than all lower ones together).
     fn nearest(&self, mut node: u32, x: u64) -> u32 {
@@ -683,15 +674,11 @@ impl<'t> Router<'t> {
         }
     }
 
-    /// Rank `me`'s table: `rows * cols` entries, row by row, [`HOLE`] for a hole and `me` at
-    /// its own digit of each row, as `RoutingTable::build`.
-    pub fn table(&self, me: u32) -> Vec<u32> {
+    /// Rank `me`'s table, as `RoutingTable::build` makes it.
+    pub fn table(&self, me: u32) -> RoutingTable {
         let (rows, cols) = (self.rows, self.cols);
         if self.nodes.is_empty() {
-            let t = RoutingTable::build(self.topo, me, self.pick);
-            return (0..rows * cols)
-                .map(|k| t.get(k / cols, k % cols).unwrap_or(HOLE))
-                .collect();
+            return RoutingTable::build(self.topo, me, self.pick);
         }
         let ids = self.topo.values();
         let x = ids[me as usize];
@@ -724,143 +711,7 @@ impl<'t> Router<'t> {
             }
             node = nd.kid[mine];
         }
-        entries
-    }
-
-    /// The first `k` digits of `value` as text, as IDs print (`Shape::prefix_text`).
-    fn prefix_text(&self, value: u64, k: usize) -> String {
-        let mut s = String::new();
-        for i in 0..k {
-            let d = self.digit(value, i);
-            if self.cols <= 16 {
-                s.push(char::from_digit(d as u32, 16).expect("digit below 16"));
-            } else {
-                if i > 0 {
-                    s.push('.');
-                }
-                let _ = write!(s, "{d}");
-            }
-        }
-        s
-    }
-
-    /// Rank `me`'s table as text onto `s`, as `RoutingTable::render`: one row per level with
-    /// my prefix up to it; `*` is me, `-` a hole.
-    pub fn render(&self, me: u32, entries: &[u32], s: &mut String) {
-        let t = self.topo;
-        let x = t.values()[me as usize];
-        let cell = (t.ranks() - 1)
-            .to_string()
-            .len()
-            .max(self.cols.to_string().len());
-        let pre = self.prefix_text(x, self.rows - 1).len().max("prefix".len());
-        let _ = writeln!(
-            s,
-            "rank {me}: topology ID {}, {}; * = me, - = hole",
-            t.id(me),
-            t.shape()
-        );
-        let _ = write!(s, "level {:<pre$} |", "prefix");
-        for j in 0..self.cols {
-            let _ = write!(s, " {j:>cell$}");
-        }
-        s.push('\n');
-        for i in 0..self.rows {
-            let _ = write!(s, "{i:>5} {:<pre$} |", self.prefix_text(x, i));
-            for &e in &entries[i * self.cols..(i + 1) * self.cols] {
-                let _ = match e {
-                    HOLE => write!(s, " {:>cell$}", "-"),
-                    e if e == me => write!(s, " {:>cell$}", "*"),
-                    e => write!(s, " {e:>cell$}"),
-                };
-            }
-            s.push('\n');
-        }
-    }
-
-    /// What rank `me`, whose table is `entries`, does with a multicast to `dests` that came from
-    /// `prev`: `prefix::forward`'s rules (and results) over this table.
-    pub fn forward(
-        &self,
-        entries: &[u32],
-        me: u32,
-        route: Route,
-        prev: Option<u32>,
-        dests: &[u32],
-    ) -> Forward {
-        let ids = self.topo.values();
-        let n = ids.len() as u32;
-        let cols = self.cols;
-        let x = ids[me as usize];
-        let stage = match prev {
-            None => 0,
-            Some(p) => {
-                assert!(p < n && p != me, "rank {me} received from rank {p}");
-                self.lcp(x, ids[p as usize]) + 1
-            }
-        };
-        // Counting sort of the destinations by table entry (level * c + digit), stable.
-        let buckets = entries.len();
-        let mut start = vec![0usize; buckets + 1];
-        let mut bucket = Vec::with_capacity(dests.len());
-        let mut deliver = false;
-        for &d in dests {
-            assert!(d < n, "destination {d} of {n} ranks");
-            let b = if d == me {
-                deliver = true;
-                None
-            } else {
-                let y = ids[d as usize];
-                let l = self.lcp(x, y);
-                (l >= stage).then(|| l * cols + self.digit(y, l))
-            };
-            if let Some(b) = b {
-                start[b + 1] += 1;
-            }
-            bucket.push(b);
-        }
-        for b in 0..buckets {
-            start[b + 1] += start[b];
-        }
-        let mut fill = start.clone();
-        let mut grouped = vec![0u32; start[buckets]];
-        for (&d, b) in dests.iter().zip(&bucket) {
-            if let Some(b) = *b {
-                grouped[fill[b]] = d;
-                fill[b] += 1;
-            }
-        }
-        let mut hops = Vec::new();
-        for b in 0..buckets {
-            let group = &grouped[start[b]..start[b + 1]];
-            if group.is_empty() {
-                continue;
-            }
-            let entry = entries[b];
-            assert!(
-                entry != HOLE,
-                "rank {me}: destination {} behind the hole T[{}][{}]",
-                group[0],
-                b / cols,
-                b % cols
-            );
-            let to = match route {
-                Route::Table => entry,
-                Route::Dests => {
-                    let e = ids[entry as usize];
-                    *group
-                        .iter()
-                        .min_by_key(|&&d| (ids[d as usize] ^ e, d))
-                        .expect("group is not empty")
-                }
-            };
-            hops.push(Hop {
-                to,
-                level: b / cols,
-                dests: group.to_vec(),
-            });
-        }
-        Forward { deliver, hops }
+        RoutingTable::from_entries(self.topo, me, entries)
     }
 }
 
@@ -886,7 +737,7 @@ fn tree(router: &Router, route: Route, root: u32, dests: &[u32]) -> Result<Strin
     while !level.is_empty() {
         let mut next = Vec::new();
         for (me, prev, carried) in level {
-            let fw = router.forward(&router.table(me), me, route, prev, &carried);
+            let fw = forward(router.topo, &router.table(me), route, prev, &carried);
             if prev.is_some() {
                 if fw.deliver {
                     delivered[me as usize] += 1;
@@ -1099,41 +950,16 @@ mod tests {
         out
     }
 
-    /// The router's tables, their text and their forwarding are the library's.
+    /// The router's tables are the library's, entry for entry (their text and forwarding are
+    /// the library's own `render` and `forward`).
     #[test]
     fn router_is_the_librarys_routing() {
-        use crate::algo::prefix::forward;
-        let mut d = Draw(7);
         for t in topologies() {
-            let n = t.ranks();
             for pick in [Pick::Nearest, Pick::Random { seed: 3 }] {
                 let router = Router::new(&t, pick);
-                for me in 0..n {
+                for me in 0..t.ranks() {
                     let lib = RoutingTable::build(&t, me, pick);
-                    let mine = router.table(me);
-                    let (rows, cols) = (lib.rows(), lib.cols());
-                    let want: Vec<u32> = (0..rows * cols)
-                        .map(|k| lib.get(k / cols, k % cols).unwrap_or(HOLE))
-                        .collect();
-                    assert_eq!(mine, want, "{} rank {me} {pick:?}", t.shape());
-                    let mut text = String::new();
-                    router.render(me, &mine, &mut text);
-                    assert_eq!(text, lib.render(&t), "{} rank {me}", t.shape());
-                    for _ in 0..3 {
-                        let dests: Vec<u32> = (0..n).filter(|_| d.below(3) == 0).collect();
-                        let prev = match d.below(3) {
-                            0 => None,
-                            _ => Some(d.below(u64::from(n)) as u32).filter(|&p| p != me),
-                        };
-                        for route in [Route::Dests, Route::Table] {
-                            assert_eq!(
-                                router.forward(&mine, me, route, prev, &dests),
-                                forward(&t, &lib, route, prev, &dests),
-                                "{} rank {me} from {prev:?} to {dests:?}",
-                                t.shape()
-                            );
-                        }
-                    }
+                    assert_eq!(router.table(me), lib, "{} rank {me} {pick:?}", t.shape());
                 }
             }
         }

@@ -53,6 +53,12 @@ fn progress() -> Result<(), c_int> {
     crate::transport::progress::step().map_err(engine_failed)
 }
 
+/// `progress` from a test call an application may make in a tight loop: at most once every
+/// few microseconds (`transport::progress::step_in_loop`).
+fn progress_in_loop() -> Result<(), c_int> {
+    crate::transport::progress::step_in_loop().map_err(engine_failed)
+}
+
 fn lock(e: &EngineRef) -> std::sync::MutexGuard<'_, Engine> {
     e.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -72,7 +78,9 @@ fn status_at(statuses: *mut MPI_Status, i: usize) -> *mut MPI_Status {
 }
 
 /// Posts the application's receive on an enabled communicator: on the host, and registered
-/// with the engine. None when the host's own call should take it as it is.
+/// with the engine (the request it returns is not in the table of tracked requests: MPI_Irecv
+/// puts it there, MPI_Recv's own never leaves the call). None when the host's own call should
+/// take it as it is.
 ///
 /// # Safety
 /// The arguments of MPI_Irecv.
@@ -84,7 +92,7 @@ unsafe fn post(
     source: c_int,
     tag: c_int,
     comm: MPI_Comm,
-) -> Option<Result<MPI_Request, c_int>> {
+) -> Option<Result<(MPI_Request, Option<RecvId>), c_int>> {
     let size = host::comm::size(comm).ok()?;
     let w = want(source, tag, size)?;
     if count < 0 {
@@ -96,18 +104,14 @@ unsafe fn post(
         Ok(h) => h,
         Err(rc) => return Some(Err(rc)),
     };
-    let id = {
-        let mut g = lock(e);
-        let Some(d) = g.dbcast.as_mut() else {
-            return Some(Ok(h.0));
-        };
-        match d.post(h, ub, w) {
-            Ok(id) => id,
-            Err(err) => return Some(Err(engine_failed(err))),
-        }
+    let mut g = lock(e);
+    let Some(d) = g.dbcast.as_mut() else {
+        return Some(Ok((h.0, None)));
     };
-    db::track(h.0, e, id);
-    Some(Ok(h.0))
+    Some(match d.post(h, ub, w) {
+        Ok(id) => Ok((h.0, Some(id))),
+        Err(err) => Err(engine_failed(err)),
+    })
 }
 
 /// Completes the application's tracked request `*req` that is done (`state`): frees it on
@@ -121,10 +125,12 @@ unsafe fn finish(
     e: &EngineRef,
     id: RecvId,
     state: RecvState,
+    in_table: bool,
 ) -> c_int {
-    // SAFETY: the caller's pointer.
-    let h = unsafe { *req };
-    db::untrack(h);
+    if in_table {
+        // SAFETY: the caller's pointer.
+        db::untrack(unsafe { *req });
+    }
     if let Some(d) = lock(e).dbcast.as_mut() {
         d.forget(id);
     }
@@ -174,7 +180,7 @@ unsafe fn host_recv(
     unsafe { host::progress::p2p_status(blocking, start, status) }
 }
 
-/// Whether tracked receive `id` of `e` is done (and how).
+/// Whether tracked receive `id` of `e` is done (and how), without completing it.
 fn done(e: &EngineRef, id: RecvId) -> Option<RecvState> {
     let mut g = lock(e);
     let state = match g.dbcast.as_mut().map(|d| d.poll(id)) {
@@ -191,6 +197,106 @@ fn done(e: &EngineRef, id: RecvId) -> Option<RecvState> {
         Some(RecvState::Posted) | Some(RecvState::Paired(_)) => None,
         Some(s) => Some(s),
         None => Some(RecvState::Host),
+    }
+}
+
+/// One look of a wait or test at the application's receive `*req`, receive `id` of `e`:
+/// Some(the call's result) once it is complete, and completed now (`*req` is then
+/// MPI_REQUEST_NULL, `status` filled). A receive only posted is tested on the host under the
+/// engine's lock (no broadcast can take it meanwhile), which completes it at once when a
+/// point-to-point message came.
+///
+/// # Safety
+/// `req` points to the application's request; `status` is MPI_STATUS_IGNORE or writable.
+/// `in_table`: `*req` is in the table of tracked requests (taken out once complete).
+unsafe fn look_recv(
+    req: *mut MPI_Request,
+    status: *mut MPI_Status,
+    e: &EngineRef,
+    id: RecvId,
+    in_table: bool,
+) -> Option<c_int> {
+    let looked = lock(e).dbcast.as_mut().map(|d| d.look(id));
+    let state = match looked {
+        None => RecvState::Host,
+        Some(Ok(db::Look::NotYet)) => return None,
+        Some(Ok(db::Look::Done(s))) => s,
+        Some(Ok(db::Look::Host(rc, st))) => {
+            if in_table {
+                // SAFETY: the caller's pointer.
+                db::untrack(unsafe { *req });
+            }
+            // SAFETY: the caller's pointer; the host freed the request.
+            unsafe { req.write(request_null()) };
+            if !status.is_null() && status != host::status_ignore() {
+                // SAFETY: writable, as the caller promises.
+                unsafe { status.write(st.0) };
+            }
+            return Some(rc);
+        }
+        Some(Err(err)) => {
+            // An MPI error: the host's wait on the request reports it.
+            engine_failed(err);
+            RecvState::Host
+        }
+    };
+    // SAFETY: as the caller promises.
+    Some(unsafe { finish(req, status, e, id, state, in_table) })
+}
+
+/// A request of the application's that mpicast waits for.
+enum Waited {
+    /// A receive a broadcast may complete: receive `1` of engine `0`, not in the table of
+    /// tracked requests (MPI_Recv's own, or taken out by MPI_Wait: then `2` is its
+    /// communicator's key, with which an error puts it back).
+    Recv(EngineRef, RecvId, Option<u64>),
+    /// A send on an enabled communicator (its receiver may wait for a broadcast this rank
+    /// passes on, so waiting for it forwards), not in the table of tracked requests; with
+    /// its communicator's key when it was (MPI_Wait took it out: an error puts it back).
+    Send(Option<u64>),
+}
+
+/// Waits for `*req` as `what` says, forwarding meanwhile.
+///
+/// # Safety
+/// `req` points to a live request; `status` is MPI_STATUS_IGNORE or writable.
+unsafe fn wait_for(req: *mut MPI_Request, status: *mut MPI_Status, what: Waited) -> c_int {
+    // One look: Some(result) once complete.
+    let look = || -> Option<c_int> {
+        match &what {
+            // SAFETY: as the caller promises.
+            Waited::Recv(e, id, _) => unsafe { look_recv(req, status, e, *id, false) },
+            Waited::Send(_) => {
+                let mut flag: c_int = 0;
+                // SAFETY: the caller's request and status.
+                let rc = unsafe { mpi_sys::PMPI_Test(req, &mut flag, status) };
+                (rc != host::SUCCESS || flag != 0).then_some(rc)
+            }
+        }
+    };
+    // Spins first, as the host's own wait does: a yield costs more than a short message.
+    let mut pause = Pause::default();
+    loop {
+        if let Some(rc) = look() {
+            return rc;
+        }
+        if !pause.spinning() {
+            if let Err(rc) = progress() {
+                // The request stays pending: tracked again.
+                match &what {
+                    // SAFETY: the caller's pointer.
+                    Waited::Recv(_, id, Some(c)) => db::track_key(unsafe { *req }, *c, *id),
+                    // SAFETY: the caller's pointer.
+                    Waited::Send(Some(c)) => db::track_key(unsafe { *req }, *c, db::POLLED_SEND),
+                    Waited::Recv(_, _, None) | Waited::Send(None) => {}
+                }
+                return rc;
+            }
+            if let Some(rc) = look() {
+                return rc;
+            }
+        }
+        pause.pause();
     }
 }
 
@@ -215,49 +321,17 @@ unsafe fn none_tracked(reqs: *const MPI_Request, n: c_int) -> bool {
 unsafe fn wait_one(req: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
     // SAFETY: the caller's pointer.
     let h = unsafe { *req };
-    let Some((e, id)) = db::tracked(h) else {
-        // SAFETY: the application's arguments.
-        return unsafe { host::progress::wait(req, status) };
+    // Taken out of the table at once: the wait completes it (or puts it back on an error).
+    let what = match db::take_tracked(h) {
+        None => {
+            // SAFETY: the application's arguments.
+            return unsafe { host::progress::wait(req, status) };
+        }
+        Some((_, db::POLLED_SEND, c)) => Waited::Send(Some(c)),
+        Some((e, id, c)) => Waited::Recv(e, id, Some(c)),
     };
-    let tracked = (id != db::POLLED_SEND).then_some((e, id));
-    // One look: Some(result) once complete. A receive the host completed needs no progress
-    // step to be taken (a later broadcast of its root comes after it), nor does a send.
-    let look = || -> Option<c_int> {
-        match &tracked {
-            Some((e, id)) => {
-                let s = done(e, *id)?;
-                // SAFETY: as the caller promises.
-                Some(unsafe { finish(req, status, e, *id, s) })
-            }
-            None => {
-                // A send on an enabled communicator: its receiver may wait for a broadcast
-                // that this rank passes on.
-                let mut flag: c_int = 0;
-                // SAFETY: the application's arguments.
-                let rc = unsafe { mpi_sys::PMPI_Test(req, &mut flag, status) };
-                (rc != host::SUCCESS || flag != 0).then(|| {
-                    db::untrack(h);
-                    rc
-                })
-            }
-        }
-    };
-    // Spins first, as the host's own wait does: a yield costs more than a short message.
-    let mut pause = Pause::default();
-    loop {
-        if let Some(rc) = look() {
-            return rc;
-        }
-        if !pause.spinning() {
-            if let Err(rc) = progress() {
-                return rc;
-            }
-            if let Some(rc) = look() {
-                return rc;
-            }
-        }
-        pause.pause();
-    }
+    // SAFETY: as the caller promises.
+    unsafe { wait_for(req, status, what) }
 }
 
 /// One look at request `i` of an array: Some(rc) when it completed (and is completed now).
@@ -271,9 +345,8 @@ unsafe fn test_at(reqs: *mut MPI_Request, i: usize, status: *mut MPI_Status) -> 
     let h = unsafe { *r };
     let tracked = db::tracked(h);
     if let Some((e, id)) = tracked.as_ref().filter(|t| t.1 != db::POLLED_SEND) {
-        let s = done(e, *id)?;
         // SAFETY: as the caller promises.
-        return Some(unsafe { finish(r, status, e, *id, s) });
+        return unsafe { look_recv(r, status, e, *id, true) };
     }
     let mut flag: c_int = 0;
     // SAFETY: the application's request and status.
@@ -322,7 +395,10 @@ intercept! {
             if let Some(e) = db::engine_of(comm) {
                 // SAFETY: the application's arguments.
                 match unsafe { post(&e, buf, count, datatype, source, tag, comm) } {
-                    Some(Ok(h)) => {
+                    Some(Ok((h, id))) => {
+                        if let Some(id) = id {
+                            db::track(h, comm, id);
+                        }
                         // SAFETY: the application's request pointer.
                         unsafe { request.write(h) };
                         return host::SUCCESS;
@@ -359,9 +435,13 @@ intercept! {
             };
             // SAFETY: the application's arguments.
             match unsafe { post(&e, buf, count, datatype, source, tag, comm) } {
-                Some(Ok(mut h)) => {
+                Some(Ok((mut h, Some(id)))) => {
                     // SAFETY: our request, the application's status.
-                    unsafe { wait_one(&mut h, status) }
+                    unsafe { wait_for(&mut h, status, Waited::Recv(e, id, None)) }
+                }
+                Some(Ok((mut h, None))) => {
+                    // SAFETY: our request, the application's status.
+                    unsafe { host::progress::wait(&mut h, status) }
                 }
                 Some(Err(rc)) => rc,
                 // SAFETY: the application's arguments.
@@ -404,7 +484,7 @@ intercept! {
                 // SAFETY: the application's arguments.
                 return unsafe { mpi_sys::PMPI_Test(request, flag, status) };
             }
-            if let Err(rc) = progress() {
+            if let Err(rc) = progress_in_loop() {
                 return rc;
             }
             // SAFETY: the application's array of one request and its status.
@@ -456,9 +536,6 @@ intercept! {
             let mut err = None;
             let mut idle = Pause::default();
             loop {
-                if let Err(rc) = progress() {
-                    return rc;
-                }
                 left.retain(|&i| {
                     let st = status_at(statuses, i);
                     // SAFETY: index within the application's arrays.
@@ -478,6 +555,12 @@ intercept! {
                 });
                 if left.is_empty() {
                     return array_result(err, statuses);
+                }
+                // A look first, as the host's own wait: a step only once the spins are over.
+                if !idle.spinning() {
+                    if let Err(rc) = progress() {
+                        return rc;
+                    }
                 }
                 idle.pause();
             }
@@ -503,7 +586,7 @@ intercept! {
                 // SAFETY: the application's arguments.
                 return unsafe { mpi_sys::PMPI_Testall(count, requests, flag, statuses) };
             }
-            if let Err(rc) = progress() {
+            if let Err(rc) = progress_in_loop() {
                 return rc;
             }
             let n = count.max(0) as usize;
@@ -573,9 +656,6 @@ intercept! {
         guard("MPI_Waitany", host::err_other, || {
             let mut idle = Pause::default();
             loop {
-                if let Err(rc) = progress() {
-                    return rc;
-                }
                 // SAFETY: the application's arguments.
                 if let Some((i, rc)) = unsafe { any_pass(count, requests, status) } {
                     if i == host::undefined() {
@@ -585,6 +665,11 @@ intercept! {
                     // SAFETY: the application's index.
                     unsafe { index.write(i) };
                     return rc;
+                }
+                if !idle.spinning() {
+                    if let Err(rc) = progress() {
+                        return rc;
+                    }
                 }
                 idle.pause();
             }
@@ -611,7 +696,7 @@ intercept! {
                 // SAFETY: the application's arguments.
                 return unsafe { mpi_sys::PMPI_Testany(count, requests, index, flag, status) };
             }
-            if let Err(rc) = progress() {
+            if let Err(rc) = progress_in_loop() {
                 return rc;
             }
             // SAFETY: the application's arguments.
@@ -705,9 +790,6 @@ intercept! {
         guard("MPI_Waitsome", host::err_other, || {
             let mut idle = Pause::default();
             loop {
-                if let Err(rc) = progress() {
-                    return rc;
-                }
                 let mut err = None;
                 // SAFETY: the application's arguments.
                 let n = unsafe { some_pass(incount, requests, indices, statuses, &mut err) };
@@ -715,6 +797,11 @@ intercept! {
                     // SAFETY: the application's outcount.
                     unsafe { outcount.write(n) };
                     return array_result(err, statuses);
+                }
+                if !idle.spinning() {
+                    if let Err(rc) = progress() {
+                        return rc;
+                    }
                 }
                 idle.pause();
             }
@@ -743,7 +830,7 @@ intercept! {
                     mpi_sys::PMPI_Testsome(incount, requests, outcount, indices, statuses)
                 };
             }
-            if let Err(rc) = progress() {
+            if let Err(rc) = progress_in_loop() {
                 return rc;
             }
             let mut err = None;
@@ -786,7 +873,7 @@ unsafe fn iprobe(
     status: *mut MPI_Status,
 ) -> c_int {
     if let Some(e) = db::engine_of(comm) {
-        if let Err(rc) = progress() {
+        if let Err(rc) = progress_in_loop() {
             return rc;
         }
         let w = host::comm::size(comm)
@@ -1031,12 +1118,12 @@ macro_rules! blocking_send {
                             let rc = unsafe {
                                 mpi_sys::$ipmpi(buf, count, datatype, dest, tag, comm, &mut r)
                             };
+                            drop(e);
                             if rc != host::SUCCESS {
                                 return rc;
                             }
-                            db::track(r, &e, db::POLLED_SEND);
                             // SAFETY: our request.
-                            unsafe { wait_one(&mut r, host::status_ignore()) }
+                            unsafe { wait_for(&mut r, host::status_ignore(), Waited::Send(None)) }
                         }
                     }
                 })
@@ -1072,9 +1159,9 @@ macro_rules! nonblocking_send {
                     // SAFETY: the application's arguments.
                     let rc =
                         unsafe { mpi_sys::$pmpi(buf, count, datatype, dest, tag, comm, request) };
-                    if let (Some(e), host::SUCCESS) = (e, rc) {
+                    if let (Some(_), host::SUCCESS) = (e, rc) {
                         // SAFETY: the host wrote the request.
-                        db::track(unsafe { *request }, &e, db::POLLED_SEND);
+                        db::track(unsafe { *request }, comm, db::POLLED_SEND);
                     }
                     rc
                 })
@@ -1121,7 +1208,7 @@ unsafe fn improbe(
         // SAFETY: the application's arguments.
         return unsafe { mpi_sys::PMPI_Improbe(source, tag, comm, flag, message, status) };
     };
-    if let Err(rc) = progress() {
+    if let Err(rc) = progress_in_loop() {
         return rc;
     }
     if let Some(w) = host::comm::size(comm)

@@ -147,6 +147,17 @@ pub unsafe fn isend(
     }
 }
 
+/// Tests the application's receive `r` on the host, completing (and freeing) it when the
+/// host is done with it: the call's result and, when complete, its status (`r` is then
+/// MPI_REQUEST_NULL).
+pub fn test_status(r: &mut HostReq) -> (c_int, Option<HostStatus>) {
+    let mut flag: c_int = 0;
+    let mut st = HostStatus::empty();
+    // SAFETY: a live request; the host writes the flag and the status.
+    let rc = unsafe { mpi_sys::PMPI_Test(&mut r.0, &mut flag, &mut st.0) };
+    (rc, (rc != super::SUCCESS || flag != 0).then_some(st))
+}
+
 /// Tests a request of mpicast's own: true (and freed) when complete.
 pub fn test_free(r: &mut HostReq) -> MpiResult<bool> {
     let mut flag: c_int = 0;

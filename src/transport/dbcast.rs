@@ -31,7 +31,8 @@ use crate::host::recv::{self, HostReq, HostStatus};
 use crate::host::{self, p2p, MPI_Comm};
 use crate::wire::dbcast::{Arrived, Forwarder, Key, Matcher, OutQueue};
 use crate::wire::matching::{RecvId, Want};
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap, FxHashSet};
+use std::collections::HashMap;
 use std::os::raw::c_int;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -62,6 +63,17 @@ struct DRecv {
     orphan: bool,
 }
 
+/// What a look at a registered receive found (`DbcastSide::look`).
+pub enum Look {
+    /// Still waiting.
+    NotYet,
+    /// The host completed it with a point-to-point message (or an error: the call's result)
+    /// and freed its request; it is forgotten here.
+    Host(c_int, HostStatus),
+    /// Done as `RecvState` says (a broadcast, or the host earlier): finished the usual way.
+    Done(RecvState),
+}
+
 /// A broadcast for this rank, arriving.
 struct Assembly {
     arrived: Arrived,
@@ -78,16 +90,19 @@ pub struct DbcastSide {
     queue: OutQueue,
     sends: p2p::SharedSends,
     assemblies: HashMap<Key, Assembly>,
-    recvs: HashMap<RecvId, DRecv>,
+    recvs: FxHashMap<RecvId, DRecv>,
     next_recv: RecvId,
+    /// Receives a broadcast took whose data is still coming (`deliver` looks only when some
+    /// are).
+    paired: usize,
     /// Bytes of broadcasts no receive has taken, and the bound.
     unexpected: usize,
     unexpected_limit: usize,
     /// Root side: plain messages sent to each rank, in total and per tag.
-    plain_total: HashMap<u32, u64>,
-    plain_tag: HashMap<(u32, c_int), u64>,
+    plain_total: FxHashMap<u32, u64>,
+    plain_tag: FxHashMap<(u32, c_int), u64>,
     /// Ranks this root sent a broadcast to: its later sends to them go by the engine.
-    by_engine: HashSet<u32>,
+    by_engine: FxHashSet<u32>,
     /// Plain sends of released deferred sends, each group with the request it completes.
     plain: Vec<(Vec<HostReq>, Arc<ReqState>)>,
     /// Since when some broadcast has waited for plain messages a posted receive could take,
@@ -115,13 +130,14 @@ impl DbcastSide {
             queue: OutQueue::default(),
             sends: p2p::SharedSends::default(),
             assemblies: HashMap::new(),
-            recvs: HashMap::new(),
+            recvs: FxHashMap::default(),
             next_recv: 0,
+            paired: 0,
             unexpected: 0,
             unexpected_limit,
-            plain_total: HashMap::new(),
-            plain_tag: HashMap::new(),
-            by_engine: HashSet::new(),
+            plain_total: FxHashMap::default(),
+            plain_tag: FxHashMap::default(),
+            by_engine: FxHashSet::default(),
             plain: Vec::new(),
             blocked_since: None,
             stall_limit,
@@ -248,6 +264,36 @@ impl DbcastSide {
             }
         }
         Ok(self.state(id))
+    }
+
+    /// The application's wait or test looks at receive `id`: one only posted is tested on the
+    /// host, which completes and frees it when a point-to-point message came (counted, and
+    /// forgotten here: `Look::Host`), so that the common case costs one host call.
+    pub fn look(&mut self, id: RecvId) -> Result<Look, EngineError> {
+        let Some(r) = self.recvs.get_mut(&id) else {
+            return Ok(Look::Done(RecvState::Host));
+        };
+        if r.state != RecvState::Posted {
+            return Ok(match r.state {
+                RecvState::Paired(_) => Look::NotYet,
+                s => Look::Done(s),
+            });
+        }
+        let (rc, st) = recv::test_status(&mut r.host);
+        let Some(st) = st else {
+            return Ok(Look::NotYet);
+        };
+        let work = if rc == host::SUCCESS {
+            self.host_done(id, &st)
+        } else {
+            // Completed in error: nothing to count.
+            self.matcher.withdraw(id);
+            Vec::new()
+        };
+        self.recvs.remove(&id);
+        self.pair_all(work)?;
+        self.deliver()?;
+        Ok(Look::Host(rc, st))
     }
 
     /// Forgets a completed receive (its application handle was completed).
@@ -490,6 +536,7 @@ impl DbcastSide {
             let st = recv::cancel(r.host)?;
             if st.cancelled() {
                 self.recvs.get_mut(&id).expect("present").state = RecvState::Paired(m.key);
+                self.paired += 1;
                 if let Some(a) = self.assemblies.get_mut(&m.key) {
                     a.taken = true;
                     self.unexpected = self
@@ -507,6 +554,9 @@ impl DbcastSide {
     /// Completes the receives whose broadcast is whole: the data into the application's
     /// buffer, the status kept for its wait.
     fn deliver(&mut self) -> Result<(), EngineError> {
+        if self.paired == 0 {
+            return Ok(());
+        }
         let ready: Vec<(RecvId, Key)> = self
             .recvs
             .iter()
@@ -522,6 +572,7 @@ impl DbcastSide {
             let r = self.recvs.get_mut(&id).expect("ready");
             let (n, error) = super::forward::fill(&mut r.buf, &a.data)?;
             self.activity += 1;
+            self.paired -= 1;
             if r.orphan {
                 self.recvs.remove(&id);
             } else {
@@ -557,10 +608,7 @@ impl DbcastSide {
             && self.plain.is_empty()
             && self.queue.is_empty()
             && self.fwd.relays_in_flight() == 0
-            && !self
-                .recvs
-                .values()
-                .any(|r| matches!(r.state, RecvState::Paired(_)))
+            && self.paired == 0
     }
 
     /// Segments this rank has sent and received so far (summed over the ranks, they are equal
@@ -614,9 +662,9 @@ type EngineRef = std::sync::Weak<std::sync::Mutex<super::forward::Engine>>;
 /// The enabled communicators (by handle) and their engines.
 static COMMS: std::sync::RwLock<Vec<(u64, EngineRef)>> = std::sync::RwLock::new(Vec::new());
 
-/// The application's receive requests (by handle) that a broadcast may complete.
-static RECVS: std::sync::Mutex<Option<HashMap<u64, (EngineRef, RecvId)>>> =
-    std::sync::Mutex::new(None);
+/// The application's receive requests (by handle) that a broadcast may complete, with their
+/// communicator's key (and sends on enabled communicators: `POLLED_SEND`).
+static RECVS: std::sync::Mutex<Option<FxHashMap<u64, (u64, RecvId)>>> = std::sync::Mutex::new(None);
 
 /// The tracked request that is a send on an enabled communicator (not a receive): a wait
 /// for it forwards broadcasts meanwhile, since its receiver may be waiting for one that
@@ -659,6 +707,7 @@ pub fn enable(comm: MPI_Comm, engine: &Arc<std::sync::Mutex<super::forward::Engi
     let mut all = COMMS.write().unwrap_or_else(|p| p.into_inner());
     all.retain(|(k, w)| *k != key && w.strong_count() > 0);
     all.push((key, Arc::downgrade(engine)));
+    COMMS_EPOCH.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
     ON.store(true, std::sync::atomic::Ordering::Release);
 }
 
@@ -667,9 +716,37 @@ pub fn engine_of(comm: MPI_Comm) -> Option<Arc<std::sync::Mutex<super::forward::
     if !maybe_enabled(comm) {
         return None;
     }
-    let key = recv::handle_key(comm);
+    engine_of_key(recv::handle_key(comm))
+}
+
+/// `engine_of` by the communicator's key.
+fn engine_of_key(key: u64) -> Option<Arc<std::sync::Mutex<super::forward::Engine>>> {
+    let epoch = COMMS_EPOCH.load(std::sync::atomic::Ordering::Acquire);
+    // The last answer of this thread, while no communicator was enabled or freed since.
+    if let Some(hit) = LAST.with(|l| {
+        let l = l.borrow();
+        (l.0 == key && l.1 == epoch).then(|| l.2.upgrade())
+    }) {
+        return hit;
+    }
     let all = COMMS.read().unwrap_or_else(|p| p.into_inner());
-    all.iter().find(|(k, _)| *k == key)?.1.upgrade()
+    let w = all
+        .iter()
+        .find(|(k, _)| *k == key)
+        .map_or_else(std::sync::Weak::new, |(_, w)| w.clone());
+    drop(all);
+    let found = w.upgrade();
+    LAST.with(|l| *l.borrow_mut() = (key, epoch, w));
+    found
+}
+
+/// Bumped whenever a communicator is enabled or forgotten (`engine_of`'s cache).
+static COMMS_EPOCH: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+thread_local! {
+    /// This thread's last `engine_of` answer: (communicator key, epoch, engine).
+    static LAST: std::cell::RefCell<(u64, u64, EngineRef)> =
+        const { std::cell::RefCell::new((0, 0, std::sync::Weak::new())) };
 }
 
 /// Forgets `comm` (it is being freed).
@@ -679,21 +756,22 @@ pub fn disable(comm: MPI_Comm) {
         .write()
         .unwrap_or_else(|p| p.into_inner())
         .retain(|(k, _)| *k != key);
+    COMMS_EPOCH.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
 }
 
-/// Records that the application's request `req` is receive `id` of `engine`.
-pub fn track(
-    req: host::MPI_Request,
-    engine: &Arc<std::sync::Mutex<super::forward::Engine>>,
-    id: RecvId,
-) {
-    RECVS
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .get_or_insert_with(HashMap::new)
-        .insert(recv::handle_key(req), (Arc::downgrade(engine), id))
-        .is_none()
-        .then(|| NTRACKED.fetch_add(1, std::sync::atomic::Ordering::AcqRel));
+/// Records that the application's request `req` is receive `id` (or `POLLED_SEND`) on the
+/// enabled communicator `comm`.
+pub fn track(req: host::MPI_Request, comm: MPI_Comm, id: RecvId) {
+    track_key(req, recv::handle_key(comm), id);
+}
+
+/// `track`, with the communicator's key (as `take_tracked` gave it).
+pub fn track_key(req: host::MPI_Request, comm: u64, id: RecvId) {
+    let mut g = RECVS.lock().unwrap_or_else(|p| p.into_inner());
+    let m = g.get_or_insert_with(FxHashMap::default);
+    m.insert(recv::handle_key(req), (comm, id));
+    // A store under the lock (no read-modify-write): the count is the table's size.
+    NTRACKED.store(m.len(), std::sync::atomic::Ordering::Release);
 }
 
 /// The engine and receive of the application's request `req`, if a broadcast may complete it.
@@ -703,9 +781,30 @@ pub fn tracked(
     if NTRACKED.load(std::sync::atomic::Ordering::Acquire) == 0 {
         return None;
     }
-    let g = RECVS.lock().unwrap_or_else(|p| p.into_inner());
-    let (w, id) = g.as_ref()?.get(&recv::handle_key(req))?;
-    Some((w.upgrade()?, *id))
+    let (comm, id) = *RECVS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .as_ref()?
+        .get(&recv::handle_key(req))?;
+    Some((engine_of_key(comm)?, id))
+}
+
+/// `tracked`, and stops tracking it (a wait that will complete it: one lock, not two); with
+/// the communicator's key, to track it again (`track_key`) if the wait fails.
+pub fn take_tracked(
+    req: host::MPI_Request,
+) -> Option<(Arc<std::sync::Mutex<super::forward::Engine>>, RecvId, u64)> {
+    if NTRACKED.load(std::sync::atomic::Ordering::Acquire) == 0 {
+        return None;
+    }
+    let (comm, id) = {
+        let mut g = RECVS.lock().unwrap_or_else(|p| p.into_inner());
+        let m = g.as_mut()?;
+        let v = m.remove(&recv::handle_key(req))?;
+        NTRACKED.store(m.len(), std::sync::atomic::Ordering::Release);
+        v
+    };
+    Some((engine_of_key(comm)?, id, comm))
 }
 
 /// Whether any request is tracked (a quick test before looking at each of an array).
@@ -720,7 +819,7 @@ pub fn untrack(req: host::MPI_Request) {
     }
     if let Some(m) = RECVS.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
         if m.remove(&recv::handle_key(req)).is_some() {
-            NTRACKED.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+            NTRACKED.store(m.len(), std::sync::atomic::Ordering::Release);
         }
     }
 }

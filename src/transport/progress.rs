@@ -85,20 +85,34 @@ pub fn step() -> Result<(), super::forward::EngineError> {
 /// `MPI_Iprobe` on a communicator without dynamic broadcast): at most once every
 /// `LOOP_STEP`, so that a test loop keeps forwarding without paying a step per look.
 pub fn poll_in_loop() {
+    if due_in_loop() {
+        poll();
+    }
+}
+
+/// `step` from a test or probe of an application's loop on a communicator with dynamic
+/// broadcast: at most once every `LOOP_STEP`, as `poll_in_loop`.
+pub fn step_in_loop() -> Result<(), super::forward::EngineError> {
+    if due_in_loop() {
+        step()
+    } else {
+        Ok(())
+    }
+}
+
+/// Whether this thread's loop of tests is due for a step (and it is counted as made).
+fn due_in_loop() -> bool {
     if !forwarding() {
-        return;
+        return false;
     }
     let now = std::time::Instant::now();
-    let due = LAST.with(|l| match l.get() {
+    LAST.with(|l| match l.get() {
         Some(t) if now.duration_since(t) < LOOP_STEP => false,
         _ => {
             l.set(Some(now));
             true
         }
-    });
-    if due {
-        poll();
-    }
+    })
 }
 
 /// See `poll_in_loop`.

@@ -35,6 +35,7 @@ use super::forward::{nsegs, seg_len};
 use super::matching::{RecvId, Want};
 use super::packet::Reject;
 use crate::algo::dbcast::{Recipient, Shape};
+use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::ops::Range;
 use std::sync::Arc;
@@ -592,7 +593,7 @@ fn accepts(w: &Want, m: &Arrived) -> bool {
 #[derive(Default)]
 pub struct Matcher {
     /// Per root, the sequence number of the next message to become visible.
-    next_seq: HashMap<u32, u64>,
+    next_seq: FxHashMap<u32, u64>,
     /// Arrived but not visible yet (an earlier one of the same root has not come).
     held: BTreeMap<(u32, u64), Arrived>,
     /// Visible and not taken by a receive, in the order they became visible (each root's in
@@ -600,10 +601,11 @@ pub struct Matcher {
     unmatched: VecDeque<Arrived>,
     /// Receives not matched yet, in the order they were posted.
     posted: VecDeque<(RecvId, Want)>,
-    /// Plain messages received per root.
-    plain_total: HashMap<u32, u64>,
+    /// Plain messages received per root (counted at every point-to-point receive of an
+    /// enabled communicator: a cheap hash).
+    plain_total: FxHashMap<u32, u64>,
     /// Plain messages received per (root, tag).
-    plain_tag: HashMap<(u32, i32), u64>,
+    plain_tag: FxHashMap<(u32, i32), u64>,
 }
 
 impl Matcher {

@@ -143,6 +143,50 @@ fn handle_key(h: MPI_Datatype) -> u64 {
     k
 }
 
+/// A datatype's size, extent, true lower bound and true extent, as the host says.
+type Shape = (
+    mpi_sys::MPI_Count,
+    mpi_sys::MPI_Aint,
+    mpi_sys::MPI_Aint,
+    mpi_sys::MPI_Aint,
+);
+
+thread_local! {
+    /// The shape of the predefined datatype this thread described last (predefined handles
+    /// live as long as MPI, so the answer holds): a receive loop asks the host nothing.
+    static LAST_SHAPE: std::cell::Cell<(u64, Shape)> = const { std::cell::Cell::new((0, (0, 0, 0, 0))) };
+}
+
+/// The shape of `dtype` (from the per-thread memory for a predefined type described before).
+fn shape(dtype: MPI_Datatype) -> MpiResult<Shape> {
+    let key = handle_key(dtype);
+    let predefined = key != 0 && FAST.size(key).is_some();
+    if predefined {
+        let (k, s) = LAST_SHAPE.with(|c| c.get());
+        if k == key {
+            return Ok(s);
+        }
+    }
+    let mut size: mpi_sys::MPI_Count = 0;
+    let (mut lb, mut extent): (mpi_sys::MPI_Aint, mpi_sys::MPI_Aint) = (0, 0);
+    let (mut tlb, mut textent): (mpi_sys::MPI_Aint, mpi_sys::MPI_Aint) = (0, 0);
+    // SAFETY: each call writes plain integers.
+    unsafe {
+        check(mpi_sys::PMPI_Type_size_x(dtype, &mut size))?;
+        check(mpi_sys::PMPI_Type_get_extent(dtype, &mut lb, &mut extent))?;
+        check(mpi_sys::PMPI_Type_get_true_extent(
+            dtype,
+            &mut tlb,
+            &mut textent,
+        ))?;
+    }
+    let s = (size, extent, tlb, textent);
+    if predefined {
+        LAST_SHAPE.with(|c| c.set((key, s)));
+    }
+    Ok(s)
+}
+
 impl UserBuf {
     /// Describes the buffer; fails (with the host's error) if the datatype is invalid.
     pub fn describe(
@@ -152,19 +196,7 @@ impl UserBuf {
         comm: MPI_Comm,
     ) -> MpiResult<UserBuf> {
         init_predefined();
-        let mut size: mpi_sys::MPI_Count = 0;
-        let (mut lb, mut extent): (mpi_sys::MPI_Aint, mpi_sys::MPI_Aint) = (0, 0);
-        let (mut tlb, mut textent): (mpi_sys::MPI_Aint, mpi_sys::MPI_Aint) = (0, 0);
-        // SAFETY: each call writes plain integers.
-        unsafe {
-            check(mpi_sys::PMPI_Type_size_x(dtype, &mut size))?;
-            check(mpi_sys::PMPI_Type_get_extent(dtype, &mut lb, &mut extent))?;
-            check(mpi_sys::PMPI_Type_get_true_extent(
-                dtype,
-                &mut tlb,
-                &mut textent,
-            ))?;
-        }
+        let (size, extent, tlb, textent) = shape(dtype)?;
         if size < 0 || count < 0 {
             return Err(MpiError(mpi_sys::MPI_ERR_COUNT as c_int));
         }

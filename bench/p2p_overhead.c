@@ -9,6 +9,8 @@
  *   --iters K       round trips per repetition of a latency measure (default 20000)
  *   --rate-iters M  windows per repetition of the message rate (default 500)
  *   --window N      messages per window (default 64)
+ *   --bytes B       bytes per message of the three latency measures (default 8; the message
+ *                   rate and the allreduce keep 8)
  *   --enable        MPICAST_Dbcast_enable on a duplicate of MPI_COMM_WORLD (looked up with
  *                   dlsym: without the library, or a library without it, nothing is enabled
  *                   and a comment line says so); the measures run on ANOTHER duplicate, which
@@ -36,6 +38,9 @@
 #include <time.h>
 
 static int rank;
+/* The latency measures' buffers (--bytes). */
+static char *sbuf, *lbuf;
+static int nbytes = 8;
 
 static double now(void) {
   struct timespec t;
@@ -62,38 +67,38 @@ static int cmp_double(const void *a, const void *b) {
 
 /* ns per round trip. */
 static double lat_send_recv(MPI_Comm c, int k) {
-  char b[8] = {0};
+  char *b = lbuf;
   int peer = 1 - rank;
   PMPI_Barrier(MPI_COMM_WORLD);
   double t = now();
   for (int i = 0; i < k; i++) {
     if (rank == 0) {
-      MPI_Send(b, 8, MPI_BYTE, peer, 1, c);
-      MPI_Recv(b, 8, MPI_BYTE, peer, 1, c, MPI_STATUS_IGNORE);
+      MPI_Send(b, nbytes, MPI_BYTE, peer, 1, c);
+      MPI_Recv(b, nbytes, MPI_BYTE, peer, 1, c, MPI_STATUS_IGNORE);
     } else {
-      MPI_Recv(b, 8, MPI_BYTE, peer, 1, c, MPI_STATUS_IGNORE);
-      MPI_Send(b, 8, MPI_BYTE, peer, 1, c);
+      MPI_Recv(b, nbytes, MPI_BYTE, peer, 1, c, MPI_STATUS_IGNORE);
+      MPI_Send(b, nbytes, MPI_BYTE, peer, 1, c);
     }
   }
   return (now() - t) / k * 1e9;
 }
 
 static double lat_isend_wait(MPI_Comm c, int k) {
-  char sb[8] = {0}, rb[8];
+  char *sb = sbuf, *rb = lbuf;
   int peer = 1 - rank;
   MPI_Request s, r;
   PMPI_Barrier(MPI_COMM_WORLD);
   double t = now();
   for (int i = 0; i < k; i++) {
     if (rank == 0) {
-      MPI_Irecv(rb, 8, MPI_BYTE, peer, 2, c, &r);
-      MPI_Isend(sb, 8, MPI_BYTE, peer, 2, c, &s);
+      MPI_Irecv(rb, nbytes, MPI_BYTE, peer, 2, c, &r);
+      MPI_Isend(sb, nbytes, MPI_BYTE, peer, 2, c, &s);
       MPI_Wait(&s, MPI_STATUS_IGNORE);
       MPI_Wait(&r, MPI_STATUS_IGNORE);
     } else {
-      MPI_Irecv(rb, 8, MPI_BYTE, peer, 2, c, &r);
+      MPI_Irecv(rb, nbytes, MPI_BYTE, peer, 2, c, &r);
       MPI_Wait(&r, MPI_STATUS_IGNORE);
-      MPI_Isend(sb, 8, MPI_BYTE, peer, 2, c, &s);
+      MPI_Isend(sb, nbytes, MPI_BYTE, peer, 2, c, &s);
       MPI_Wait(&s, MPI_STATUS_IGNORE);
     }
   }
@@ -101,17 +106,17 @@ static double lat_isend_wait(MPI_Comm c, int k) {
 }
 
 static double lat_irecv_test(MPI_Comm c, int k) {
-  char sb[8] = {0}, rb[8];
+  char *sb = sbuf, *rb = lbuf;
   int peer = 1 - rank;
   MPI_Request r;
   PMPI_Barrier(MPI_COMM_WORLD);
   double t = now();
   for (int i = 0; i < k; i++) {
     int f = 0;
-    MPI_Irecv(rb, 8, MPI_BYTE, peer, 3, c, &r);
-    if (rank == 0) MPI_Send(sb, 8, MPI_BYTE, peer, 3, c);
+    MPI_Irecv(rb, nbytes, MPI_BYTE, peer, 3, c, &r);
+    if (rank == 0) MPI_Send(sb, nbytes, MPI_BYTE, peer, 3, c);
     while (!f) MPI_Test(&r, &f, MPI_STATUS_IGNORE);
-    if (rank == 1) MPI_Send(sb, 8, MPI_BYTE, peer, 3, c);
+    if (rank == 1) MPI_Send(sb, nbytes, MPI_BYTE, peer, 3, c);
   }
   return (now() - t) / k * 1e9;
 }
@@ -168,7 +173,9 @@ int main(int argc, char **argv) {
   int rate_iters = (int)arg_ll(argc, argv, "--rate-iters", 500);
   int window = (int)arg_ll(argc, argv, "--window", 64);
   int enable = flag(argc, argv, "--enable"), on_enabled = flag(argc, argv, "--on-enabled");
-  if (reps < 1 || iters < 1 || rate_iters < 1 || window < 1 || warmup < 0) {
+  long long bytes = arg_ll(argc, argv, "--bytes", 8);
+  if (reps < 1 || iters < 1 || rate_iters < 1 || window < 1 || warmup < 0 || bytes < 0 ||
+      bytes > (1 << 30)) {
     if (rank == 0) fprintf(stderr, "p2p_overhead: bad option value\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
@@ -210,6 +217,9 @@ int main(int argc, char **argv) {
   MPI_Request *req = malloc(sizeof(MPI_Request) * (size_t)window);
   MPI_Status *sts = malloc(sizeof(MPI_Status) * (size_t)window);
   char *rbuf = malloc(8 * (size_t)window);
+  nbytes = (int)bytes;
+  sbuf = calloc((size_t)nbytes + 1, 1);
+  lbuf = calloc((size_t)nbytes + 1, 1);
   for (int r = 0; r < warmup + reps; r++)
     for (int ci = 0; ci < ncomms; ci++)
       for (int mi = 0; mi < NMEAS; mi++) {
@@ -228,8 +238,9 @@ int main(int argc, char **argv) {
     printf("# p2p_overhead: %s\n", version);
     printf("# libmpicast: %s\n", loaded ? "loaded" : "not loaded");
     printf("# dynamic broadcast on a duplicate of MPI_COMM_WORLD: %s\n", enabled_state);
-    printf("# reps %d (+%d warmup), iters %d, rate %d windows of %d\n", reps, warmup, iters,
-           rate_iters, window);
+    printf("# reps %d (+%d warmup), iters %d, rate %d windows of %d, latency messages of %d "
+           "bytes\n",
+           reps, warmup, iters, rate_iters, window, nbytes);
     printf("measure,comm,unit,median,min,max,reps,iters\n");
     for (int ci = 0; ci < ncomms; ci++)
       for (int mi = 0; mi < NMEAS; mi++) {
@@ -245,6 +256,8 @@ int main(int argc, char **argv) {
   free(req);
   free(sts);
   free(rbuf);
+  free(sbuf);
+  free(lbuf);
   MPI_Comm_free(&dup);
   if (en != MPI_COMM_NULL) MPI_Comm_free(&en);
   MPI_Finalize();

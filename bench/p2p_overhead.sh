@@ -4,7 +4,8 @@
 # libmpicast preloaded, launches interleaved, for each MPI:
 #
 #   bench/p2p_overhead.sh [--mpi openmpi|mpich]... [--lib PATH] [--launches N] [--enable]
-#                         [--on-enabled] [--reps R] [--iters K] [--rate-iters M] [--out DIR]
+#                         [--on-enabled] [--reps R] [--iters K] [--rate-iters M] [--bytes B]
+#                         [--out DIR]
 #                         [--quick] [--force]
 #
 #   --mpi F        the flavours (default: both; one skipped when its mpicc or library is missing)
@@ -16,6 +17,7 @@
 #                  launches find no MPICAST_Dbcast_enable and enable nothing
 #   --on-enabled   also measure on the enabled duplicate (rows "enabled")
 #   --reps R, --iters K, --rate-iters M   passed to the program (defaults 15, 20000, 500)
+#   --bytes B      bytes per message of the latency measures (default 8)
 #   --quick        a correctness pass (2 launches, few iterations): figures meaningless
 #   --force        run although another benchmark of the repository is running
 #
@@ -46,10 +48,11 @@ while [ $# -gt 0 ]; do
     --reps) reps=$2; shift 2 ;;
     --iters) iters=$2; shift 2 ;;
     --rate-iters) rate_iters=$2; shift 2 ;;
+    --bytes) prog_args+=(--bytes "$2"); shift 2 ;;
     --out) out=$2; shift 2 ;;
     --quick) quick=1; shift ;;
     --force) force=1; shift ;;
-    -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
     *) echo "p2p_overhead.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done

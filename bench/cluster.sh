@@ -68,6 +68,8 @@ SUBNET=$NET.0/24
 BRIDGE_ADDR=$NET.254
 MAX_HOSTS=32
 STATE_DIR=/run/mpicast-bench
+# shellcheck source=bench/jobrun.sh
+. "$HERE/jobrun.sh"
 STATE=$STATE_DIR/cluster$INSTANCE.env
 NFT_TABLE="inet mpicast_bench"
 MCAST_RANGE=224.0.0.0/4
@@ -259,11 +261,8 @@ reap() {
 #     [--out FILE [--done-marker TEXT] [--grace S]] [--] PROG ARGS...
 # Environment passed to every rank: LD_PRELOAD if set, and every MPICAST_* variable.
 # --out sends the job's stdout to FILE. With --done-marker, a job whose output holds a line
-# starting with TEXT (the program's last words before MPI_Finalize) and that has not exited
-# --grace seconds (default 20) later is ended and counts as completed, with a warning: MPICH's
-# ch4:ucx over UCX_TLS=tcp,self sometimes never returns from MPI_Finalize (UCX 1.13 flushing
-# its TCP endpoints after progress stopped, openucx/ucx#8738; seen here in about half of the
-# runs, with or without mpicast).
+# starting with TEXT and that has not exited --grace seconds (default 20) later is ended and
+# counts as completed, with a warning (bench/jobrun.sh says why).
 run() {
   local mpi=openmpi ppn=1 hosts="" tmo=600 out="" marker="" grace=20
   while [ $# -gt 0 ]; do
@@ -281,69 +280,22 @@ run() {
   done
   [ $# -ge 1 ] || die "run: no program"
   [ -z "$marker" ] || [ -n "$out" ] || die "run: --done-marker needs --out"
+  case $mpi in openmpi|mpich) ;; *) die "run: --mpi openmpi or mpich" ;; esac
   local n
   n=$(host_count)
   [ "$n" -ge 1 ] || die "run: the cluster is not up (cluster.sh up N)"
   [ -n "$hosts" ] || hosts=$n
   [ "$hosts" -le "$n" ] || die "run: $hosts hosts wanted, $n up"
-  local np=$((hosts * ppn)) agent="$HERE/netns-agent.sh" i
   export MPICAST_IFACE=${MPICAST_IFACE:-$SUBNET} MPICAST_TTL=${MPICAST_TTL:-1}
-  local vars=() v cmd=() hf=""
-  for v in $(compgen -e | grep -E '^(MPICAST_|MPIR_CVAR_|LD_PRELOAD$)' || true); do vars+=("$v"); done
-  case $mpi in
-    openmpi)
-      # yield_when_idle: the ranks of all hosts share this machine's cores (Open MPI only
-      # yields by itself when it knows a node is oversubscribed, and every "node" here has a
-      # core of its own as far as it knows). leave_session_attached: a daemon that dies is
-      # reported instead of hanging mpirun. rtc ^hwloc: no per-node topology in shared
-      # memory (binding is off anyway).
-      hf=$(mktemp /tmp/mpicast-hosts.XXXXXX)
-      for i in $(seq 1 "$hosts"); do echo "$NET.$i slots=$ppn"; done >"$hf"
-      cmd=(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-        PMIX_MCA_ptl_tcp_remote_connections=1 "PMIX_MCA_ptl_tcp_if_include=$SUBNET"
-        mpirun.openmpi --hostfile "$hf" -n "$np" --map-by "ppr:$ppn:node" --bind-to none
-        --mca plm_rsh_agent "$agent" --mca plm_rsh_no_tree_spawn 1
-        --mca btl tcp,self --mca btl_tcp_if_include "$SUBNET" --mca oob_tcp_if_include "$SUBNET"
-        --mca pml ob1 --mca mpi_yield_when_idle 1 --mca orte_leave_session_attached 1
-        --mca rtc ^hwloc)
-      for v in "${vars[@]}"; do cmd+=(-x "$v"); done
-      ;;
-    mpich)
-      local list=""
-      for i in $(seq 1 "$hosts"); do list+="${list:+,}$NET.$i:$ppn"; done
-      cmd=(mpiexec.mpich -launcher ssh -launcher-exec "$agent" -hosts "$list" -n "$np"
-        -iface "$BRIDGE" -genv MPIR_CVAR_NOLOCAL 1 -genv UCX_TLS tcp,self
-        -genv UCX_NET_DEVICES "$IFACE")
-      for v in "${vars[@]}"; do cmd+=(-genv "$v" "${!v}"); done
-      ;;
-    *) die "run: --mpi openmpi or mpich" ;;
-  esac
-  local rc=0 job seen=""
-  # In the background, so that an interrupt or a TERM reaches us at once: the trap ends the
-  # job (timeout passes the signal on to the launcher) and whatever it left in our namespaces.
-  if [ -n "$out" ]; then
-    timeout -k 10 "$tmo" "${cmd[@]}" "$@" >"$out" &
-  else
-    timeout -k 10 "$tmo" "${cmd[@]}" "$@" &
-  fi
-  job=$!
-  trap 'kill -TERM "$job" 2>/dev/null; wait "$job" 2>/dev/null || true; reap; [ -z "$hf" ] || rm -f "$hf"; exit 130' INT TERM
-  while kill -0 "$job" 2>/dev/null; do
-    if [ -n "$marker" ] && [ -z "$seen" ] && grep -q "^$marker" "$out" 2>/dev/null; then seen=$SECONDS; fi
-    if [ -n "$seen" ] && [ $((SECONDS - seen)) -ge "$grace" ]; then
-      log "run: the job wrote its last line ($marker) but has not exited ${grace} s later: ending it (finalize hang)"
-      kill -TERM "$job" 2>/dev/null || true
-      wait "$job" 2>/dev/null || true
-      reap
-      echo "cluster.sh: finalize-hang" >&2
-      job=""
-      break
-    fi
-    sleep 0.2
-  done
-  [ -z "$job" ] || wait "$job" || rc=$?
-  trap - INT TERM
-  [ -z "$hf" ] || rm -f "$hf"
+  local hf rc=0
+  hf=$(mktemp /tmp/mpicast-hosts.XXXXXX)
+  seq 1 "$hosts" | sed "s/^/$NET./" | jobrun_hostfile "$mpi" "$ppn" >"$hf"
+  LAUNCH=()
+  jobrun_launcher "$mpi" "$ppn" $((hosts * ppn)) "$hf" "$HERE/netns-agent.sh" \
+    "$SUBNET" "$SUBNET" "$SUBNET" "$BRIDGE" "$IFACE"
+  jobrun_job cluster.sh "$tmo" "$out" "$marker" "$grace" "reap; rm -f $hf" -- \
+    "${LAUNCH[@]}" "$@" || rc=$?
+  rm -f "$hf"
   return $rc
 }
 

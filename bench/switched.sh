@@ -71,6 +71,8 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 TOP=$(cd "$HERE/.." && pwd)
+# shellcheck source=bench/jobrun.sh
+. "$HERE/jobrun.sh"
 SW_PREFIX=mpicast-xs
 HOST_PREFIX=mpicast-xh
 MGMT_BRIDGE=mpicast-xmgmt
@@ -409,29 +411,11 @@ counters() { # every switch interface: "namespace dev tx_bytes rx_bytes"
 # a job that printed a line starting with TEXT and has not exited --grace seconds later is
 # ended and counts as done); the ranks on the first M hosts of the file, K each.
 launcher_cmd() { # MPI PPN HOSTS HOSTFILE -> LAUNCH array
-  local mpi=$1 ppn=$2 hosts=$3 hf=$4 np=$(($3 * $2)) agent="$HERE/switched-agent.sh" v vars=()
-  for v in $(compgen -e | grep -E '^(MPICAST_|MPIR_CVAR_|LD_PRELOAD$)' || true); do vars+=("$v"); done
-  case $mpi in
-    openmpi)
-      awk -v n="$hosts" -v k="$ppn" 'NR <= n {print $4 " slots=" k}' "$HOSTS_FILE" >"$hf"
-      LAUNCH=(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-        PMIX_MCA_ptl_tcp_remote_connections=1 "PMIX_MCA_ptl_tcp_if_include=$MGMT_SUBNET"
-        mpirun.openmpi --hostfile "$hf" -n "$np" --map-by "ppr:$ppn:node" --bind-to none
-        --mca plm_rsh_agent "$agent" --mca plm_rsh_no_tree_spawn 1
-        --mca btl tcp,self --mca btl_tcp_if_include "$DATA_SUBNET" --mca oob_tcp_if_include "$MGMT_SUBNET"
-        --mca pml ob1 --mca mpi_yield_when_idle 1 --mca orte_leave_session_attached 1
-        --mca rtc ^hwloc)
-      for v in "${vars[@]}"; do LAUNCH+=(-x "$v"); done
-      ;;
-    mpich)
-      awk -v n="$hosts" -v k="$ppn" 'NR <= n {print $4 ":" k}' "$HOSTS_FILE" >"$hf"
-      LAUNCH=(mpiexec.mpich -launcher ssh -launcher-exec "$agent" -f "$hf" -n "$np"
-        -iface "$MGMT_BRIDGE" -genv MPIR_CVAR_NOLOCAL 1 -genv UCX_TLS tcp,self
-        -genv UCX_NET_DEVICES "$DATA_IF")
-      for v in "${vars[@]}"; do LAUNCH+=(-genv "$v" "${!v}"); done
-      ;;
-    *) die "--mpi openmpi or mpich" ;;
-  esac
+  local mpi=$1 ppn=$2 hosts=$3 hf=$4
+  case $mpi in openmpi|mpich) ;; *) die "--mpi openmpi or mpich" ;; esac
+  awk -v n="$hosts" 'NR <= n {print $4}' "$HOSTS_FILE" | jobrun_hostfile "$mpi" "$ppn" >"$hf"
+  jobrun_launcher "$mpi" "$ppn" $((hosts * ppn)) "$hf" "$HERE/switched-agent.sh" \
+    "$MGMT_SUBNET" "$DATA_SUBNET" "$MGMT_SUBNET" "$MGMT_BRIDGE" "$DATA_IF"
 }
 
 run() {
@@ -457,34 +441,12 @@ run() {
   [ -n "$hosts" ] || hosts=$n
   [ "$hosts" -le "$n" ] || die "run: $hosts hosts wanted, $n up"
   export MPICAST_IFACE=${MPICAST_IFACE:-$DATA_SUBNET}
-  local hf rc=0 job seen=""
+  local hf rc=0
   hf=$(mktemp /tmp/mpicast-xhosts.XXXXXX)
   LAUNCH=()
   launcher_cmd "$mpi" "$ppn" "$hosts" "$hf"
-  # In the background, so that an interrupt or a TERM reaches us at once.
-  if [ -n "$out" ]; then
-    timeout -k 10 "$tmo" "${LAUNCH[@]}" "$@" >"$out" &
-  else
-    timeout -k 10 "$tmo" "${LAUNCH[@]}" "$@" &
-  fi
-  job=$!
-  trap 'kill -TERM "$job" 2>/dev/null; wait "$job" 2>/dev/null || true; reap; rm -f "$hf"; exit 130' INT TERM
-  while kill -0 "$job" 2>/dev/null; do
-    if [ -n "$marker" ] && [ -z "$seen" ] && grep -q "^$marker" "$out" 2>/dev/null; then seen=$SECONDS; fi
-    if [ -n "$seen" ] && [ $((SECONDS - seen)) -ge "$grace" ]; then
-      # MPICH's ch4:ucx over UCX_TLS=tcp,self sometimes never returns from MPI_Finalize
-      # (cluster.sh's run says why): the job wrote its last line, so it counts as done.
-      log "run: the job wrote its last line ($marker) but has not exited ${grace} s later: ending it (finalize hang)"
-      kill -TERM "$job" 2>/dev/null || true
-      wait "$job" 2>/dev/null || true
-      echo "switched.sh: finalize-hang" >&2
-      job=""
-      break
-    fi
-    sleep 0.2
-  done
-  [ -z "$job" ] || wait "$job" || rc=$?
-  trap - INT TERM
+  jobrun_job switched.sh "$tmo" "$out" "$marker" "$grace" "reap; rm -f $hf" -- \
+    "${LAUNCH[@]}" "$@" || rc=$?
   rm -f "$hf"
   reap # what a job left in our namespaces
   return $rc

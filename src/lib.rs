@@ -14,6 +14,8 @@ pub mod typemap;
 pub mod wire;
 
 pub mod host;
+// The poison-tolerant lock helpers every lock site uses.
+pub mod lock;
 pub mod net;
 // Pure, but over the facts that `net` gathers.
 pub mod doctor;

@@ -6,6 +6,7 @@
 //! application sits in MPI_Wait).
 
 use super::{check, MpiResult, SUCCESS};
+use crate::lock::lock;
 use std::os::raw::{c_int, c_void};
 use std::sync::{Arc, Mutex};
 
@@ -62,18 +63,14 @@ pub fn start(state: Shared) -> MpiResult<mpi_sys::MPI_Request> {
         drop(unsafe { Box::from_raw(extra as *mut Shared) });
         check(rc)?;
     }
-    PENDING
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .0
-        .push((state, req));
+    lock(&PENDING).0.push((state, req));
     Ok(req)
 }
 
 /// Completes the generalized requests whose mpicast request is done (the progress thread's
 /// step). True if any completed.
 pub fn complete_done() -> bool {
-    let mut p = PENDING.lock().unwrap_or_else(|p| p.into_inner());
+    let mut p = lock(&PENDING);
     let before = p.0.len();
     p.0.retain(|(state, req)| {
         if !state.is_done() {

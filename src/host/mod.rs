@@ -23,6 +23,7 @@ pub mod valid;
 
 pub use mpi_sys::{MPI_Comm, MPI_Datatype, MPI_Info, MPI_Request};
 
+use crate::lock::lock;
 use std::os::raw::{c_int, c_void};
 
 /// Constants the bindings cannot express (macros in mpi.h), from `shim.c`.
@@ -242,7 +243,7 @@ pub fn error_code(class: c_int, message: &str) -> Option<c_int> {
     use std::collections::HashMap;
     use std::sync::Mutex;
     static CODES: Mutex<Option<HashMap<c_int, c_int>>> = Mutex::new(None);
-    let mut codes = CODES.lock().unwrap_or_else(|p| p.into_inner());
+    let mut codes = lock(&CODES);
     let map = codes.get_or_insert_with(HashMap::new);
     let code = match map.get(&class) {
         Some(&c) => c,

@@ -18,6 +18,7 @@ pub mod responder;
 
 use crate::config::Config;
 use crate::host::{self, MPI_Comm};
+use crate::lock::lock;
 use crate::net::{self, Iface, McastSocket, UnicastSocket};
 use crate::session::Session;
 use crate::wire::{self, Ctx, Key, Params};
@@ -148,7 +149,7 @@ impl Channel {
         if let Err(e) = self.settle(private) {
             crate::session::say(&format!("mpicast: while freeing a communicator: {e}"));
         }
-        if let Some(r) = session.responder.lock().unwrap().as_ref() {
+        if let Some(r) = lock(&session.responder).as_ref() {
             r.unregister(self.ctx.comm);
         }
     }
@@ -575,7 +576,7 @@ pub fn setup(
         window_frags(min_rcvbuf, frag),
         cfg.timeout_ms * 1_000_000,
     );
-    let responder = session.responder.lock().unwrap().as_ref().map(|r| {
+    let responder = lock(&session.responder).as_ref().map(|r| {
         r.register(&ctx, rank);
         r.handle()
     });
@@ -635,7 +636,7 @@ fn rank0_draw(cfg: &Config, iface: &Result<Iface, String>) -> Result<SetupMsg, S
 
 /// This process's responder thread, started at first use; its address.
 fn start_responder(session: &Session, addr: Ipv4Addr) -> Result<SocketAddrV4, String> {
-    let mut r = session.responder.lock().unwrap();
+    let mut r = lock(&session.responder);
     if r.is_none() {
         *r = Some(
             responder::ResponderThread::start(addr)

@@ -14,6 +14,7 @@ use super::check;
 use super::goal::MPICAST_Goal;
 use super::{ARG, ERR_MPI, INTERNAL, NULL_ARG, OK, TRUNCATE};
 use crate::host;
+use crate::lock::lock;
 use crate::transport::forward::{self, EngineError, Outcome, ReqState};
 use std::collections::HashSet;
 use std::os::raw::c_int;
@@ -26,7 +27,7 @@ use std::sync::{Arc, Mutex};
 static LIVE: Mutex<Option<HashSet<usize>>> = Mutex::new(None);
 
 fn live_set<R>(f: impl FnOnce(&mut HashSet<usize>) -> R) -> R {
-    let mut g = LIVE.lock().unwrap_or_else(|p| p.into_inner());
+    let mut g = lock(&LIVE);
     f(g.get_or_insert_with(HashSet::new))
 }
 

@@ -43,15 +43,25 @@ pub(crate) fn guard<T>(what: &str, fallback: impl FnOnce() -> T, f: impl FnOnce(
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(v) => v,
         Err(p) => {
-            let msg = p
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| p.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".into());
+            let msg = crate::host::panic_text(p.as_ref());
             crate::session::say(&format!("mpicast: internal error in {what}: {msg}"));
             fallback()
         }
     }
+}
+
+/// `guard` for an MPI call on communicator `comm`: a panic becomes MPI_ERR_OTHER through the
+/// communicator's error handler (fatal by default), as the host's own errors there would.
+pub(crate) fn guard_comm(
+    what: &str,
+    comm: crate::host::MPI_Comm,
+    f: impl FnOnce() -> std::os::raw::c_int,
+) -> std::os::raw::c_int {
+    guard(
+        what,
+        || crate::host::call_errhandler(comm, crate::host::err_other()),
+        f,
+    )
 }
 
 /// After the host's MPI_Init or MPI_Init_thread returned `rc`: on success, this process

@@ -286,6 +286,31 @@ pub fn err_other() -> c_int {
     mpi_sys::MPI_ERR_OTHER as c_int
 }
 
+/// What a caught panic said (its `&str` or `String` payload).
+pub fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
+}
+
+/// The body of a callback that MPI calls into (attribute copy and delete, generalized request
+/// query, free and cancel): a panic must not unwind into the host's C frames (undefined
+/// behaviour before Rust 1.81, an abort after), so it is said and becomes MPI_ERR_OTHER,
+/// which the host reports through its own error handling.
+pub fn callback(what: &str, f: impl FnOnce() -> c_int) -> c_int {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(rc) => rc,
+        Err(p) => {
+            crate::session::say(&format!(
+                "mpicast: internal error in {what}: {}",
+                panic_text(p.as_ref())
+            ));
+            err_other()
+        }
+    }
+}
+
 /// The fallback paths: the host's own collectives, arguments passed through untouched so
 /// that the host reports its own errors for arguments we do not handle.
 ///
@@ -386,3 +411,19 @@ pub struct SendComm(pub MPI_Comm);
 unsafe impl Send for SendComm {}
 // SAFETY: as above.
 unsafe impl Sync for SendComm {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A callback's value passes; its panic becomes MPI_ERR_OTHER, with the panic's text.
+    #[test]
+    fn a_callback_returns_its_code_or_err_other_for_a_panic() {
+        assert_eq!(callback("a test", || 7), 7);
+        assert_eq!(callback("a test", || panic!("on purpose")), err_other());
+        let owned = std::panic::catch_unwind(|| panic!("{} {}", "owned", 1)).unwrap_err();
+        assert_eq!(panic_text(owned.as_ref()), "owned 1");
+        let fixed = std::panic::catch_unwind(|| panic!("fixed")).unwrap_err();
+        assert_eq!(panic_text(fixed.as_ref()), "fixed");
+    }
+}

@@ -157,6 +157,10 @@ impl Channel {
 
 const SETUP_VERSION: u32 = 1;
 const SETUP_LEN: usize = 96;
+/// Where rank 0 writes its library's version (`CARGO_PKG_VERSION`, zero-padded, cut to fit):
+/// only for the message that a rank of another setup version gives. Bytes a library before
+/// it left zero, and no decoder reads otherwise.
+const SETUP_LIB_AT: std::ops::Range<usize> = 72..SETUP_LEN;
 
 /// What rank 0 decides for everyone.
 struct SetupMsg {
@@ -180,16 +184,33 @@ impl SetupMsg {
         b[48..56].copy_from_slice(&self.job.to_le_bytes());
         b[56..60].copy_from_slice(&self.comm.to_le_bytes());
         b[68..72].copy_from_slice(&self.frag_bytes.to_le_bytes());
+        let lib = env!("CARGO_PKG_VERSION").as_bytes();
+        let n = lib.len().min(SETUP_LIB_AT.len());
+        b[SETUP_LIB_AT.start..SETUP_LIB_AT.start + n].copy_from_slice(&lib[..n]);
         b
     }
 
-    fn decode(b: &[u8; SETUP_LEN]) -> Option<SetupMsg> {
+    /// Rank 0's message, or, when rank 0 runs another setup version (another libmpicast),
+    /// what to tell the user: both versions, and rank 0's library version when it sent one.
+    fn decode(b: &[u8; SETUP_LEN]) -> Result<SetupMsg, String> {
         let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap());
-        if u32_at(0) != SETUP_VERSION {
-            return None;
+        let theirs = u32_at(0);
+        if theirs != SETUP_VERSION {
+            let lib = &b[SETUP_LIB_AT];
+            let lib = &lib[..lib.iter().position(|&c| c == 0).unwrap_or(lib.len())];
+            let lib = match String::from_utf8_lossy(lib) {
+                l if l.is_empty() => "a library that does not say its version".to_string(),
+                l => format!("libmpicast {l}"),
+            };
+            return Err(format!(
+                "mpicast: rank 0 of this communicator sent setup message version {theirs} \
+                 ({lib}), this rank reads version {SETUP_VERSION} (libmpicast {}): every rank \
+                 must load the same libmpicast",
+                env!("CARGO_PKG_VERSION")
+            ));
         }
         let ip = |i: usize| Ipv4Addr::new(b[i], b[i + 1], b[i + 2], b[i + 3]);
-        Some(SetupMsg {
+        Ok(SetupMsg {
             ok: b[4] != 0,
             group: ip(8),
             port: u16::from_le_bytes([b[12], b[13]]),
@@ -370,7 +391,16 @@ pub fn setup(
         msg_bytes = msg.encode();
     }
     host::comm::bcast_bytes(private, &mut msg_bytes, 0)?;
-    let msg = SetupMsg::decode(&msg_bytes).expect("all ranks run the same library version");
+    let msg = match SetupMsg::decode(&msg_bytes) {
+        Ok(m) => m,
+        Err(why) => {
+            // Not a reason to use the host MPI: rank 0 and its like go on with multicast.
+            // The error handler gets a code whose string says why, where the host gives one.
+            crate::session::say(&why);
+            let code = host::error_code(host::err_other(), &why).unwrap_or_else(host::err_other);
+            return Err(host::MpiError(code));
+        }
+    };
     if !msg.ok {
         // Every rank sees the same flag: nobody opens anything.
         // Rank 0's reason is usually this rank's too (the interface comes from the same
@@ -738,6 +768,43 @@ mod tests {
             (m.group, m.port, m.key, m.job, m.comm)
         );
         assert_eq!((d.frag_bytes, d.ok), (1000, true));
+    }
+
+    /// A rank of another setup version gets an error naming both versions and rank 0's
+    /// library, not a panic; a message from a library that sent no version says so.
+    #[test]
+    fn setup_message_of_another_version_is_a_clear_error() {
+        let m = SetupMsg {
+            ok: true,
+            group: Ipv4Addr::new(239, 255, 1, 2),
+            port: 23456,
+            key: [7; 32],
+            job: 42,
+            comm: 9,
+            frag_bytes: 1000,
+        };
+        let mut b = m.encode();
+        b[0..4].copy_from_slice(&(SETUP_VERSION + 1).to_le_bytes());
+        b[SETUP_LIB_AT].fill(0);
+        b[SETUP_LIB_AT.start..SETUP_LIB_AT.start + 6].copy_from_slice(b"9.8.7x");
+        let e = SetupMsg::decode(&b)
+            .err()
+            .expect("a version mismatch is an error");
+        let ours = env!("CARGO_PKG_VERSION");
+        assert!(
+            e.contains(&format!("version {}", SETUP_VERSION + 1))
+                && e.contains(&format!("version {SETUP_VERSION}"))
+                && e.contains("libmpicast 9.8.7x")
+                && e.contains(&format!("libmpicast {ours}")),
+            "{e}"
+        );
+        b[SETUP_LIB_AT].fill(0);
+        let e = SetupMsg::decode(&b).err().expect("still an error");
+        assert!(e.contains("does not say its version"), "{e}");
+        // The version field is all a decoder checks: the library bytes change nothing else.
+        b[0..4].copy_from_slice(&SETUP_VERSION.to_le_bytes());
+        let d = SetupMsg::decode(&b).expect("same setup version");
+        assert_eq!((d.port, d.comm, d.frag_bytes), (23456, 9, 1000));
     }
 
     #[test]

@@ -5,6 +5,8 @@ pub mod algo;
 pub mod config;
 pub mod goal;
 pub mod reach;
+// Pure: the one seeded generator (SplitMix64), of the library and its tests.
+pub mod rng;
 pub mod sched;
 pub mod sim;
 pub mod topology;

@@ -9,6 +9,7 @@
 
 use std::fmt;
 
+pub mod check;
 pub mod control;
 pub mod dbcast;
 pub mod forward;
@@ -19,6 +20,8 @@ pub mod receiver;
 pub mod release;
 pub mod sender;
 
+#[cfg(test)]
+mod decode_tests;
 #[cfg(test)]
 mod tests;
 

@@ -1,5 +1,16 @@
 //! The C ABI: the only place with `#[no_mangle] extern "C"`. Every body runs inside one
-//! panic boundary (`guard`), so no panic ever unwinds into the application or MPI.
+//! panic boundary (`guard`; `guard_comm` for a call on a communicator, whose error handler
+//! then gets MPI_ERR_OTHER), so no panic ever unwinds into the application or MPI.
+//!
+//! - `mpi`: the MPI calls mpicast replaces (MPI_Bcast[_c], MPI_Barrier) or wraps (MPI_Init*,
+//!   MPI_Finalize, MPI_Comm_set_info, MPI_Comm_dup_with_info);
+//! - `fortran`: their Fortran entries, where the host's bindings bypass the C names;
+//! - `dbcast`: the point-to-point calls dynamic broadcast intercepts (receives, sends, waits,
+//!   tests, probes); `fortran_p2p`: their Fortran entries;
+//! - `blocking`: the host's blocking collectives and communicator creations, polled while a
+//!   forwarding engine exists;
+//! - `progress`: GOAL runs and the progress thread;
+//! - `ext`: the extension calls `MPICAST_*`, by topic.
 
 /// Defines an intercepted MPI call `$name` with the parameters given: while no forwarding
 /// engine exists in the process, a jump to the host's `$pmpi`; afterwards the body, out of

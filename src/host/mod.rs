@@ -5,6 +5,18 @@
 //! Handles are the host's own types from mpi-sys (pointers under Open MPI, ints under
 //! MPICH), so one build of the library fits one MPI flavour; `flavour` checks at run time
 //! that the MPI we are loaded under is the one we were built for.
+//!
+//! - `init`: MPI initialisation on the application's behalf; `comm`: communicator queries and
+//!   the shim's own collectives; `p2p`: scouts and control messages on the private duplicate;
+//! - `attr`: state cached on communicators; `datatype`, `buffer`: datatypes as bytes (in place
+//!   or packed); `valid`: is a handle live;
+//! - `recv`, `grequest`: receives dynamic broadcast may take over, mpicast requests as MPI
+//!   requests; `progress`: waiting in the host without stopping the process's progress;
+//! - `fortran`: Fortran handles and the host's PMPI Fortran entries; `names`: the launcher's
+//!   name service; `mapped`: read-only file mappings; `flavour`: which MPI.
+//!
+//! Every callback the host calls into runs in `callback`, which turns a panic into
+//! MPI_ERR_OTHER.
 
 pub mod attr;
 pub mod buffer;

@@ -1,11 +1,23 @@
-//! What an action does on the wire. `p2p`: the host MPI's point-to-point on the
-//! communicator's private duplicate (scouts, control messages). `mcast`: one reliable
-//! multicast channel per communicator (the `wire` protocol over a `net` socket).
+//! What an action does on the wire, for one communicator: the `wire` protocols carried by
+//! `net` sockets and the host MPI (`host`). Never decides *whether* multicast is used (that is
+//! `coll`'s and `session`'s) and never touches MPI handles of the application.
 //!
-//! `setup` is the collective that decides, once per communicator, whether multicast works:
-//! rank 0 draws the group, port, key and ids and broadcasts them with the host MPI; every
-//! rank opens and joins; rank 0 multicasts probe datagrams until everyone has reported
-//! through a non-blocking allgather; the result is the same on every rank.
+//! This file: the communicator's multicast `Channel` and `setup`, the collective that decides
+//! once per communicator whether multicast works: rank 0 draws the group, port, key and ids
+//! and broadcasts them with the host MPI (a rank of another setup version gets an error
+//! naming both); every rank opens and joins; rank 0 multicasts probe datagrams until everyone
+//! has reported through a non-blocking allgather; the result is the same on every rank.
+//!
+//! The parts:
+//! - `op`: the `sched::Backend` of MPI_Bcast and MPI_Barrier (scouts over PMPI, the
+//!   multicast actions over the channel); `responder`: the per-process thread that answers
+//!   release and repair queries after this rank left;
+//! - `goal`, `goal_mcast`: the backend of GOAL runs over the host MPI, and their multicast
+//!   actions over the channel;
+//! - `forward`: the forwarding engine of MPICAST_Imcast (`wire::forward` over PMPI on a
+//!   communicator of its own); `imcast_ip`: its IP multicast body;
+//! - `dbcast`: dynamic broadcast on the forwarding engine;
+//! - `progress`: the one progress of the process, which every wait of mpicast calls.
 
 pub mod dbcast;
 pub mod forward;

@@ -1,10 +1,18 @@
-//! mpicast's own C API (`include/mpicast.h`), one file per topic: `stats` (counters),
-//! `goal` (GOAL schedules), `imcast` (the non-blocking multicast to any set of ranks),
-//! `request` (waiting for and testing the requests of all of them), `handles` (C handles of
-//! Fortran ones, for the Fortran module). Conventions: functions return an `MPICAST_Status` (0 is success)
-//! and write results through trailing `*_out` pointers only on success; NULL where a pointer
-//! is required gives `MPICAST_ERR_NULL_ARG`; every refusal says why (`check`:
-//! `MPICAST_Last_error`, and stderr).
+//! mpicast's own C API (`include/mpicast.h`), one file per topic:
+//! - `stats`: MPICAST_Get_stats (the counters);
+//! - `goal`: GOAL schedules (build or load, bind buffers, start, test, wait);
+//! - `imcast`: the non-blocking multicast to any set of ranks (MPICAST_Mcast_enable, _Imcast,
+//!   _Mcast_irecv, _Mcast_iprobe);
+//! - `dbcast`: dynamic broadcast (MPICAST_Dbcast_enable, _Dbcast, _Send_defer, _Send_release);
+//! - `mmcast`: MPICAST_Mmcast, many multicasts at once;
+//! - `request`: waiting for and testing the requests of all of them;
+//! - `doctor`: MPICAST_Doctor, the job-wide checks of `mpicast doctor -n N`;
+//! - `handles`: C handles of Fortran ones, for the Fortran module;
+//! - `check`: the argument checks, and the message of every refusal.
+//!
+//! Conventions: functions return an `MPICAST_Status` (0 is success) and write results through
+//! trailing `*_out` pointers only on success; NULL where a pointer is required gives
+//! `MPICAST_ERR_NULL_ARG`; every refusal says why (`check`: `MPICAST_Last_error`, and stderr).
 
 use crate::host::{self, buffer::UserBuf, MPI_Comm, MPI_Datatype};
 use crate::wire::matching::Want;

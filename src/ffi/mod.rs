@@ -2,8 +2,8 @@
 //! panic boundary (`guard`; `guard_comm` for a call on a communicator, whose error handler
 //! then gets MPI_ERR_OTHER), so no panic ever unwinds into the application or MPI.
 //!
-//! - `mpi`: the MPI calls mpicast replaces (MPI_Bcast, MPI_Bcast_c, MPI_Barrier) or wraps (MPI_Init*,
-//!   MPI_Finalize, MPI_Comm_set_info, MPI_Comm_dup_with_info);
+//! - `mpi`: the MPI calls mpicast replaces (MPI_Bcast, MPI_Bcast_c, MPI_Barrier) or wraps
+//!   (MPI_Init*, MPI_Finalize, MPI_Comm_set_info, MPI_Comm_dup_with_info);
 //! - `fortran`: their Fortran entries, where the host's bindings bypass the C names;
 //! - `dbcast`: the point-to-point calls dynamic broadcast intercepts (receives, sends, waits,
 //!   tests, probes); `fortran_p2p`: their Fortran entries;

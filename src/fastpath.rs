@@ -187,7 +187,7 @@ fn choose_multiplier(keys: impl Iterator<Item = u64> + Clone) -> u64 {
     let mut state = 0x6d70_6963_6173_7421u64;
     let (mut best, mut best_clashes) = (1u64, usize::MAX);
     for _ in 0..TRIES {
-        let mult = splitmix64(&mut state) | 1;
+        let mult = crate::rng::next(&mut state) | 1;
         let mut used = [0u64; SLOTS / 64];
         let mut clashes = 0;
         for k in keys.clone() {
@@ -206,14 +206,6 @@ fn choose_multiplier(keys: impl Iterator<Item = u64> + Clone) -> u64 {
         }
     }
     best
-}
-
-fn splitmix64(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 #[cfg(test)]
@@ -271,7 +263,7 @@ mod tests {
         for entries in [vec![(0x20, 4)], vec![(KEY_MASK, 2)], vec![]] {
             let f = filled(&entries);
             let mut state = 7;
-            let probes = (0..20_000).map(|_| splitmix64(&mut state) & KEY_MASK);
+            let probes = (0..20_000).map(|_| crate::rng::next(&mut state) & KEY_MASK);
             let edges = [0, 1, 0x20, KEY_MASK, KEY_MASK - 1, KEY_MASK - 2];
             for k in probes.chain(edges) {
                 let want = entries.iter().find(|&&(e, _)| e == k).map(|&(_, s)| s);
@@ -280,22 +272,29 @@ mod tests {
         }
     }
 
+    /// Of the entries given, the first `MAX_ENTRIES` are candidates and the rest take the
+    /// long way; of the candidates, the first to reach a slot (under the multiplier chosen)
+    /// keeps it with its own size, and the later ones of that slot take the long way. With
+    /// no clash among them (the multiplier search separates 64 keys of this shape), every
+    /// candidate is found: a lost key fails here.
     #[test]
     fn clashing_keys_leave_the_later_ones_to_the_long_way() {
-        // More keys than slots: some must clash; every key found has its own size.
         let entries: Vec<(u64, u64)> = (1..=SLOTS as u64 + 10).map(|k| (k * 8, k % 200)).collect();
-        let f = FastPath::new();
-        f.fill(&entries[..MAX_ENTRIES]);
-        for &(k, s) in &entries[..MAX_ENTRIES] {
-            assert!(matches!(f.size(k), Some(x) if x == s) || f.size(k).is_none());
+        let f = filled(&entries);
+        let mult = f.mult.load(Ordering::Relaxed);
+        let mut taken = std::collections::HashSet::new();
+        let mut found = 0;
+        for (i, &(k, s)) in entries.iter().enumerate() {
+            let first_in_slot = taken.insert(FastPath::slot(k, mult));
+            let want = (i < MAX_ENTRIES && first_in_slot).then_some(s);
+            assert_eq!(f.size(k), want, "entry {i}, key {k:#x}");
+            found += usize::from(want.is_some());
         }
-        assert!(
-            entries[..MAX_ENTRIES]
-                .iter()
-                .filter(|&&(k, _)| f.size(k).is_some())
-                .count()
-                > 0
-        );
+        assert_eq!(found, MAX_ENTRIES, "keys lost to clashes");
+
+        // A true clash, which no multiplier separates: the same key twice.
+        let f = filled(&[(0x40, 4), (0x48, 2), (0x40, 8)]);
+        assert_eq!((f.size(0x40), f.size(0x48)), (Some(4), Some(2)));
     }
 
     #[test]

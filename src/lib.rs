@@ -5,6 +5,8 @@ pub mod algo;
 pub mod config;
 pub mod goal;
 pub mod reach;
+// Pure: the one seeded generator (SplitMix64), of the library and its tests.
+pub mod rng;
 pub mod sched;
 pub mod sim;
 pub mod topology;
@@ -14,6 +16,8 @@ pub mod typemap;
 pub mod wire;
 
 pub mod host;
+// The poison-tolerant lock helpers every lock site uses.
+pub mod lock;
 pub mod net;
 // Pure, but over the facts that `net` gathers.
 pub mod doctor;

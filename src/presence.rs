@@ -16,6 +16,7 @@
 
 use crate::config::{self, Config};
 use crate::host::{self, names, MPI_Comm};
+use crate::lock::lock;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -70,13 +71,13 @@ pub fn register() {
     value.truncate(names::max_value_len());
     let n = name(&prefix, "here", rank);
     if names::publish(&n, &value) {
-        *REGISTERED.lock().unwrap_or_else(|p| p.into_inner()) = Some((n, value));
+        *lock(&REGISTERED) = Some((n, value));
     }
 }
 
 /// Withdraws the registration (at MPI_Finalize, before the host shuts down).
 pub fn unregister() {
-    if let Some((n, v)) = REGISTERED.lock().unwrap_or_else(|p| p.into_inner()).take() {
+    if let Some((n, v)) = lock(&REGISTERED).take() {
         names::unpublish(&n, &v);
     }
 }
@@ -307,7 +308,7 @@ pub fn say_once_as(comm: MPI_Comm, key: &str, message: &str) {
     }
     let key = digest(key.as_bytes());
     {
-        let mut said = SAID.lock().unwrap_or_else(|p| p.into_inner());
+        let mut said = lock(&SAID);
         if said.contains(&key) {
             return;
         }

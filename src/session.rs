@@ -15,6 +15,7 @@ use crate::algo::{
 use crate::config::{Config, ConfigError, Topo};
 use crate::fastpath::FAST;
 use crate::host::{self, MPI_Comm};
+use crate::lock::lock;
 use crate::transport::{self, responder::ResponderThread, Channel};
 use std::collections::{BTreeMap, HashMap};
 use std::os::raw::c_int;
@@ -131,7 +132,7 @@ pub fn get() -> Result<Arc<Session>, String> {
     if let Some(s) = SESSION.get() {
         return s.clone();
     }
-    let _guard = STARTING.lock().unwrap_or_else(|p| p.into_inner());
+    let _guard = lock(&STARTING);
     SESSION
         .get_or_init(|| start().map_err(|e| e.to_string()))
         .clone()
@@ -227,19 +228,19 @@ impl Session {
         call: &str,
     ) -> Result<Arc<Mutex<CommState>>, host::MpiError> {
         if let Some(token) = host::attr::get(comm, self.keyval)? {
-            if let Some(st) = self.registry.lock().unwrap().get(&token) {
+            if let Some(st) = lock(&self.registry).get(&token) {
                 return Ok(st.clone());
             }
         }
         let state = Arc::new(Mutex::new(self.make_state(comm, call)?));
         let token = self.new_token();
-        self.registry.lock().unwrap().insert(token, state.clone());
+        lock(&self.registry).insert(token, state.clone());
         host::attr::set(comm, self.keyval, token)?;
         Ok(state)
     }
 
     fn new_token(&self) -> usize {
-        let mut t = self.next_token.lock().unwrap();
+        let mut t = lock(&self.next_token);
         *t += 1;
         *t
     }
@@ -261,15 +262,12 @@ impl Session {
         }
         match host::attr::get(comm, self.hint_keyval)? {
             Some(token) => {
-                let mut all = self.hints.lock().unwrap();
+                let mut all = lock(&self.hints);
                 all.entry(token).or_default().extend(entries);
             }
             None => {
                 let token = self.new_token();
-                self.hints
-                    .lock()
-                    .unwrap()
-                    .insert(token, entries.into_iter().collect());
+                lock(&self.hints).insert(token, entries.into_iter().collect());
                 host::attr::set(comm, self.hint_keyval, token)?;
             }
         }
@@ -286,7 +284,7 @@ impl Session {
             .into_iter()
             .collect();
         if let Some(token) = host::attr::get(comm, self.hint_keyval)? {
-            if let Some(h) = self.hints.lock().unwrap().get(&token) {
+            if let Some(h) = lock(&self.hints).get(&token) {
                 map.extend(h.iter().map(|(k, v)| (k.clone(), v.clone())));
             }
         }
@@ -352,7 +350,7 @@ impl Session {
         comm: MPI_Comm,
     ) -> Result<Arc<Mutex<transport::forward::Engine>>, host::MpiError> {
         let state = self.comm_state(comm, "MPICAST_Mcast_enable")?;
-        let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
+        let mut st = lock(&state);
         if let Some(e) = &st.fwd {
             return Ok(e.clone());
         }
@@ -441,7 +439,7 @@ impl Session {
                             }
                         ));
                     }
-                    engine.lock().unwrap_or_else(|p| p.into_inner()).set_ip(
+                    lock(&engine).set_ip(
                         Some(transport::imcast_ip::IpSide::new(chan, rank)),
                         transport::forward::IpPolicy {
                             transport: cfg.imcast_transport,
@@ -478,7 +476,7 @@ impl Session {
         let engine = self.mcast_enable(comm)?;
         let (seg, limit, stall) = {
             let st = self.comm_state(comm, "MPICAST_Dbcast_enable")?;
-            let st = st.lock().unwrap_or_else(|p| p.into_inner());
+            let st = lock(&st);
             (
                 st.cfg.segment_bytes,
                 st.cfg.imcast_buffer,
@@ -486,7 +484,7 @@ impl Session {
             )
         };
         {
-            let mut e = engine.lock().unwrap_or_else(|p| p.into_inner());
+            let mut e = lock(&engine);
             if e.dbcast.is_none() {
                 let ranks = host::comm::size(comm)?;
                 e.dbcast = Some(transport::dbcast::DbcastSide::new(
@@ -505,8 +503,8 @@ impl Session {
     /// The forwarding engine of `comm` if MPICAST_Mcast_enable made one (no collective).
     pub fn mcast_engine(&self, comm: MPI_Comm) -> Option<Arc<Mutex<transport::forward::Engine>>> {
         let token = host::attr::get(comm, self.keyval).ok()??;
-        let state = self.registry.lock().unwrap().get(&token)?.clone();
-        let st = state.lock().unwrap_or_else(|p| p.into_inner());
+        let state = lock(&self.registry).get(&token)?.clone();
+        let st = lock(&state);
         st.fwd.clone()
     }
 
@@ -756,9 +754,9 @@ impl Session {
     }
 
     fn drop_state(&self, token: usize) {
-        let st = self.registry.lock().unwrap().remove(&token);
+        let st = lock(&self.registry).remove(&token);
         if let Some(st) = st {
-            let mut st = st.lock().unwrap_or_else(|p| p.into_inner());
+            let mut st = lock(&st);
             st.teardown(self);
         }
     }
@@ -775,12 +773,12 @@ impl Session {
         }
         // In creation order, the same on every rank for communicators made in the same order:
         // closing may wait for other ranks (IP multicasts still being acknowledged).
-        let mut tokens: Vec<usize> = self.registry.lock().unwrap().keys().copied().collect();
+        let mut tokens: Vec<usize> = lock(&self.registry).keys().copied().collect();
         tokens.sort_unstable();
         for t in tokens {
             self.drop_state(t);
         }
-        if let Some(r) = self.responder.lock().unwrap().take() {
+        if let Some(r) = lock(&self.responder).take() {
             r.stop();
         }
         crate::presence::unregister();
@@ -804,9 +802,7 @@ impl CommState {
             // Unless a progress call of another thread holds it right now (then its
             // communicator stays until MPI_Finalize).
             if let Ok(m) = Arc::try_unwrap(e) {
-                m.into_inner()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .close(session);
+                crate::lock::into_inner(m).close(session);
             }
         }
         match std::mem::replace(&mut self.path, Path::Host("freed".into())) {
@@ -940,15 +936,15 @@ fn on_hints_copy(token: usize) -> Option<usize> {
     let Some(Ok(s)) = SESSION.get() else {
         return None;
     };
-    let copy = s.hints.lock().unwrap().get(&token).cloned()?;
+    let copy = lock(&s.hints).get(&token).cloned()?;
     let new = s.new_token();
-    s.hints.lock().unwrap().insert(new, copy);
+    lock(&s.hints).insert(new, copy);
     Some(new)
 }
 
 fn on_hints_delete(token: usize) {
     if let Some(Ok(s)) = SESSION.get() {
-        s.hints.lock().unwrap().remove(&token);
+        lock(&s.hints).remove(&token);
     }
 }
 

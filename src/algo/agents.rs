@@ -645,7 +645,7 @@ impl<'c, 'a> Mc<'c, 'a> {
                     0
                 } else {
                     let mut z = seed ^ u64::from(self.index).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-                    first_sub + (splitmix(&mut z) % subs as u64) as usize
+                    first_sub + (crate::rng::next(&mut z) % subs as u64) as usize
                 }
             }
         };
@@ -679,15 +679,6 @@ impl<'c, 'a> Mc<'c, 'a> {
         let members: Vec<(u32, Work)> = seq.iter().map(|&r| (r, Work::Nothing)).collect();
         self.run(&members, &halving(members.len()), 0);
     }
-}
-
-/// SplitMix64, the generator of the Random variants' draws (and `goal::gen_mmcast`'s).
-pub(crate) fn splitmix(z: &mut u64) -> u64 {
-    *z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut x = *z;
-    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    x ^ (x >> 31)
 }
 
 /// What `MPICAST_MMCAST_ALGO=auto` runs for `mcasts` multicasts at once on a topology of

@@ -1,7 +1,18 @@
-//! Schedule generators: ranks and topology in, a per-rank `Schedule` out. Pure functions with no
-//! I/O; what the actions do on the wire belongs to the transports, when they run to `sched`.
-//! `tree` owns the rank arithmetic of the binary scout tree, `scout` the broadcast and barrier of
-//! Chen, Carrasco and Apon's paper (scouts gathered over point-to-point, then one multicast).
+//! Schedule generators: ranks and topology in, a per-rank `Schedule` (or a plan) out. Pure
+//! functions with no I/O; what the actions do on the wire belongs to the transports, when they
+//! run to `sched`.
+//!
+//! - `tree`: the rank arithmetic of the binary scout tree; `scout`: the broadcast and barrier of
+//!   Chen, Carrasco and Apon's paper (scouts over point-to-point, then one multicast);
+//! - `hosts`: which ranks share a host (the two-level forms of `coll::hier`);
+//! - `binomial`, `dissemination`: the GOAL paper's Listings 2 and 3; `pipeline`: chain,
+//!   binary-tree and relay broadcasts of long messages;
+//! - `prefix`: topology IDs, the routing table and the stage rule of MPICAST_Imcast;
+//!   `imcast_sched`: that multicast as schedules, for the simulator;
+//! - `dbcast`: the tree of a dynamic broadcast over its recipient list; `dbcast_sched`: as
+//!   schedules;
+//! - `agents`: the multiple multicasts of seed 003 (naive, SPCCO, agent-based) over up-down
+//!   routing.
 
 pub mod agents;
 pub mod binomial;

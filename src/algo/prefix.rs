@@ -723,15 +723,8 @@ impl RoutingTable {
     }
 }
 
-/// SplitMix64's finaliser: a bijection on u64 that mixes every input bit into every output bit.
-fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
 fn random_key(seed: u64, me: u32, candidate: u32) -> u64 {
+    use crate::rng::mix;
     mix(mix(seed) ^ (u64::from(me) << 32 | u64::from(candidate)))
 }
 

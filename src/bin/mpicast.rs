@@ -24,6 +24,9 @@ mod goal;
 #[path = "../net/mod.rs"]
 mod net;
 #[allow(dead_code, unused_imports)]
+#[path = "../rng.rs"]
+mod rng;
+#[allow(dead_code, unused_imports)]
 #[path = "../sched/mod.rs"]
 mod sched;
 #[allow(dead_code, unused_imports)]

@@ -14,6 +14,7 @@
 use crate::algo::agents::{self, MmcastAlgo, Multicast};
 use crate::config::{Config, MMCAST_ALGOS};
 use crate::host::{self, p2p::Region, MPI_Comm, MpiError, SendComm};
+use crate::lock::lock;
 use crate::sched::{BufRef, Execution};
 use crate::sim::network::{Network, RoutingKind, SwitchId};
 use crate::sim::updown::UpDown;
@@ -205,7 +206,7 @@ pub fn mmcast(
 ) -> Result<(), MmcastError> {
     let session = super::session_or_die();
     let state = session.comm_state(comm, "MPICAST_Mmcast")?;
-    let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
+    let mut st = lock(&state);
     if st.mmcast.is_none() {
         let m = set_up(st.private.0, &st.cfg)?;
         st.mmcast = Some(m);

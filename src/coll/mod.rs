@@ -1,7 +1,16 @@
-//! What a user calls: MPI_Bcast and MPI_Barrier. Each call decides between the host MPI
-//! (PMPI) and multicast, takes the schedule from `algo`, and runs it with the executor
-//! over the communicator's transport. Arguments we do not handle go to PMPI untouched, so
-//! the host reports its own errors for them.
+//! What a user calls, below the C boundary: each call decides between the host MPI (PMPI)
+//! and mpicast, takes its schedule from `algo`, and runs it over the communicator's transport.
+//! Arguments we do not handle go to PMPI untouched, so the host reports its own errors for
+//! them. Knows no C types beyond MPI handles, and nothing of datagrams (that is `transport`).
+//!
+//! - `bcast`: MPI_Bcast (scouts, then one reliable multicast), and the size threshold that
+//!   the exported entry reads first;
+//! - `barrier`: MPI_Barrier (scouts up the tree, one multicast release);
+//! - `hier`: the two-level forms of both for hosts holding several ranks (`MPICAST_TOPO`);
+//! - `info`: mpicast's MPI_Info keys, noted after the host's MPI_Comm_set_info and
+//!   MPI_Comm_dup_with_info;
+//! - `mmcast`: MPICAST_Mmcast, many multicasts at once on the switch topology
+//!   (`algo::agents`).
 
 mod barrier;
 mod bcast;

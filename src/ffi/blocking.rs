@@ -11,7 +11,7 @@
 //! Cost: while no engine exists, one load, a branch and a jump to the host's call.
 
 use super::dbcast::{MPI_Irecv, MPI_Isend, MPI_Wait};
-use super::guard;
+use super::guard_comm;
 use crate::host::buffer::UserBuf;
 use crate::host::{self, MPI_Comm, MPI_Datatype, MPI_Request};
 use mpi_sys::{MPI_Info, MPI_Op, MPI_Status};
@@ -30,9 +30,9 @@ macro_rules! collective {
             /// # Safety
             /// The arguments of the MPI call of this name.
             fn $name => $pmpi($($arg: $ty),*) {
-                guard(
+                guard_comm(
                     stringify!($name),
-                    || host::call_errhandler($comm, host::err_other()),
+                    $comm,
                     || {
                         host::progress::collective(
                             $comm,
@@ -193,9 +193,9 @@ macro_rules! creation {
                 "MPI call."
             )]
             fn $name => $pmpi($($arg: $ty),*) {
-                let rc = guard(
+                let rc = guard_comm(
                     stringify!($name),
-                    || host::call_errhandler($comm, host::err_other()),
+                    $comm,
                     || host::progress::gather_first($comm),
                 );
                 if rc != host::SUCCESS {
@@ -247,9 +247,9 @@ intercept! {
         comm: MPI_Comm,
         status: *mut MPI_Status,
     ) {
-        guard(
+        guard_comm(
             "MPI_Sendrecv",
-            || host::call_errhandler(comm, host::err_other()),
+            comm,
             || {
                 let mut rr = host::progress::request_null();
                 // SAFETY: the application's receive arguments; waited for below.
@@ -327,9 +327,9 @@ intercept! {
                 )
             }
         };
-        guard(
+        guard_comm(
             "MPI_Sendrecv_replace",
-            || host::call_errhandler(comm, host::err_other()),
+            comm,
             || {
                 let ub = UserBuf::describe(buf, i64::from(count.max(0)), datatype, comm);
                 let Ok(mut ub) = ub else {

@@ -222,7 +222,7 @@ unsafe fn recv_f(
             source: *const Fint, tag: *const Fint, comm: *const Fint, status: *mut Fint,
             ierror: *mut Fint);
     };
-    let rc = guard("MPI_Recv (Fortran)", host::err_other, || {
+    let rc = super::guard_comm("MPI_Recv (Fortran)", cc, || {
         let mut st = OneStatus::new(status);
         // SAFETY: the application's arguments, converted.
         let rc = unsafe { c::MPI_Recv(buf, n, ct, s, g, cc, st.c_ptr()) };
@@ -268,7 +268,7 @@ unsafe fn irecv_f(
             source: *const Fint, tag: *const Fint, comm: *const Fint, request: *mut Fint,
             ierror: *mut Fint);
     };
-    let rc = guard("MPI_Irecv (Fortran)", host::err_other, || {
+    let rc = super::guard_comm("MPI_Irecv (Fortran)", cc, || {
         let mut r = hf::request_f2c(0);
         // SAFETY: the application's arguments, converted; `r` is ours.
         let rc = unsafe { c::MPI_Irecv(buf, n, ct, s, g, cc, &mut r) };
@@ -576,7 +576,7 @@ unsafe fn iprobe_f(
         return to_host!(host_e; source: *const Fint, tag: *const Fint, comm: *const Fint,
             flag: *mut Fint, status: *mut Fint, ierror: *mut Fint);
     };
-    let rc = guard("MPI_Iprobe (Fortran)", host::err_other, || {
+    let rc = super::guard_comm("MPI_Iprobe (Fortran)", cc, || {
         let mut st = OneStatus::new(status);
         let mut found: c_int = 0;
         // SAFETY: the application's arguments, converted.
@@ -616,7 +616,7 @@ unsafe fn probe_f(
         return to_host!(host_e; source: *const Fint, tag: *const Fint, comm: *const Fint,
             status: *mut Fint, ierror: *mut Fint);
     };
-    let rc = guard("MPI_Probe (Fortran)", host::err_other, || {
+    let rc = super::guard_comm("MPI_Probe (Fortran)", cc, || {
         let mut st = OneStatus::new(status);
         // SAFETY: the application's arguments, converted.
         let rc = unsafe { c::MPI_Probe(s, g, cc, st.c_ptr()) };

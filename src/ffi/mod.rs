@@ -1,5 +1,16 @@
 //! The C ABI: the only place with `#[no_mangle] extern "C"`. Every body runs inside one
-//! panic boundary (`guard`), so no panic ever unwinds into the application or MPI.
+//! panic boundary (`guard`; `guard_comm` for a call on a communicator, whose error handler
+//! then gets MPI_ERR_OTHER), so no panic ever unwinds into the application or MPI.
+//!
+//! - `mpi`: the MPI calls mpicast replaces (MPI_Bcast, MPI_Bcast_c, MPI_Barrier) or wraps
+//!   (MPI_Init*, MPI_Finalize, MPI_Comm_set_info, MPI_Comm_dup_with_info);
+//! - `fortran`: their Fortran entries, where the host's bindings bypass the C names;
+//! - `dbcast`: the point-to-point calls dynamic broadcast intercepts (receives, sends, waits,
+//!   tests, probes); `fortran_p2p`: their Fortran entries;
+//! - `blocking`: the host's blocking collectives and communicator creations, polled while a
+//!   forwarding engine exists;
+//! - `progress`: GOAL runs and the progress thread;
+//! - `ext`: the extension calls `MPICAST_*`, by topic.
 
 /// Defines an intercepted MPI call `$name` with the parameters given: while no forwarding
 /// engine exists in the process, a jump to the host's `$pmpi`; afterwards the body, out of
@@ -43,15 +54,25 @@ pub(crate) fn guard<T>(what: &str, fallback: impl FnOnce() -> T, f: impl FnOnce(
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(v) => v,
         Err(p) => {
-            let msg = p
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| p.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".into());
+            let msg = crate::host::panic_text(p.as_ref());
             crate::session::say(&format!("mpicast: internal error in {what}: {msg}"));
             fallback()
         }
     }
+}
+
+/// `guard` for an MPI call on communicator `comm`: a panic becomes MPI_ERR_OTHER through the
+/// communicator's error handler (fatal by default), as the host's own errors there would.
+pub(crate) fn guard_comm(
+    what: &str,
+    comm: crate::host::MPI_Comm,
+    f: impl FnOnce() -> std::os::raw::c_int,
+) -> std::os::raw::c_int {
+    guard(
+        what,
+        || crate::host::call_errhandler(comm, crate::host::err_other()),
+        f,
+    )
 }
 
 /// After the host's MPI_Init or MPI_Init_thread returned `rc`: on success, this process

@@ -1,7 +1,7 @@
 //! The MPI functions mpicast replaces or wraps. Everything else resolves to the host MPI
 //! directly.
 
-use super::guard;
+use super::{guard, guard_comm};
 use crate::coll;
 use crate::host::{self, MPI_Comm, MPI_Datatype, MPI_Info};
 use std::os::raw::{c_char, c_int, c_void};
@@ -85,9 +85,9 @@ fn bcast_guarded(
     comm: MPI_Comm,
     large: bool,
 ) -> c_int {
-    guard(
+    guard_comm(
         if large { "MPI_Bcast_c" } else { "MPI_Bcast" },
-        || host::call_errhandler(comm, host::err_other()),
+        comm,
         || coll::bcast(buffer, count, datatype, root, comm),
     )
 }
@@ -123,11 +123,7 @@ pub unsafe extern "C" fn MPI_Bcast_c(
 /// The argument is that of MPI_Barrier.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Barrier(comm: MPI_Comm) -> c_int {
-    guard(
-        "MPI_Barrier",
-        || host::call_errhandler(comm, host::err_other()),
-        || coll::barrier(comm),
-    )
+    guard_comm("MPI_Barrier", comm, || coll::barrier(comm))
 }
 
 /// MPI_Comm_set_info: the host's, plus mpicast noting its own hint keys (which the host
@@ -137,11 +133,7 @@ pub unsafe extern "C" fn MPI_Barrier(comm: MPI_Comm) -> c_int {
 /// The arguments are those of MPI_Comm_set_info.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_set_info(comm: MPI_Comm, info: MPI_Info) -> c_int {
-    guard(
-        "MPI_Comm_set_info",
-        || host::call_errhandler(comm, host::err_other()),
-        || coll::set_info(comm, info),
-    )
+    guard_comm("MPI_Comm_set_info", comm, || coll::set_info(comm, info))
 }
 
 /// MPI_Comm_dup_with_info: the host's, plus mpicast noting its own hint keys. Where a
@@ -156,25 +148,21 @@ pub unsafe extern "C" fn MPI_Comm_dup_with_info(
     info: MPI_Info,
     newcomm: *mut MPI_Comm,
 ) -> c_int {
-    guard(
-        "MPI_Comm_dup_with_info",
-        || host::call_errhandler(comm, host::err_other()),
-        || {
-            if newcomm.is_null() {
-                // The host reports its own error for a bad output argument.
-                // SAFETY: the application's arguments, unchanged.
-                return unsafe { mpi_sys::PMPI_Comm_dup_with_info(comm, info, newcomm) };
+    guard_comm("MPI_Comm_dup_with_info", comm, || {
+        if newcomm.is_null() {
+            // The host reports its own error for a bad output argument.
+            // SAFETY: the application's arguments, unchanged.
+            return unsafe { mpi_sys::PMPI_Comm_dup_with_info(comm, info, newcomm) };
+        }
+        if host::progress::active() {
+            let rc = host::progress::gather_first(comm);
+            if rc != host::SUCCESS {
+                return rc;
             }
-            if host::progress::active() {
-                let rc = host::progress::gather_first(comm);
-                if rc != host::SUCCESS {
-                    return rc;
-                }
-            }
-            let (rc, new) = coll::dup_with_info(comm, info);
-            // SAFETY: non-null, and valid for a write as MPI requires of the caller.
-            unsafe { *newcomm = new };
-            rc
-        },
-    )
+        }
+        let (rc, new) = coll::dup_with_info(comm, info);
+        // SAFETY: non-null, and valid for a write as MPI requires of the caller.
+        unsafe { *newcomm = new };
+        rc
+    })
 }

@@ -14,6 +14,7 @@
 use crate::goal::binary::Stream;
 use crate::host::mapped::Mapped;
 use crate::host::{self, attr};
+use crate::lock::{get_mut, lock};
 use crate::sched::{ExecMemory, Execution, TopoSource, WindowedExecution};
 use crate::transport::goal::{BackendMemory, GoalBackend, GoalError};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -173,7 +174,7 @@ impl RunCell {
     pub fn lock(&mut self) -> RunRef<'_> {
         match self {
             RunCell::Own(r) => RunRef::Own(r),
-            RunCell::Shared(s) => RunRef::Shared(s.lock().unwrap_or_else(|p| p.into_inner())),
+            RunCell::Shared(s) => RunRef::Shared(lock(s)),
         }
     }
 
@@ -182,9 +183,7 @@ impl RunCell {
     fn unshared(&mut self) -> Option<&mut Run> {
         match self {
             RunCell::Own(r) => Some(r),
-            RunCell::Shared(s) => {
-                Arc::get_mut(s).map(|m| m.get_mut().unwrap_or_else(|p| p.into_inner()))
-            }
+            RunCell::Shared(s) => Arc::get_mut(s).map(get_mut),
         }
     }
 }
@@ -401,10 +400,7 @@ pub fn register(run: &RunCell) -> bool {
     let Some(e) = eng.as_ref() else {
         return false;
     };
-    e.runs
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .push(Arc::downgrade(run));
+    lock(&e.runs).push(Arc::downgrade(run));
     e.thread.thread().unpark();
     true
 }
@@ -427,7 +423,7 @@ pub fn serve_forwarding() -> bool {
 /// The progress thread, started if it is not running; `None` (with a warning, once, ending
 /// in `otherwise`) if it cannot start.
 fn started(otherwise: &str) -> std::sync::MutexGuard<'static, Option<Engine>> {
-    let mut eng = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
+    let mut eng = lock(&ENGINE);
     if eng.is_none() {
         match start() {
             Ok(e) => *eng = Some(e),
@@ -459,7 +455,7 @@ fn start() -> Result<Engine, String> {
 fn progress_loop(runs: &Mutex<Vec<Weak<Mutex<Run>>>>, stop: &AtomicBool) {
     let mut idle: u32 = 0;
     while !stop.load(Ordering::Acquire) {
-        let list: Vec<Weak<Mutex<Run>>> = runs.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let list: Vec<Weak<Mutex<Run>>> = lock(runs).clone();
         // The forwarding engines of the multicast calls: those no application thread holds.
         let forwarding = crate::transport::progress::poll_counted();
         // The MPI requests made of mpicast requests (MPICAST_Request_mpi) complete here.
@@ -490,7 +486,7 @@ fn progress_loop(runs: &Mutex<Vec<Weak<Mutex<Run>>>>, stop: &AtomicBool) {
             }
         }
         if !finished.is_empty() {
-            let mut all = runs.lock().unwrap_or_else(|p| p.into_inner());
+            let mut all = lock(runs);
             // Keep what may still need us: alive, and unfinished (or locked, so unknown).
             all.retain(|w| {
                 w.upgrade()
@@ -516,7 +512,7 @@ fn progress_loop(runs: &Mutex<Vec<Weak<Mutex<Run>>>>, stop: &AtomicBool) {
 /// they are and progress only in test/wait from then on.
 pub fn stop() {
     FINISHED.store(true, Ordering::Release);
-    let eng = ENGINE.lock().unwrap_or_else(|p| p.into_inner()).take();
+    let eng = lock(&ENGINE).take();
     if let Some(e) = eng {
         e.stop.store(true, Ordering::Release);
         e.thread.thread().unpark();

@@ -88,7 +88,7 @@ pub fn draw(ranks: u32, k: u32, dests: Option<u32>, seed: u64) -> Result<Vec<Mul
         ));
     }
     let mut z = seed;
-    let mut below = |n: u32| (agents::splitmix(&mut z) % u64::from(n)) as u32;
+    let mut below = |n: u32| (crate::rng::next(&mut z) % u64::from(n)) as u32;
     let mut all: Vec<u32> = (0..ranks).collect();
     for i in (1..all.len()).rev() {
         all.swap(i, below(i as u32 + 1) as usize);

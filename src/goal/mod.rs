@@ -1,9 +1,11 @@
-//! GOAL, the Group Operation Assembly Language (Hoefler, Siebert, Lumsdaine, 2009), as text, binary and graph: the
-//! paper's textual dialect (`paper`), the dialect LogGOPSim's txt2bin and schedule generators
-//! read and write (`lgs`), validation across all ranks of a program (`validate`), the
-//! versioned binary schedule (`binary`), printers (`print`, `dot`) and the generators that
-//! emit the same IR (`gen`). Pure code: no MPI, no sockets, no clocks. Running a program is
-//! the executor's business (`sched::Execution` with a transport backend).
+//! GOAL, the Group Operation Assembly Language (Hoefler, Siebert, Lumsdaine, 2009), as text,
+//! binary and graph: the paper's textual dialect (`paper`), the dialect LogGOPSim's txt2bin and
+//! schedule generators read and write (`lgs`), validation across all ranks of a program
+//! (`validate`), the versioned binary schedule (`binary`), printers (`print`, `dot`) and the
+//! generators that emit the same IR (`gen`; `gen_mmcast` for the multiple multicasts of
+//! `algo::agents`). `replay` (tests only) runs a program with real bytes. Pure code: no MPI, no
+//! sockets, no clocks. Running a program is the executor's business (`sched::Execution` with a
+//! transport backend).
 //!
 //! A `Program` is one `sched::Schedule` per rank plus what text needs to come back: labels,
 //! LogGOPSim's cpu/nic placement hints, and the names of the buffers that offsets refer to.

@@ -748,60 +748,116 @@ fn generated_text_is_stable_and_dot_renders() {
     assert!(dot.trim_end().ends_with('}'));
 }
 
-/// Prints the program as LogGOPSim's txt2bin stores it (the format of the differential
-/// oracle used while writing `lgs`; see docs/goal.md). Run with
+/// The program of LogGOPSim text `src` as LogGOPSim's txt2bin stores it (the format of the
+/// differential oracle used while writing `lgs`; see docs/goal.md): per rank its actions in
+/// order (kind, peer, size, tag, cpu, nic) and its edges sorted, or `REJECT` and why.
+fn txt2bin_form(src: &[u8]) -> String {
+    let p = match lgs::parse(src) {
+        Err(e) => return format!("REJECT {}\n", e.render("f")),
+        Ok(p) => p,
+    };
+    let mut s = String::new();
+    let n = p.program.num_ranks();
+    for (r, rp) in p.program.ranks.iter().enumerate() {
+        s += &format!("rank {r} of {n}\n");
+        for (id, op) in rp.schedule.actions() {
+            let h = rp.hints[id as usize];
+            let (t, peer, size, tag) = match *op {
+                Op::Send { peer, tag, buf } => ('S', peer, buf.len as u64, tag),
+                Op::Recv { peer, tag, buf } => ('R', peer, buf.len as u64, tag),
+                Op::Calc { nanos } => ('C', 0, nanos, 0),
+                _ => unreachable!(),
+            };
+            s += &format!(
+                "  {t} peer {peer} size {size} tag {tag} cpu {} nic {}\n",
+                h.cpu, h.nic
+            );
+        }
+        let mut edges = Vec::new();
+        for (id, _) in rp.schedule.actions() {
+            for &d in rp.schedule.dependents(id) {
+                edges.push(format!("  {d} requires {id}\n"));
+            }
+            for &d in rp.schedule.start_dependents(id) {
+                edges.push(format!("  {d} irequires {id}\n"));
+            }
+        }
+        edges.sort();
+        s += &edges.concat();
+    }
+    s
+}
+
+/// The txt2bin form says what the files say, read by hand: bcast8.goal's ranks 0, 1 and 7
+/// (actions in the order written, `l2 requires l1` as action 1 requiring action 0), and
+/// quirks.goal's statements that txt2bin's scanner reads in its own way (`cpu1nic2` glued,
+/// `from -1` as any source, `tag -1` as any tag, a statement after `}` in the next block).
+#[test]
+fn txt2bin_form_says_what_the_files_say() {
+    let bcast8 = txt2bin_form(include_bytes!("testdata/lgs/bcast8.goal"));
+    let rank = |text: &str, r: usize| -> String {
+        let from = text.find(&format!("rank {r} of ")).unwrap();
+        let rest = &text[from..];
+        let to = rest[1..].find("rank ").map_or(rest.len(), |i| i + 1);
+        rest[..to].to_string()
+    };
+    let send = |peer: u32| format!("  S peer {peer} size 1024 tag 0 cpu 0 nic 0\n");
+    let recv = |peer: u32| format!("  R peer {peer} size 1024 tag 0 cpu 0 nic 0\n");
+    assert_eq!(
+        rank(&bcast8, 0),
+        format!("rank 0 of 8\n{}{}{}", send(1), send(2), send(4))
+    );
+    assert_eq!(
+        rank(&bcast8, 1),
+        format!(
+            "rank 1 of 8\n{}{}{}  1 requires 0\n  2 requires 0\n",
+            recv(0),
+            send(3),
+            send(5)
+        )
+    );
+    assert_eq!(rank(&bcast8, 7), format!("rank 7 of 8\n{}", recv(3)));
+    assert_eq!(bcast8.matches("rank ").count(), 8, "{bcast8}");
+
+    let quirks = txt2bin_form(include_bytes!("testdata/lgs/quirks.goal"));
+    let r0 = rank(&quirks, 0);
+    assert!(r0.starts_with("rank 0 of 3\n  S peer 1 size 8 tag 5 cpu 0 nic 0\n  S peer 2 size 8 tag 6 cpu 1 nic 2\n"), "{r0}");
+    assert!(
+        r0.contains("  R peer 4294967295 size 16 tag 4294967295 cpu 0 nic 0\n"),
+        "{r0}"
+    );
+    assert!(
+        r0.contains("  C peer 0 size 200 tag 0 cpu 3 nic 0\n"),
+        "{r0}"
+    );
+    assert!(r0.contains("  1 requires 0\n"), "{r0}");
+    assert!(r0.contains(" irequires 3\n"), "{r0}");
+    let r2 = rank(&quirks, 2);
+    assert!(
+        r2.contains("  S peer 0 size 16 tag 77 cpu 0 nic 0\n"),
+        "{r2}"
+    );
+    assert!(r2.contains("  R peer 0 size 8 tag 6 cpu 0 nic 0\n"), "{r2}");
+
+    let refused = txt2bin_form(b"num_ranks 1\nrank 0 {\nl1: send 8b to 0\nl1 requires l1\n}\n");
+    assert!(refused.starts_with("REJECT "), "{refused}");
+}
+
+/// Not a test: the tool of that comparison. Run with
 /// `GOAL_DUMP_DIR=dir cargo test --lib goal::tests::dump_for_txt2bin_diff -- --ignored`:
-/// writes `<file>.mpicast` next to every `*.goal` in `dir`, or `REJECT` when refused.
+/// writes `txt2bin_form` of every `*.goal` in `dir` to `<file>.mpicast` beside it.
 #[test]
 #[ignore]
 fn dump_for_txt2bin_diff() {
-    let Ok(dir) = std::env::var("GOAL_DUMP_DIR") else {
-        return;
-    };
+    let dir = std::env::var("GOAL_DUMP_DIR").expect("GOAL_DUMP_DIR names the directory");
     for e in std::fs::read_dir(dir).unwrap() {
         let path = e.unwrap().path();
         if path.extension().is_none_or(|x| x != "goal") {
             continue;
         }
-        let src = std::fs::read(&path).unwrap();
-        let out = match lgs::parse(&src) {
-            Err(e) => format!("REJECT {}\n", e.render("f")),
-            Ok(p) => {
-                let mut s = String::new();
-                let n = p.program.num_ranks();
-                for (r, rp) in p.program.ranks.iter().enumerate() {
-                    s += &format!("rank {r} of {n}\n");
-                    for (id, op) in rp.schedule.actions() {
-                        let h = rp.hints[id as usize];
-                        let (t, peer, size, tag) = match *op {
-                            Op::Send { peer, tag, buf } => ('S', peer, buf.len as u64, tag),
-                            Op::Recv { peer, tag, buf } => ('R', peer, buf.len as u64, tag),
-                            Op::Calc { nanos } => ('C', 0, nanos, 0),
-                            _ => unreachable!(),
-                        };
-                        s += &format!(
-                            "  {t} peer {peer} size {size} tag {tag} cpu {} nic {}\n",
-                            h.cpu, h.nic
-                        );
-                    }
-                    let mut edges = Vec::new();
-                    for (id, _) in rp.schedule.actions() {
-                        for &d in rp.schedule.dependents(id) {
-                            edges.push(format!("  {d} requires {id}\n"));
-                        }
-                        for &d in rp.schedule.start_dependents(id) {
-                            edges.push(format!("  {d} irequires {id}\n"));
-                        }
-                    }
-                    edges.sort();
-                    s += &edges.concat();
-                }
-                s
-            }
-        };
         let mut o = path.clone().into_os_string();
         o.push(".mpicast");
-        std::fs::write(o, out).unwrap();
+        std::fs::write(o, txt2bin_form(&std::fs::read(&path).unwrap())).unwrap();
     }
 }
 

@@ -24,31 +24,23 @@ unsafe extern "C" fn on_copy(
     val_out: *mut c_void,
     flag: *mut c_int,
 ) -> c_int {
-    // SAFETY: extra is the &'static Callbacks registered in create_keyval.
-    let cb: &'static Callbacks = unsafe { &*(extra as *const Callbacks) };
-    let token = val_in as usize;
-    let copied = match cb.copy {
-        None => Ok(None),
-        // A panic must not unwind into MPI.
-        Some(f) => std::panic::catch_unwind(move || f(token)),
-    };
-    match copied {
-        Ok(Some(t)) => {
-            // SAFETY: for C attributes MPI passes a pointer to the new attribute value,
-            // and a valid pointer to the flag.
-            unsafe {
-                *(val_out as *mut *mut c_void) = t as *mut c_void;
-                *flag = 1;
+    super::callback("a communicator attribute's copy", || {
+        // SAFETY: extra is the &'static Callbacks registered in create_keyval.
+        let cb: &'static Callbacks = unsafe { &*(extra as *const Callbacks) };
+        match cb.copy.and_then(|f| f(val_in as usize)) {
+            Some(t) => {
+                // SAFETY: for C attributes MPI passes a pointer to the new attribute value,
+                // and a valid pointer to the flag.
+                unsafe {
+                    *(val_out as *mut *mut c_void) = t as *mut c_void;
+                    *flag = 1;
+                }
             }
-            super::SUCCESS
-        }
-        Ok(None) => {
             // SAFETY: MPI passes a valid pointer to the flag.
-            unsafe { *flag = 0 };
-            super::SUCCESS
+            None => unsafe { *flag = 0 },
         }
-        Err(_) => super::err_other(),
-    }
+        super::SUCCESS
+    })
 }
 
 unsafe extern "C" fn on_delete(
@@ -57,14 +49,12 @@ unsafe extern "C" fn on_delete(
     val: *mut c_void,
     extra: *mut c_void,
 ) -> c_int {
-    // SAFETY: extra is the &'static Callbacks registered in create_keyval.
-    let cb: &'static Callbacks = unsafe { &*(extra as *const Callbacks) };
-    // A panic must not unwind into MPI.
-    let token = val as usize;
-    match std::panic::catch_unwind(move || (cb.delete)(token)) {
-        Ok(()) => super::SUCCESS,
-        Err(_) => super::err_other(),
-    }
+    super::callback("a communicator attribute's delete", || {
+        // SAFETY: extra is the &'static Callbacks registered in create_keyval.
+        let cb: &'static Callbacks = unsafe { &*(extra as *const Callbacks) };
+        (cb.delete)(val as usize);
+        super::SUCCESS
+    })
 }
 
 pub fn create_keyval(cb: &'static Callbacks) -> MpiResult<c_int> {

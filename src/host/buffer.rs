@@ -6,6 +6,7 @@
 
 use super::{check, MPI_Comm, MPI_Datatype, MpiError, MpiResult};
 use crate::fastpath::{FAST, MAX_ENTRIES};
+use crate::lock::lock;
 use std::os::raw::{c_int, c_void};
 
 pub struct UserBuf {
@@ -99,7 +100,7 @@ pub fn init_predefined() {
 #[inline(never)]
 fn fill_predefined() {
     static FILLING: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _once = FILLING.lock().unwrap_or_else(|p| p.into_inner());
+    let _once = lock(&FILLING);
     if FAST.is_filled() {
         return;
     }

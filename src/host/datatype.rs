@@ -285,13 +285,15 @@ unsafe extern "C" fn on_copy(
     val_out: *mut c_void,
     flag: *mut c_int,
 ) -> c_int {
-    // SAFETY: for C attributes MPI passes a pointer to the new value and to the flag. The
-    // value is a plain token (nothing is owned), so the duplicate may carry it as it is.
-    unsafe {
-        *(val_out as *mut *mut c_void) = val_in;
-        *flag = 1;
-    }
-    SUCCESS
+    super::callback("a datatype attribute's copy", || {
+        // SAFETY: for C attributes MPI passes a pointer to the new value and to the flag. The
+        // value is a plain token (nothing is owned), so the duplicate may carry it as it is.
+        unsafe {
+            *(val_out as *mut *mut c_void) = val_in;
+            *flag = 1;
+        }
+        SUCCESS
+    })
 }
 
 unsafe extern "C" fn on_delete(
@@ -301,7 +303,7 @@ unsafe extern "C" fn on_delete(
     _extra: *mut c_void,
 ) -> c_int {
     // The token owns nothing: the attribute's going is all there is to it.
-    SUCCESS
+    super::callback("a datatype attribute's delete", || SUCCESS)
 }
 
 /// mpicast's datatype keyval, made at first use; `None` when the host refused it (then

@@ -6,6 +6,7 @@
 //! application sits in MPI_Wait).
 
 use super::{check, MpiResult, SUCCESS};
+use crate::lock::lock;
 use std::os::raw::{c_int, c_void};
 use std::sync::{Arc, Mutex};
 
@@ -28,23 +29,27 @@ unsafe impl Send for Pending {}
 static PENDING: Mutex<Pending> = Mutex::new(Pending(Vec::new()));
 
 unsafe extern "C" fn query(extra: *mut c_void, status: *mut mpi_sys::MPI_Status) -> c_int {
-    // SAFETY: `extra` is the box made in `start`, alive until `free` runs.
-    let state = unsafe { &*(extra as *const Shared) };
-    let (source, tag, error, bytes) = state.status();
-    // SAFETY: the caller's status argument, NULL, MPI_STATUS_IGNORE or writable.
-    unsafe { super::status_fill(status, source, tag, error, bytes) };
-    SUCCESS
+    super::callback("a generalized request's query", || {
+        // SAFETY: `extra` is the box made in `start`, alive until `free` runs.
+        let state = unsafe { &*(extra as *const Shared) };
+        let (source, tag, error, bytes) = state.status();
+        // SAFETY: the caller's status argument, NULL, MPI_STATUS_IGNORE or writable.
+        unsafe { super::status_fill(status, source, tag, error, bytes) };
+        SUCCESS
+    })
 }
 
 unsafe extern "C" fn free(extra: *mut c_void) -> c_int {
-    // SAFETY: the box `start` leaked into `extra`, given back once.
-    drop(unsafe { Box::from_raw(extra as *mut Shared) });
-    SUCCESS
+    super::callback("a generalized request's free", || {
+        // SAFETY: the box `start` leaked into `extra`, given back once.
+        drop(unsafe { Box::from_raw(extra as *mut Shared) });
+        SUCCESS
+    })
 }
 
 unsafe extern "C" fn cancel(_extra: *mut c_void, _complete: c_int) -> c_int {
     // A multicast cannot be called back; MPI_Cancel on it does nothing.
-    SUCCESS
+    super::callback("a generalized request's cancel", || SUCCESS)
 }
 
 /// An MPI request that completes with `state` (its status as mpicast's). Not a `Request`
@@ -62,18 +67,14 @@ pub fn start(state: Shared) -> MpiResult<mpi_sys::MPI_Request> {
         drop(unsafe { Box::from_raw(extra as *mut Shared) });
         check(rc)?;
     }
-    PENDING
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .0
-        .push((state, req));
+    lock(&PENDING).0.push((state, req));
     Ok(req)
 }
 
 /// Completes the generalized requests whose mpicast request is done (the progress thread's
 /// step). True if any completed.
 pub fn complete_done() -> bool {
-    let mut p = PENDING.lock().unwrap_or_else(|p| p.into_inner());
+    let mut p = lock(&PENDING);
     let before = p.0.len();
     p.0.retain(|(state, req)| {
         if !state.is_done() {

@@ -5,6 +5,18 @@
 //! Handles are the host's own types from mpi-sys (pointers under Open MPI, ints under
 //! MPICH), so one build of the library fits one MPI flavour; `flavour` checks at run time
 //! that the MPI we are loaded under is the one we were built for.
+//!
+//! - `init`: MPI initialisation on the application's behalf; `comm`: communicator queries and
+//!   the shim's own collectives; `p2p`: scouts and control messages on the private duplicate;
+//! - `attr`: state cached on communicators; `datatype`, `buffer`: datatypes as bytes (in place
+//!   or packed); `valid`: is a handle live;
+//! - `recv`, `grequest`: receives dynamic broadcast may take over, mpicast requests as MPI
+//!   requests; `progress`: waiting in the host without stopping the process's progress;
+//! - `fortran`: Fortran handles and the host's PMPI Fortran entries; `names`: the launcher's
+//!   name service; `mapped`: read-only file mappings; `flavour`: which MPI.
+//!
+//! Every callback the host calls into runs in `callback`, which turns a panic into
+//! MPI_ERR_OTHER.
 
 pub mod attr;
 pub mod buffer;
@@ -23,6 +35,7 @@ pub mod valid;
 
 pub use mpi_sys::{MPI_Comm, MPI_Datatype, MPI_Info, MPI_Request};
 
+use crate::lock::lock;
 use std::os::raw::{c_int, c_void};
 
 /// Constants the bindings cannot express (macros in mpi.h), from `shim.c`.
@@ -242,7 +255,7 @@ pub fn error_code(class: c_int, message: &str) -> Option<c_int> {
     use std::collections::HashMap;
     use std::sync::Mutex;
     static CODES: Mutex<Option<HashMap<c_int, c_int>>> = Mutex::new(None);
-    let mut codes = CODES.lock().unwrap_or_else(|p| p.into_inner());
+    let mut codes = lock(&CODES);
     let map = codes.get_or_insert_with(HashMap::new);
     let code = match map.get(&class) {
         Some(&c) => c,
@@ -283,6 +296,31 @@ pub fn err_arg() -> c_int {
 
 pub fn err_other() -> c_int {
     mpi_sys::MPI_ERR_OTHER as c_int
+}
+
+/// What a caught panic said (its `&str` or `String` payload).
+pub fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
+}
+
+/// The body of a callback that MPI calls into (attribute copy and delete, generalized request
+/// query, free and cancel): a panic must not unwind into the host's C frames (undefined
+/// behaviour before Rust 1.81, an abort after), so it is said and becomes MPI_ERR_OTHER,
+/// which the host reports through its own error handling.
+pub fn callback(what: &str, f: impl FnOnce() -> c_int) -> c_int {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(rc) => rc,
+        Err(p) => {
+            crate::session::say(&format!(
+                "mpicast: internal error in {what}: {}",
+                panic_text(p.as_ref())
+            ));
+            err_other()
+        }
+    }
 }
 
 /// The fallback paths: the host's own collectives, arguments passed through untouched so
@@ -385,3 +423,19 @@ pub struct SendComm(pub MPI_Comm);
 unsafe impl Send for SendComm {}
 // SAFETY: as above.
 unsafe impl Sync for SendComm {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A callback's value passes; its panic becomes MPI_ERR_OTHER, with the panic's text.
+    #[test]
+    fn a_callback_returns_its_code_or_err_other_for_a_panic() {
+        assert_eq!(callback("a test", || 7), 7);
+        assert_eq!(callback("a test", || panic!("on purpose")), err_other());
+        let owned = std::panic::catch_unwind(|| panic!("{} {}", "owned", 1)).unwrap_err();
+        assert_eq!(panic_text(owned.as_ref()), "owned 1");
+        let fixed = std::panic::catch_unwind(|| panic!("fixed")).unwrap_err();
+        assert_eq!(panic_text(fixed.as_ref()), "fixed");
+    }
+}

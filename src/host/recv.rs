@@ -193,19 +193,23 @@ pub fn completed_request_with(
 ) -> MpiResult<MPI_Request> {
     type Facts = (c_int, c_int, c_int, u64);
     unsafe extern "C" fn query(e: *mut c_void, status: *mut mpi_sys::MPI_Status) -> c_int {
-        // SAFETY: the box made below, alive until `free`.
-        let (s, t, err, b) = unsafe { *(e as *const Facts) };
-        // SAFETY: the host's status argument.
-        unsafe { super::status_fill(status, s, t, err, b) };
-        super::SUCCESS
+        super::callback("a completed request's query", || {
+            // SAFETY: the box made below, alive until `free`.
+            let (s, t, err, b) = unsafe { *(e as *const Facts) };
+            // SAFETY: the host's status argument.
+            unsafe { super::status_fill(status, s, t, err, b) };
+            super::SUCCESS
+        })
     }
     unsafe extern "C" fn free(e: *mut c_void) -> c_int {
-        // SAFETY: the box made below, given back once.
-        drop(unsafe { Box::from_raw(e as *mut Facts) });
-        super::SUCCESS
+        super::callback("a completed request's free", || {
+            // SAFETY: the box made below, given back once.
+            drop(unsafe { Box::from_raw(e as *mut Facts) });
+            super::SUCCESS
+        })
     }
     unsafe extern "C" fn cancel(_e: *mut c_void, _c: c_int) -> c_int {
-        super::SUCCESS
+        super::callback("a completed request's cancel", || super::SUCCESS)
     }
     let extra = Box::into_raw(Box::new((source, tag, error, bytes))) as *mut c_void;
     // SAFETY: MPI_Request is a plain handle.

@@ -138,9 +138,31 @@ UdpLite: 11 12 13 14 15 16 17 18 19
         assert_eq!((d.in_datagrams, d.rcvbuf_errors), (5, 0));
     }
 
+    /// The counters move with what this test does: 20 datagrams sent and received on
+    /// loopback count in OutDatagrams and InDatagrams, and 5 to a port nobody listens on in
+    /// NoPorts (other processes can only add to them).
     #[test]
     fn reads_this_host() {
-        let c = udp_counters().unwrap();
-        assert!(c.in_datagrams > 0 || c.out_datagrams == 0);
+        use std::net::UdpSocket;
+        let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        // A port that was bound a moment ago and is free now: nobody listens there.
+        let closed = UdpSocket::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let before = udp_counters().unwrap();
+        let mut buf = [0u8; 64];
+        for i in 0..20u8 {
+            tx.send_to(&[i; 8], rx.local_addr().unwrap()).unwrap();
+            assert_eq!(rx.recv(&mut buf).unwrap(), 8);
+        }
+        for _ in 0..5 {
+            let _ = tx.send_to(&[0; 8], closed);
+        }
+        let d = udp_counters().unwrap().since(&before);
+        assert!(d.out_datagrams >= 25, "{d:?}");
+        assert!(d.in_datagrams >= 20, "{d:?}");
+        assert!(d.no_ports >= 5, "{d:?}");
     }
 }

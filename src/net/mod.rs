@@ -1,5 +1,6 @@
-//! UDP networking: which interface to use, the multicast and unicast sockets, waiting on them,
-//! and the kernel's UDP counters.
+//! UDP networking: which interface to use (`iface`), the multicast and unicast sockets and
+//! waiting on them (`socket`), the kernel's UDP counters (`counters`), and for `mpicast
+//! doctor` this host's facts (`host_facts`) and the IGMP queries heard (`igmp`).
 //!
 //! Owns every socket system call of mpicast (the only other `unsafe` users are `ffi/` and
 //! `host/`). Knows nothing of datagram contents, ranks or MPI: `wire/` gives bytes, this moves them.

@@ -3,7 +3,7 @@
 
 use super::ir::{ActionId, Schedule};
 
-/// SplitMix64: tiny, seedable, good enough to shuffle event orders.
+/// `crate::rng`'s SplitMix64, with the draws these tests make of it.
 #[derive(Clone, Debug)]
 pub(crate) struct Rng(u64);
 
@@ -13,11 +13,7 @@ impl Rng {
     }
 
     pub(crate) fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        crate::rng::next(&mut self.0)
     }
 
     /// Uniform-ish in `0..n`; `n` must be non-zero.

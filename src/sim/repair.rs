@@ -28,13 +28,7 @@ pub struct Repair {
 /// to need more is below `mloss^64`.
 const MAX_ROUNDS: u32 = 64;
 
-/// SplitMix64: a small, well-mixed hash of a counter (Steele, Lea, Flood 2014).
-fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
+use crate::rng::mix;
 
 /// A uniform draw in (0, 1) from a state that `next` advances.
 fn uniform(state: &mut u64) -> f64 {

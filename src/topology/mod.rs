@@ -51,6 +51,9 @@
 //!    to the longest after an allreduce of their lengths) and decodes every rank's;
 //! 4. calls [`resolve`] with the records and its copy. An error is the same on every rank that
 //!    read the same file, and every rank gets one, so rank 0 can say it once for all.
+//!
+//! Beside the topology IDs, [`switches`] says which switch each rank hangs on, from the switch
+//! topology of `MPICAST_SWITCH_TOPOLOGY` (what the multiple multicasts of `algo::agents` need).
 
 pub mod switches;
 pub mod sysfs;

@@ -30,13 +30,14 @@ use super::op::{control_seq, count_outcome, count_tx, transmit, OpError, TAG_CON
 use super::Channel;
 use crate::host::p2p::{self, Region, Requests};
 use crate::host::MPI_Comm;
+use crate::lock::lock;
 use crate::sched::{ActionId, Op, Schedule};
 use crate::session::{CommState, Path};
 use crate::stats::{self, COUNTERS};
 use crate::wire::{self, packet, McastReceiver, McastSender};
 use std::collections::HashMap;
 use std::os::raw::c_int;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 /// Point-to-point multicasts use tags from here (TAG_CONTROL and the scouts' tags are below).
 const TAG_P2P_BASE: c_int = 64;
@@ -460,10 +461,6 @@ fn early_receiver(
 
 fn p2p_tag(seq: u64) -> c_int {
     TAG_P2P_BASE + (seq % TAG_P2P_SPAN) as c_int
-}
-
-fn lock(s: &Arc<Mutex<CommState>>) -> MutexGuard<'_, CommState> {
-    s.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// One datagram for a receiving multicast: the first makes its receiver.

@@ -1,11 +1,23 @@
-//! What an action does on the wire. `p2p`: the host MPI's point-to-point on the
-//! communicator's private duplicate (scouts, control messages). `mcast`: one reliable
-//! multicast channel per communicator (the `wire` protocol over a `net` socket).
+//! What an action does on the wire, for one communicator: the `wire` protocols carried by
+//! `net` sockets and the host MPI (`host`). Never decides *whether* multicast is used (that is
+//! `coll`'s and `session`'s) and never touches MPI handles of the application.
 //!
-//! `setup` is the collective that decides, once per communicator, whether multicast works:
-//! rank 0 draws the group, port, key and ids and broadcasts them with the host MPI; every
-//! rank opens and joins; rank 0 multicasts probe datagrams until everyone has reported
-//! through a non-blocking allgather; the result is the same on every rank.
+//! This file: the communicator's multicast `Channel` and `setup`, the collective that decides
+//! once per communicator whether multicast works: rank 0 draws the group, port, key and ids
+//! and broadcasts them with the host MPI (a rank of another setup version gets an error
+//! naming both); every rank opens and joins; rank 0 multicasts probe datagrams until everyone
+//! has reported through a non-blocking allgather; the result is the same on every rank.
+//!
+//! The parts:
+//! - `op`: the `sched::Backend` of MPI_Bcast and MPI_Barrier (scouts over PMPI, the
+//!   multicast actions over the channel); `responder`: the per-process thread that answers
+//!   release and repair queries after this rank left;
+//! - `goal`, `goal_mcast`: the backend of GOAL runs over the host MPI, and their multicast
+//!   actions over the channel;
+//! - `forward`: the forwarding engine of MPICAST_Imcast (`wire::forward` over PMPI on a
+//!   communicator of its own); `imcast_ip`: its IP multicast body;
+//! - `dbcast`: dynamic broadcast on the forwarding engine;
+//! - `progress`: the one progress of the process, which every wait of mpicast calls.
 
 pub mod dbcast;
 pub mod forward;
@@ -18,6 +30,7 @@ pub mod responder;
 
 use crate::config::Config;
 use crate::host::{self, MPI_Comm};
+use crate::lock::lock;
 use crate::net::{self, Iface, McastSocket, UnicastSocket};
 use crate::session::Session;
 use crate::wire::{self, Ctx, Key, Params};
@@ -148,7 +161,7 @@ impl Channel {
         if let Err(e) = self.settle(private) {
             crate::session::say(&format!("mpicast: while freeing a communicator: {e}"));
         }
-        if let Some(r) = session.responder.lock().unwrap().as_ref() {
+        if let Some(r) = lock(&session.responder).as_ref() {
             r.unregister(self.ctx.comm);
         }
     }
@@ -156,6 +169,10 @@ impl Channel {
 
 const SETUP_VERSION: u32 = 1;
 const SETUP_LEN: usize = 96;
+/// Where rank 0 writes its library's version (`CARGO_PKG_VERSION`, zero-padded, cut to fit):
+/// only for the message that a rank of another setup version gives. Bytes a library before
+/// it left zero, and no decoder reads otherwise.
+const SETUP_LIB_AT: std::ops::Range<usize> = 72..SETUP_LEN;
 
 /// What rank 0 decides for everyone.
 struct SetupMsg {
@@ -179,16 +196,33 @@ impl SetupMsg {
         b[48..56].copy_from_slice(&self.job.to_le_bytes());
         b[56..60].copy_from_slice(&self.comm.to_le_bytes());
         b[68..72].copy_from_slice(&self.frag_bytes.to_le_bytes());
+        let lib = env!("CARGO_PKG_VERSION").as_bytes();
+        let n = lib.len().min(SETUP_LIB_AT.len());
+        b[SETUP_LIB_AT.start..SETUP_LIB_AT.start + n].copy_from_slice(&lib[..n]);
         b
     }
 
-    fn decode(b: &[u8; SETUP_LEN]) -> Option<SetupMsg> {
+    /// Rank 0's message, or, when rank 0 runs another setup version (another libmpicast),
+    /// what to tell the user: both versions, and rank 0's library version when it sent one.
+    fn decode(b: &[u8; SETUP_LEN]) -> Result<SetupMsg, String> {
         let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap());
-        if u32_at(0) != SETUP_VERSION {
-            return None;
+        let theirs = u32_at(0);
+        if theirs != SETUP_VERSION {
+            let lib = &b[SETUP_LIB_AT];
+            let lib = &lib[..lib.iter().position(|&c| c == 0).unwrap_or(lib.len())];
+            let lib = match String::from_utf8_lossy(lib) {
+                l if l.is_empty() => "a library that does not say its version".to_string(),
+                l => format!("libmpicast {l}"),
+            };
+            return Err(format!(
+                "mpicast: rank 0 of this communicator sent setup message version {theirs} \
+                 ({lib}), this rank reads version {SETUP_VERSION} (libmpicast {}): every rank \
+                 must load the same libmpicast",
+                env!("CARGO_PKG_VERSION")
+            ));
         }
         let ip = |i: usize| Ipv4Addr::new(b[i], b[i + 1], b[i + 2], b[i + 3]);
-        Some(SetupMsg {
+        Ok(SetupMsg {
             ok: b[4] != 0,
             group: ip(8),
             port: u16::from_le_bytes([b[12], b[13]]),
@@ -369,7 +403,16 @@ pub fn setup(
         msg_bytes = msg.encode();
     }
     host::comm::bcast_bytes(private, &mut msg_bytes, 0)?;
-    let msg = SetupMsg::decode(&msg_bytes).expect("all ranks run the same library version");
+    let msg = match SetupMsg::decode(&msg_bytes) {
+        Ok(m) => m,
+        Err(why) => {
+            // Not a reason to use the host MPI: rank 0 and its like go on with multicast.
+            // The error handler gets a code whose string says why, where the host gives one.
+            crate::session::say(&why);
+            let code = host::error_code(host::err_other(), &why).unwrap_or_else(host::err_other);
+            return Err(host::MpiError(code));
+        }
+    };
     if !msg.ok {
         // Every rank sees the same flag: nobody opens anything.
         // Rank 0's reason is usually this rank's too (the interface comes from the same
@@ -575,7 +618,7 @@ pub fn setup(
         window_frags(min_rcvbuf, frag),
         cfg.timeout_ms * 1_000_000,
     );
-    let responder = session.responder.lock().unwrap().as_ref().map(|r| {
+    let responder = lock(&session.responder).as_ref().map(|r| {
         r.register(&ctx, rank);
         r.handle()
     });
@@ -635,7 +678,7 @@ fn rank0_draw(cfg: &Config, iface: &Result<Iface, String>) -> Result<SetupMsg, S
 
 /// This process's responder thread, started at first use; its address.
 fn start_responder(session: &Session, addr: Ipv4Addr) -> Result<SocketAddrV4, String> {
-    let mut r = session.responder.lock().unwrap();
+    let mut r = lock(&session.responder);
     if r.is_none() {
         *r = Some(
             responder::ResponderThread::start(addr)
@@ -737,6 +780,43 @@ mod tests {
             (m.group, m.port, m.key, m.job, m.comm)
         );
         assert_eq!((d.frag_bytes, d.ok), (1000, true));
+    }
+
+    /// A rank of another setup version gets an error naming both versions and rank 0's
+    /// library, not a panic; a message from a library that sent no version says so.
+    #[test]
+    fn setup_message_of_another_version_is_a_clear_error() {
+        let m = SetupMsg {
+            ok: true,
+            group: Ipv4Addr::new(239, 255, 1, 2),
+            port: 23456,
+            key: [7; 32],
+            job: 42,
+            comm: 9,
+            frag_bytes: 1000,
+        };
+        let mut b = m.encode();
+        b[0..4].copy_from_slice(&(SETUP_VERSION + 1).to_le_bytes());
+        b[SETUP_LIB_AT].fill(0);
+        b[SETUP_LIB_AT.start..SETUP_LIB_AT.start + 6].copy_from_slice(b"9.8.7x");
+        let e = SetupMsg::decode(&b)
+            .err()
+            .expect("a version mismatch is an error");
+        let ours = env!("CARGO_PKG_VERSION");
+        assert!(
+            e.contains(&format!("version {}", SETUP_VERSION + 1))
+                && e.contains(&format!("version {SETUP_VERSION}"))
+                && e.contains("libmpicast 9.8.7x")
+                && e.contains(&format!("libmpicast {ours}")),
+            "{e}"
+        );
+        b[SETUP_LIB_AT].fill(0);
+        let e = SetupMsg::decode(&b).err().expect("still an error");
+        assert!(e.contains("does not say its version"), "{e}");
+        // The version field is all a decoder checks: the library bytes change nothing else.
+        b[0..4].copy_from_slice(&SETUP_VERSION.to_le_bytes());
+        let d = SetupMsg::decode(&b).expect("same setup version");
+        assert_eq!((d.port, d.comm, d.frag_bytes), (23456, 9, 1000));
     }
 
     #[test]

@@ -10,6 +10,7 @@
 //! stack) holds them, and a step never runs inside another step of the same thread.
 
 use crate::host;
+use crate::lock::lock;
 use std::cell::{Cell, RefCell};
 
 type Engines = Vec<std::sync::Weak<std::sync::Mutex<super::forward::Engine>>>;
@@ -73,7 +74,7 @@ pub fn step() -> Result<(), super::forward::EngineError> {
     with_engines(|list| {
         for w in list {
             if let Some(e) = w.upgrade() {
-                e.lock().unwrap_or_else(|p| p.into_inner()).progress()?;
+                lock(&e).progress()?;
             }
         }
         Ok(())

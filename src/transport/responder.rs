@@ -5,6 +5,7 @@
 //! touches a UDP socket and the pure `wire::Responder`, never MPI, so it can never race the
 //! host MPI's shutdown; it is still stopped at finalize.
 
+use crate::lock::lock;
 use crate::net::UnicastSocket;
 use crate::wire::{Ctx, Responder};
 use std::net::SocketAddrV4;
@@ -43,11 +44,11 @@ impl ResponderThread {
     }
 
     pub fn register(&self, ctx: &Ctx, root: u32) {
-        self.table.lock().unwrap().register(ctx, root);
+        lock(&self.table).register(ctx, root);
     }
 
     pub fn unregister(&self, comm: u32) {
-        self.table.lock().unwrap().unregister(comm);
+        lock(&self.table).unregister(comm);
     }
 
     /// A handle for a channel's root to record releases without holding the session lock.
@@ -76,7 +77,7 @@ fn serve(sock: UnicastSocket, table: Arc<Mutex<Responder>>, stop: Arc<AtomicBool
         }
         while let Ok(Some((len, from))) = sock.recv_from(&mut buf) {
             let n = {
-                let t = table.lock().unwrap();
+                let t = lock(&table);
                 if t.answer(&buf[..len], &mut out[0]) {
                     1
                 } else {
@@ -99,17 +100,17 @@ impl ResponderHandle {
     /// Must be called before the release datagram goes out, so a query that races it is
     /// answered.
     pub fn released(&self, comm: u32, seq: u64) {
-        self.0.lock().unwrap().released(comm, seq);
+        lock(&self.0).released(comm, seq);
     }
 
     /// Keeps a copy of eager broadcast `seq` of `comm` for repair queries; must be called
     /// before its datagrams go out.
     pub fn hold(&self, comm: u32, seq: u64, data: Arc<[u8]>, frag: usize) {
-        self.0.lock().unwrap().hold(comm, seq, data, frag);
+        lock(&self.0).hold(comm, seq, data, frag);
     }
 
     /// Every receiver acknowledged broadcast `seq` of `comm`.
     pub fn drop_held(&self, comm: u32, seq: u64) {
-        self.0.lock().unwrap().drop_held(comm, seq);
+        lock(&self.0).drop_held(comm, seq);
     }
 }

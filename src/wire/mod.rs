@@ -1,14 +1,25 @@
-//! wire: the sans-IO reliable multicast protocol of one communicator.
+//! wire: the sans-IO protocols of mpicast on the wire: bytes and virtual time in, bytes to send
+//! and deadlines out. Nothing here reads a clock, touches a socket or calls MPI, so every
+//! behaviour is tested deterministically (`tests.rs`, `decode_tests.rs`, each part's tests).
 //!
-//! Owns the datagram format (`packet`), the receiver->root control messages (`control`), the
-//! root's and the receivers' state machines of one broadcast (`sender`, `receiver`) and the
-//! barrier's release datagram with its repair (`release`), and which datagram sizes reach every
-//! rank (`pmtu`). Time comes in as virtual nanoseconds
-//! and bytes come in as slices: nothing here reads a clock, touches a socket or calls MPI, so
-//! every behaviour is tested deterministically in `tests.rs`.
+//! The reliable multicast of one communicator (MPI_Bcast, MPI_Barrier, GOAL `mcast`):
+//! - `packet`: the datagram format and its MAC; `control`: the receiver -> root messages
+//!   (ack, nack, decline);
+//! - `sender`, `receiver`: the root's and the receivers' state machines of one broadcast;
+//! - `release`: the barrier's release datagram and its repair; `pmtu`: which datagram sizes
+//!   reach every rank.
+//!
+//! The point-to-point forwarding of the extension calls:
+//! - `forward`: MPICAST_Imcast's segments and their routing hop by hop;
+//! - `dbcast`: MPICAST_Dbcast's segments, recipient lists and matching with posted receives;
+//! - `matching`: which posted receive takes which multicast, in MPI's matching order.
+//!
+//! `check`: what every decoder keeps for any input (never panics, accepts only canonical
+//! bytes), shared by the property tests and the fuzz targets of `fuzz/`.
 
 use std::fmt;
 
+pub mod check;
 pub mod control;
 pub mod dbcast;
 pub mod forward;
@@ -19,6 +30,8 @@ pub mod receiver;
 pub mod release;
 pub mod sender;
 
+#[cfg(test)]
+mod decode_tests;
 #[cfg(test)]
 mod tests;
 

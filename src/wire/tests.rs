@@ -9,33 +9,7 @@ use super::control::Control;
 use super::packet::{self, Header, Kind};
 use super::*;
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        if n == 0 {
-            0
-        } else {
-            self.next() % n
-        }
-    }
-
-    fn chance(&mut self, p: f64) -> bool {
-        p > 0.0 && ((self.next() >> 11) as f64) < p * (1u64 << 53) as f64
-    }
-
-    fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| self.next() as u8).collect()
-    }
-}
+use crate::rng::Rng;
 
 #[derive(Clone, Debug)]
 struct Net {
@@ -311,7 +285,13 @@ impl Sim {
         if !self.rxs.is_empty() && self.rng.chance(net.forge) {
             let to = self.rng.below(self.rxs.len() as u64) as usize;
             let fake = Ctx {
-                key: Key(self.rng.next().to_le_bytes().repeat(4).try_into().unwrap()),
+                key: Key(self
+                    .rng
+                    .next_u64()
+                    .to_le_bytes()
+                    .repeat(4)
+                    .try_into()
+                    .unwrap()),
                 ..self.ctx.clone()
             };
             let h = Header {
@@ -410,8 +390,8 @@ impl Sim {
         let mut rng = Rng(cfg.seed);
         let ctx = Ctx {
             key: Key(rng.bytes(32).try_into().unwrap()),
-            job: rng.next(),
-            comm: rng.next() as u32,
+            job: rng.next_u64(),
+            comm: rng.next_u64() as u32,
         };
         let root = rng.below(cfg.n as u64) as u32;
         let data: Vec<Vec<u8>> = cfg.sizes.iter().map(|&s| rng.bytes(s)).collect();
@@ -728,8 +708,8 @@ fn total_loss_stalls_and_names_the_lost() {
         // Root choice is seeded: the dead must be receivers.
         let mut rng = Rng(seed);
         let _ = rng.bytes(32);
-        let _ = rng.next();
-        let _ = rng.next();
+        let _ = rng.next_u64();
+        let _ = rng.next_u64();
         let root = rng.below(n as u64) as u32;
         let mut dead: Vec<u32> = dead.into_iter().filter(|&d| d != root).collect();
         if dead.is_empty() {
@@ -1651,8 +1631,8 @@ fn multicast_stopping_mid_run_names_the_unreached() {
         };
         let mut rng = Rng(seed);
         let _ = rng.bytes(32);
-        let _ = rng.next();
-        let _ = rng.next();
+        let _ = rng.next_u64();
+        let _ = rng.next_u64();
         let root = rng.below(n as u64) as u32;
         let dead: Vec<u32> = (0..n).filter(|&r| r != root && r % 3 == 1).collect();
         cfg.net.dead = dead.clone();

@@ -17,6 +17,7 @@ use crate::algo::dbcast::{self as tree, Recipient, Shape};
 use crate::config::DbcastTree;
 use crate::host::recv::{self, HostReq};
 use crate::host::{self, buffer::UserBuf, MPI_Comm, MPI_Datatype, SendComm};
+use crate::lock::lock;
 use crate::session;
 use crate::transport::dbcast as db;
 use crate::transport::forward::{Engine, Outcome, ReqState};
@@ -145,7 +146,7 @@ pub unsafe extern "C" fn MPICAST_Dbcast(
                 unsafe { std::slice::from_raw_parts(priorities, n as usize) }
             });
             let sent = ub.with_send_bytes(|d| {
-                let mut g = e.lock().unwrap_or_else(|p| p.into_inner());
+                let mut g = lock(&e);
                 let (shape, order) = tree_order(&g, &ranks, prio, d.len());
                 let ecomm = g.comm();
                 g.dbcast
@@ -212,7 +213,7 @@ pub unsafe extern "C" fn MPICAST_Send_defer(
                 Ok(d) => d,
                 Err(s) => return s,
             };
-            let mut g = DEFERRED.lock().unwrap_or_else(|p| p.into_inner());
+            let mut g = lock(&DEFERRED);
             let d = g
                 .get_or_insert_with(HashMap::new)
                 .entry(key)
@@ -271,7 +272,7 @@ pub unsafe extern "C" fn MPICAST_Send_release(
                 check::datatype(CALL, datatype, "datatype")?;
                 // The key stays registered until its arguments are known to be good.
                 let comm = {
-                    let g = DEFERRED.lock().unwrap_or_else(|p| p.into_inner());
+                    let g = lock(&DEFERRED);
                     match g.as_ref().and_then(|m| m.get(&key)) {
                         Some(d) => d.comm.0,
                         None => {
@@ -305,7 +306,7 @@ pub unsafe extern "C" fn MPICAST_Send_release(
                 Err(s) => return s,
             };
             let d = {
-                let mut g = DEFERRED.lock().unwrap_or_else(|p| p.into_inner());
+                let mut g = lock(&DEFERRED);
                 match g.as_mut().and_then(|m| m.remove(&key)) {
                     Some(d) => d,
                     None => return UNKNOWN_KEY,
@@ -319,7 +320,7 @@ pub unsafe extern "C" fn MPICAST_Send_release(
                 }
             }
             let mut hosts: Vec<HostReq> = Vec::new();
-            let mut g = e.lock().unwrap_or_else(|p| p.into_inner());
+            let mut g = lock(&e);
             let ecomm = g.comm();
             for tag in tags {
                 let group: Vec<(u32, c_int)> = d

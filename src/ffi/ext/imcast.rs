@@ -10,6 +10,7 @@ use super::check;
 use super::request::{progress, MPICAST_Request};
 use super::{engine_error, want, SendArgs, ERR_MPI, INTERNAL, NOT_ENABLED, OK};
 use crate::host::{self, buffer::UserBuf, MPI_Comm, MPI_Datatype};
+use crate::lock::lock;
 use crate::session;
 use crate::transport::forward::{Engine, Outcome, ReqState};
 use std::os::raw::{c_int, c_void};
@@ -125,11 +126,7 @@ pub unsafe extern "C" fn MPICAST_Imcast(
                 Ok(c) => c,
                 Err(s) => return s,
             };
-            let sent = ub.with_send_bytes(|d| {
-                e.lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .imcast(&ranks, tag, d)
-            });
+            let sent = ub.with_send_bytes(|d| lock(&e).imcast(&ranks, tag, d));
             match sent {
                 Ok(Ok(state)) => {
                     // SAFETY: checked non-NULL.
@@ -202,7 +199,7 @@ pub unsafe extern "C" fn MPICAST_Mcast_irecv(
             let Ok(ub) = UserBuf::describe(buf, i64::from(count), datatype, comm) else {
                 return check::refuse(CALL, ERR_MPI, "the host MPI cannot describe the buffer");
             };
-            let r = e.lock().unwrap_or_else(|p| p.into_inner()).irecv(ub, w);
+            let r = lock(&e).irecv(ub, w);
             match r {
                 Ok(state) => {
                     // SAFETY: checked non-NULL.
@@ -260,7 +257,7 @@ pub unsafe extern "C" fn MPICAST_Mcast_iprobe(
             if let Err(s) = progress() {
                 return s;
             }
-            let found = e.lock().unwrap_or_else(|p| p.into_inner()).iprobe(w);
+            let found = lock(&e).iprobe(w);
             match found {
                 Ok(Some(a)) => {
                     // SAFETY: the caller's status argument, NULL, MPI_STATUS_IGNORE or writable.

@@ -1,10 +1,18 @@
-//! mpicast's own C API (`include/mpicast.h`), one file per topic: `stats` (counters),
-//! `goal` (GOAL schedules), `imcast` (the non-blocking multicast to any set of ranks),
-//! `request` (waiting for and testing the requests of all of them), `handles` (C handles of
-//! Fortran ones, for the Fortran module). Conventions: functions return an `MPICAST_Status` (0 is success)
-//! and write results through trailing `*_out` pointers only on success; NULL where a pointer
-//! is required gives `MPICAST_ERR_NULL_ARG`; every refusal says why (`check`:
-//! `MPICAST_Last_error`, and stderr).
+//! mpicast's own C API (`include/mpicast.h`), one file per topic:
+//! - `stats`: MPICAST_Get_stats (the counters);
+//! - `goal`: GOAL schedules (build or load, bind buffers, start, test, wait);
+//! - `imcast`: the non-blocking multicast to any set of ranks (MPICAST_Mcast_enable, _Imcast,
+//!   _Mcast_irecv, _Mcast_iprobe);
+//! - `dbcast`: dynamic broadcast (MPICAST_Dbcast_enable, _Dbcast, _Send_defer, _Send_release);
+//! - `mmcast`: MPICAST_Mmcast, many multicasts at once;
+//! - `request`: waiting for and testing the requests of all of them;
+//! - `doctor`: MPICAST_Doctor, the job-wide checks of `mpicast doctor -n N`;
+//! - `handles`: C handles of Fortran ones, for the Fortran module;
+//! - `check`: the argument checks, and the message of every refusal.
+//!
+//! Conventions: functions return an `MPICAST_Status` (0 is success) and write results through
+//! trailing `*_out` pointers only on success; NULL where a pointer is required gives
+//! `MPICAST_ERR_NULL_ARG`; every refusal says why (`check`: `MPICAST_Last_error`, and stderr).
 
 use crate::host::{self, buffer::UserBuf, MPI_Comm, MPI_Datatype};
 use crate::wire::matching::Want;
@@ -29,6 +37,7 @@ pub use stats::MPICAST_Stats;
 /// Status codes of the extension API. Values are stable and never reused.
 #[repr(C)]
 #[allow(non_camel_case_types)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MPICAST_Status {
     /// Success.
     MPICAST_OK = 0,
@@ -81,31 +90,68 @@ pub extern "C" fn MPICAST_Version() -> *const c_char {
 /// "unknown status"); the caller must not free it.
 #[no_mangle]
 pub extern "C" fn MPICAST_Status_string(status: c_int) -> *const c_char {
-    let s: &'static str = match status {
-        0 => "success\0",
-        1 => "a required pointer argument was NULL\0",
-        2 => "internal error\0",
-        3 => "a call to the host MPI failed\0",
-        4 => "the GOAL program is invalid (see MPICAST_Goal_error)\0",
-        5 => "the GOAL handle is not ready for this call (see MPICAST_Goal_error)\0",
-        6 => "an argument is out of range or inconsistent\0",
-        7 => {
-            "the communicator is not enabled: call MPICAST_Mcast_enable (or, for dynamic \
-              broadcast, MPICAST_Dbcast_enable) first\0"
-        }
-        8 => "message truncated: longer than the receive buffer\0",
-        9 => "needs the progress thread (MPICAST_PROGRESS=thread and MPI_THREAD_MULTIPLE)\0",
-        10 => "no deferred send has this key (never registered, or released already)\0",
-        11 => "the switch topology (MPICAST_SWITCH_TOPOLOGY) cannot be used (see stderr)\0",
-        12 => "MPI is not initialised, or finalized already\0",
-        _ => "unknown status\0",
-    };
+    let s = STATUSES
+        .iter()
+        .find(|&&st| st as c_int == status)
+        .map_or("unknown status\0", |&st| describe(st));
     s.as_ptr() as *const c_char
 }
 
-/// An extension call's status for an engine error: MPICAST_ERR_MPI for an MPI error; an
-/// engine that cannot go on (unexpected data past its bound, a broken segment) ends the job
-/// with its reason, since a multicast cannot be lost.
+/// Every status, for looking one up by its value (a new status goes here and in `describe`,
+/// whose match the compiler holds to be complete).
+const STATUSES: [MPICAST_Status; 13] = {
+    use MPICAST_Status::*;
+    [
+        MPICAST_OK,
+        MPICAST_ERR_NULL_ARG,
+        MPICAST_ERR_INTERNAL,
+        MPICAST_ERR_MPI,
+        MPICAST_ERR_GOAL_INVALID,
+        MPICAST_ERR_GOAL_STATE,
+        MPICAST_ERR_ARG,
+        MPICAST_ERR_NOT_ENABLED,
+        MPICAST_ERR_TRUNCATE,
+        MPICAST_ERR_NO_THREAD,
+        MPICAST_ERR_UNKNOWN_KEY,
+        MPICAST_ERR_TOPOLOGY,
+        MPICAST_ERR_NO_MPI,
+    ]
+};
+
+/// What `MPICAST_Status_string` says of `status`, NUL-terminated.
+fn describe(status: MPICAST_Status) -> &'static str {
+    use MPICAST_Status::*;
+    match status {
+        MPICAST_OK => "success\0",
+        MPICAST_ERR_NULL_ARG => "a required pointer argument was NULL\0",
+        MPICAST_ERR_INTERNAL => "internal error\0",
+        MPICAST_ERR_MPI => "a call to the host MPI failed\0",
+        MPICAST_ERR_GOAL_INVALID => "the GOAL program is invalid (see MPICAST_Goal_error)\0",
+        MPICAST_ERR_GOAL_STATE => {
+            "the GOAL handle is not ready for this call (see MPICAST_Goal_error)\0"
+        }
+        MPICAST_ERR_ARG => "an argument is out of range or inconsistent\0",
+        MPICAST_ERR_NOT_ENABLED => {
+            "the communicator is not enabled: call MPICAST_Mcast_enable (or, for dynamic \
+              broadcast, MPICAST_Dbcast_enable) first\0"
+        }
+        MPICAST_ERR_TRUNCATE => "message truncated: longer than the receive buffer\0",
+        MPICAST_ERR_NO_THREAD => {
+            "needs the progress thread (MPICAST_PROGRESS=thread and MPI_THREAD_MULTIPLE)\0"
+        }
+        MPICAST_ERR_UNKNOWN_KEY => {
+            "no deferred send has this key (never registered, or released already)\0"
+        }
+        MPICAST_ERR_TOPOLOGY => {
+            "the switch topology (MPICAST_SWITCH_TOPOLOGY) cannot be used (see stderr)\0"
+        }
+        MPICAST_ERR_NO_MPI => "MPI is not initialised, or finalized already\0",
+    }
+}
+
+/// An extension call's status for an engine error (the one mapping of the extension calls):
+/// MPICAST_ERR_MPI for an MPI error; an engine that cannot go on (unexpected data past its
+/// bound, a broken segment) ends the job with its reason, since a multicast cannot be lost.
 pub(super) fn engine_error(e: crate::transport::forward::EngineError) -> c_int {
     use crate::transport::forward::EngineError;
     match e {
@@ -306,3 +352,50 @@ pub(super) const NO_THREAD: c_int = MPICAST_Status::MPICAST_ERR_NO_THREAD as c_i
 pub(super) const UNKNOWN_KEY: c_int = MPICAST_Status::MPICAST_ERR_UNKNOWN_KEY as c_int;
 pub(super) const TOPOLOGY: c_int = MPICAST_Status::MPICAST_ERR_TOPOLOGY as c_int;
 pub(super) const NO_MPI: c_int = MPICAST_Status::MPICAST_ERR_NO_MPI as c_int;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn string_of(code: c_int) -> String {
+        // SAFETY: MPICAST_Status_string returns a static NUL-terminated string.
+        unsafe { std::ffi::CStr::from_ptr(MPICAST_Status_string(code)) }
+            .to_str()
+            .unwrap()
+            .to_string()
+    }
+
+    /// `STATUSES` is every status of the header, by name and value, and each has its own
+    /// description; values beyond them are "unknown status".
+    #[test]
+    fn every_status_of_the_header_has_its_own_string() {
+        let header = include_str!("../../../include/mpicast.h");
+        let body = &header[header.find("typedef enum MPICAST_Status {").unwrap()..];
+        let body = &body[..body.find('}').unwrap()];
+        let in_header: Vec<(String, c_int)> = body
+            .lines()
+            .map(str::trim)
+            .filter_map(|l| {
+                // `MPICAST_NAME = value,` (comment lines may start with a name too).
+                let (name, value) = l.trim_end_matches(',').split_once(" = ")?;
+                let name_only = name.starts_with("MPICAST_")
+                    && name.bytes().all(|c| c.is_ascii_uppercase() || c == b'_');
+                Some((name.to_string(), value.parse().ok()?)).filter(|_| name_only)
+            })
+            .collect();
+        let ours: Vec<(String, c_int)> = STATUSES
+            .iter()
+            .map(|&s| (format!("{s:?}"), s as c_int))
+            .collect();
+        assert_eq!(ours, in_header);
+        let mut said: Vec<String> = STATUSES.iter().map(|&s| string_of(s as c_int)).collect();
+        assert!(said.iter().all(|s| !s.is_empty() && s != "unknown status"));
+        said.sort();
+        said.dedup();
+        assert_eq!(said.len(), STATUSES.len(), "two statuses say the same");
+        for code in [-1, STATUSES.len() as c_int, 1000] {
+            assert_eq!(string_of(code), "unknown status");
+        }
+        assert_eq!(string_of(OK), "success");
+    }
+}

@@ -14,7 +14,8 @@ use super::check;
 use super::goal::MPICAST_Goal;
 use super::{ARG, ERR_MPI, INTERNAL, NULL_ARG, OK, TRUNCATE};
 use crate::host;
-use crate::transport::forward::{self, EngineError, Outcome, ReqState};
+use crate::lock::lock;
+use crate::transport::forward::{self, Outcome, ReqState};
 use std::collections::HashSet;
 use std::os::raw::c_int;
 use std::sync::{Arc, Mutex};
@@ -26,7 +27,7 @@ use std::sync::{Arc, Mutex};
 static LIVE: Mutex<Option<HashSet<usize>>> = Mutex::new(None);
 
 fn live_set<R>(f: impl FnOnce(&mut HashSet<usize>) -> R) -> R {
-    let mut g = LIVE.lock().unwrap_or_else(|p| p.into_inner());
+    let mut g = lock(&LIVE);
     f(g.get_or_insert_with(HashSet::new))
 }
 
@@ -111,14 +112,7 @@ impl MPICAST_Request {
 /// Progress of every engine; an engine that cannot go on ends the job with its reason
 /// (unexpected data past its bound, or a broken segment), since a multicast cannot be lost.
 pub(super) fn progress() -> Result<(), c_int> {
-    match crate::transport::progress::step() {
-        Ok(()) => Ok(()),
-        Err(EngineError::Mpi(_)) => Err(ERR_MPI),
-        Err(EngineError::Full(m)) | Err(EngineError::Protocol(m)) => {
-            crate::session::say(&format!("mpicast: {m}; aborting"));
-            host::abort(host::comm_world(), 1)
-        }
-    }
+    crate::transport::progress::step().map_err(super::engine_error)
 }
 
 /// One look at `*request` (after a progress step by the caller): `Some(status code)` when it

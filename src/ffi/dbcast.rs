@@ -22,7 +22,7 @@ use crate::host::progress::{request_null, Pause};
 fn want(source: c_int, tag: c_int, size: u32) -> Option<Want> {
     super::ext::parse_want(source, tag, size).ok().flatten()
 }
-use super::guard;
+use super::{guard, guard_comm};
 use crate::host::buffer::UserBuf;
 use crate::host::recv::{self, HostReq};
 use crate::host::{self, MPI_Comm, MPI_Datatype, MPI_Request};
@@ -60,7 +60,7 @@ fn progress_in_loop() -> Result<(), c_int> {
 }
 
 fn lock(e: &EngineRef) -> std::sync::MutexGuard<'_, Engine> {
-    e.lock().unwrap_or_else(|p| p.into_inner())
+    crate::lock::lock(e)
 }
 
 fn is_null(r: MPI_Request) -> bool {
@@ -391,7 +391,7 @@ intercept! {
         comm: MPI_Comm,
         request: *mut MPI_Request,
     ) {
-        guard("MPI_Irecv", host::err_other, || {
+        guard_comm("MPI_Irecv", comm, || {
             if let Some(e) = db::engine_of(comm) {
                 // SAFETY: the application's arguments.
                 match unsafe { post(&e, buf, count, datatype, source, tag, comm) } {
@@ -428,7 +428,7 @@ intercept! {
         comm: MPI_Comm,
         status: *mut MPI_Status,
     ) {
-        guard("MPI_Recv", host::err_other, || {
+        guard_comm("MPI_Recv", comm, || {
             let Some(e) = db::engine_of(comm) else {
                 // SAFETY: the application's arguments.
                 return unsafe { host_recv(buf, count, datatype, source, tag, comm, status) };
@@ -857,7 +857,7 @@ intercept! {
         status: *mut MPI_Status,
     ) {
         // SAFETY: as above.
-        guard("MPI_Iprobe", host::err_other, || unsafe {
+        guard_comm("MPI_Iprobe", comm, || unsafe {
             iprobe(source, tag, comm, flag, status)
         })
     }
@@ -908,7 +908,7 @@ intercept! {
         comm: MPI_Comm,
         status: *mut MPI_Status,
     ) {
-        guard("MPI_Probe", host::err_other, || {
+        guard_comm("MPI_Probe", comm, || {
             if db::engine_of(comm).is_none() {
                 // SAFETY: the application's arguments.
                 return unsafe { host::progress::probe(source, tag, comm, status) };
@@ -1099,7 +1099,7 @@ macro_rules! blocking_send {
                 tag: c_int,
                 comm: MPI_Comm,
             ) {
-                guard(stringify!($name), host::err_other, || {
+                guard_comm(stringify!($name), comm, || {
                     match send_by_engine(buf, count, datatype, dest, tag, comm) {
                         Sent::Engine(rc) => rc,
                         // SAFETY: the application's arguments.
@@ -1149,7 +1149,7 @@ macro_rules! nonblocking_send {
                 comm: MPI_Comm,
                 request: *mut MPI_Request,
             ) {
-                guard(stringify!($name), host::err_other, || {
+                guard_comm(stringify!($name), comm, || {
                     let sent = send_by_engine(buf, count, datatype, dest, tag, comm);
                     let e = match sent {
                         // SAFETY: the application's request pointer.
@@ -1219,9 +1219,7 @@ unsafe fn improbe(
         if let Some(m) = found {
             let id = NEXT_PROBED.fetch_add(1, Ordering::Relaxed) & 0x00ff_ffff;
             let h = recv::fake_message(id);
-            PROBED
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
+            crate::lock::lock(&PROBED)
                 .get_or_insert_with(Default::default)
                 .insert(
                     recv::handle_key(h),
@@ -1278,7 +1276,7 @@ intercept! {
         status: *mut MPI_Status,
     ) {
         // SAFETY: as above.
-        guard("MPI_Improbe", host::err_other, || unsafe {
+        guard_comm("MPI_Improbe", comm, || unsafe {
             improbe(source, tag, comm, flag, message, status)
         })
     }
@@ -1296,7 +1294,7 @@ intercept! {
         message: *mut mpi_sys::MPI_Message,
         status: *mut MPI_Status,
     ) {
-        guard("MPI_Mprobe", host::err_other, || {
+        guard_comm("MPI_Mprobe", comm, || {
             if db::engine_of(comm).is_none() {
                 // SAFETY: the application's arguments.
                 return unsafe { host::progress::mprobe(source, tag, comm, message, status) };
@@ -1345,11 +1343,7 @@ fn mrecv_probed(
 unsafe fn probed(message: *mut mpi_sys::MPI_Message) -> Option<Probed> {
     // SAFETY: the application's pointer.
     let key = recv::handle_key(unsafe { *message });
-    PROBED
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .as_mut()?
-        .remove(&key)
+    crate::lock::lock(&PROBED).as_mut()?.remove(&key)
 }
 
 intercept! {

@@ -58,7 +58,7 @@ pub fn poll() {
 }
 
 fn forwarders() -> std::sync::MutexGuard<'static, Vec<(u64, Arc<[u32]>)>> {
-    FORWARDERS.lock().unwrap_or_else(|p| p.into_inner())
+    crate::lock::lock(&FORWARDERS)
 }
 
 /// A forwarder over `comm` came: its id for `remove_forwarder`. From now on the waits poll.

@@ -704,7 +704,7 @@ pub fn enable(comm: MPI_Comm, engine: &Arc<std::sync::Mutex<super::forward::Engi
             OVERFLOW.store(true, Release);
         }
     }
-    let mut all = COMMS.write().unwrap_or_else(|p| p.into_inner());
+    let mut all = crate::lock::write(&COMMS);
     all.retain(|(k, w)| *k != key && w.strong_count() > 0);
     all.push((key, Arc::downgrade(engine)));
     COMMS_EPOCH.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
@@ -729,7 +729,7 @@ fn engine_of_key(key: u64) -> Option<Arc<std::sync::Mutex<super::forward::Engine
     }) {
         return hit;
     }
-    let all = COMMS.read().unwrap_or_else(|p| p.into_inner());
+    let all = crate::lock::read(&COMMS);
     let w = all
         .iter()
         .find(|(k, _)| *k == key)
@@ -752,10 +752,7 @@ thread_local! {
 /// Forgets `comm` (it is being freed).
 pub fn disable(comm: MPI_Comm) {
     let key = recv::handle_key(comm);
-    COMMS
-        .write()
-        .unwrap_or_else(|p| p.into_inner())
-        .retain(|(k, _)| *k != key);
+    crate::lock::write(&COMMS).retain(|(k, _)| *k != key);
     COMMS_EPOCH.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
 }
 
@@ -767,7 +764,7 @@ pub fn track(req: host::MPI_Request, comm: MPI_Comm, id: RecvId) {
 
 /// `track`, with the communicator's key (as `take_tracked` gave it).
 pub fn track_key(req: host::MPI_Request, comm: u64, id: RecvId) {
-    let mut g = RECVS.lock().unwrap_or_else(|p| p.into_inner());
+    let mut g = crate::lock::lock(&RECVS);
     let m = g.get_or_insert_with(FxHashMap::default);
     m.insert(recv::handle_key(req), (comm, id));
     // A store under the lock (no read-modify-write): the count is the table's size.
@@ -781,9 +778,7 @@ pub fn tracked(
     if NTRACKED.load(std::sync::atomic::Ordering::Acquire) == 0 {
         return None;
     }
-    let (comm, id) = *RECVS
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
+    let (comm, id) = *crate::lock::lock(&RECVS)
         .as_ref()?
         .get(&recv::handle_key(req))?;
     Some((engine_of_key(comm)?, id))
@@ -798,7 +793,7 @@ pub fn take_tracked(
         return None;
     }
     let (comm, id) = {
-        let mut g = RECVS.lock().unwrap_or_else(|p| p.into_inner());
+        let mut g = crate::lock::lock(&RECVS);
         let m = g.as_mut()?;
         let v = m.remove(&recv::handle_key(req))?;
         NTRACKED.store(m.len(), std::sync::atomic::Ordering::Release);
@@ -817,7 +812,7 @@ pub fn untrack(req: host::MPI_Request) {
     if NTRACKED.load(std::sync::atomic::Ordering::Acquire) == 0 {
         return;
     }
-    if let Some(m) = RECVS.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+    if let Some(m) = crate::lock::lock(&RECVS).as_mut() {
         if m.remove(&recv::handle_key(req)).is_some() {
             NTRACKED.store(m.len(), std::sync::atomic::Ordering::Release);
         }

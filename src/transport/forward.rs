@@ -58,11 +58,11 @@ impl ReqState {
     }
 
     pub fn outcome(&self) -> Outcome {
-        *self.outcome.lock().unwrap_or_else(|p| p.into_inner())
+        *crate::lock::lock(&self.outcome)
     }
 
     pub(crate) fn finish(&self, o: Outcome) {
-        *self.outcome.lock().unwrap_or_else(|p| p.into_inner()) = o;
+        *crate::lock::lock(&self.outcome) = o;
         self.done.store(true, Ordering::Release);
     }
 
@@ -706,12 +706,12 @@ static ENGINES: Mutex<Vec<std::sync::Weak<Mutex<Engine>>>> = Mutex::new(Vec::new
 pub fn register(e: &Arc<Mutex<Engine>>) -> MpiResult<()> {
     super::progress::install();
     {
-        let mut all = ENGINES.lock().unwrap_or_else(|p| p.into_inner());
+        let mut all = crate::lock::lock(&ENGINES);
         all.retain(|w| w.strong_count() > 0);
         all.push(Arc::downgrade(e));
     }
     // After the push: a step that sees the new epoch finds the engine in the list.
-    let mut g = e.lock().unwrap_or_else(|p| p.into_inner());
+    let mut g = crate::lock::lock(e);
     if g.forwarder.is_none() {
         g.forwarder = Some(host::progress::add_forwarder(g.comm.0)?);
     }
@@ -720,9 +720,7 @@ pub fn register(e: &Arc<Mutex<Engine>>) -> MpiResult<()> {
 
 /// The engines whose communicator is still there.
 fn live_engines() -> Vec<Arc<Mutex<Engine>>> {
-    ENGINES
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
+    crate::lock::lock(&ENGINES)
         .iter()
         .filter_map(|w| w.upgrade())
         .collect()
@@ -739,7 +737,7 @@ pub struct Tried {
 /// The registered engines, as weak references (for a caller that keeps the list between
 /// steps, refreshed when `host::progress::epoch` changes).
 pub fn engines() -> Vec<std::sync::Weak<Mutex<Engine>>> {
-    let mut all = ENGINES.lock().unwrap_or_else(|p| p.into_inner());
+    let mut all = crate::lock::lock(&ENGINES);
     all.retain(|w| w.strong_count() > 0);
     all.clone()
 }
@@ -796,7 +794,7 @@ pub fn describe_pending_all() -> String {
 pub fn forget_everywhere(state: &Arc<ReqState>) {
     let engines = live_engines();
     for e in engines {
-        e.lock().unwrap_or_else(|p| p.into_inner()).forget(state);
+        crate::lock::lock(&e).forget(state);
     }
 }
 

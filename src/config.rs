@@ -2787,4 +2787,285 @@ mod tests {
         // A failed set leaves the previous value.
         assert_eq!(h.enabled, Some(true));
     }
+
+    /// What every setting does, recorded from the code before the settings became one table
+    /// (`tests/data/config_snapshot.txt`): every variable with each sample value (its fields
+    /// that differ from the defaults, or the error's text), the table of variables, the
+    /// defaults, the agreed line of sample environments, every hint key with sample values,
+    /// and the errors of unknown names and of a file. `MPICAST_BLESS=1` rewrites the file.
+    #[test]
+    fn snapshot_of_every_setting() {
+        let got = snapshot();
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/data/config_snapshot.txt"
+        );
+        if std::env::var_os("MPICAST_BLESS").is_some() {
+            std::fs::write(path, &got).unwrap();
+        }
+        let want = std::fs::read_to_string(path).unwrap();
+        for (i, (g, w)) in got.lines().zip(want.lines()).enumerate() {
+            assert_eq!(g, w, "line {} of {path} differs", i + 1);
+        }
+        assert_eq!(
+            got.lines().count(),
+            want.lines().count(),
+            "{path}: line count"
+        );
+    }
+
+    /// The fields of `c` that differ from the default's, each as its Debug text.
+    fn changed(c: &Config) -> String {
+        // The top-level fields of a pretty Debug: a line indented by four spaces starts one.
+        fn fields(c: &Config) -> Vec<String> {
+            let mut out: Vec<String> = Vec::new();
+            for l in format!("{c:#?}").lines() {
+                let top = l.len() > 4 && l[4..].starts_with(|c: char| c.is_ascii_lowercase());
+                match out.last_mut() {
+                    Some(f) if !top => f.push_str(l.trim()),
+                    _ => out.push(l.trim().to_string()),
+                }
+            }
+            out
+        }
+        let base = fields(&Config::default());
+        let diff: Vec<String> = fields(c)
+            .into_iter()
+            .filter(|f| !base.contains(f))
+            .collect();
+        if diff.is_empty() {
+            "(defaults)".to_string()
+        } else {
+            diff.join(" ")
+        }
+    }
+
+    fn snapshot() -> String {
+        use std::fmt::Write;
+        const SAMPLES: &[&str] = &[
+            "",
+            " ",
+            "0",
+            "1",
+            "2",
+            "3",
+            "4",
+            "7",
+            "8",
+            "16",
+            "25",
+            "63",
+            "64",
+            "100",
+            "101",
+            "255",
+            "256",
+            "500",
+            "1023",
+            "1024",
+            "5000",
+            "+5",
+            "-1",
+            "1.5",
+            "x",
+            "yes",
+            "No",
+            "on",
+            "OFF",
+            "true",
+            "auto",
+            "AUTO",
+            "tree",
+            "linear",
+            "flat",
+            "leaders",
+            "poll",
+            "thread",
+            "nearest",
+            "random",
+            "random:42",
+            "random:x",
+            "dests",
+            "table",
+            "p2p",
+            "ip",
+            "binomial",
+            "topo",
+            "spcco",
+            "naive",
+            "SameTree-Cyclic",
+            "random-binomial",
+            "agents",
+            "4k",
+            "64k",
+            "65k",
+            "1MiB",
+            "2m",
+            "8MiB",
+            "1G",
+            "2G",
+            "4kB",
+            "1 KiB",
+            " 64 ",
+            "65000",
+            "65001",
+            "16MiB",
+            "17MiB",
+            "eth0",
+            "averyverylongname0",
+            "10.1.2.3",
+            "10.1.2.3/16",
+            "10.1.2.300",
+            "239.1.0.0/16",
+            "239.1.2.3/16",
+            "224.0.0.0/3",
+            "30000-30099",
+            "9000-8000",
+            "0.7",
+            "01a3",
+            "0.1.10.3",
+            "0.16",
+            "zz",
+            "/etc/mpicast/topo",
+            "/a b/x=y",
+            "99999999999999999999",
+        ];
+        let mut out = String::new();
+        writeln!(out, "# variables: name | default | help").unwrap();
+        for (n, d, h) in VARIABLES {
+            writeln!(out, "{n} | {d} | {h}").unwrap();
+        }
+        writeln!(out, "# defaults").unwrap();
+        writeln!(out, "{:?}", Config::default()).unwrap();
+        writeln!(out, "agreed: {}", Config::default().agreed_line()).unwrap();
+        writeln!(out, "# each variable alone").unwrap();
+        for (name, _, _) in VARIABLES.iter().filter(|v| v.0 != CONFIG_VAR) {
+            for v in SAMPLES {
+                let r = match Config::from_vars([(*name, *v)]) {
+                    Ok(c) => format!("{} | agreed: {}", changed(&c), c.agreed_line()),
+                    Err(e) => format!("error: {e}"),
+                };
+                writeln!(out, "{name}={v:?} -> {r}").unwrap();
+            }
+        }
+        writeln!(out, "# topology IDs against the base").unwrap();
+        for base in ["2", "8", "16", "32", "256"] {
+            for id in ["0.1", "01", "0f", "0.255", "1.2.3", "ff", "0.7"] {
+                let r =
+                    match Config::from_vars([("MPICAST_TOPO_BASE", base), ("MPICAST_TOPO_ID", id)])
+                    {
+                        Ok(c) => changed(&c),
+                        Err(e) => format!("error: {e}"),
+                    };
+                writeln!(out, "base {base} id {id} -> {r}").unwrap();
+            }
+        }
+        writeln!(out, "# hints").unwrap();
+        let keys = [
+            "mpicast",
+            "mpicast_sync",
+            "mpicast_min_bytes",
+            "mpicast_eager_bytes",
+            "mpicast_mmcast_algo",
+            "mpicast_topo_id",
+            "mpicast_typo",
+            "MPICAST_SYNC",
+            "cb_nodes",
+        ];
+        for k in keys {
+            for v in SAMPLES {
+                let mut h = Hints::default();
+                let r = match h.set(k, v) {
+                    Ok(ours) => format!(
+                        "Ok({ours}) {h:?} | default with it: {} | disabled with it: {}",
+                        changed(&Config::default().with_hints(&h)),
+                        changed(
+                            &Config {
+                                disable: true,
+                                ..Config::default()
+                            }
+                            .with_hints(&h)
+                        ),
+                    ),
+                    Err(e) => format!("error: {e}"),
+                };
+                writeln!(out, "hint {k}={v:?} -> {r}").unwrap();
+            }
+        }
+        writeln!(out, "# names").unwrap();
+        for name in [
+            "MPICAST_SEGMENT_BYTE",
+            "MPICAST_IFAEC",
+            "mpicast_ttl",
+            "MPICAST_XYZZY_FOO",
+            "MPICAST_ROOT",
+            "mpicast_DIR",
+            "MPICAST_GOAL_RUNNER",
+            "MPICAST_LIB_DIR",
+            "OTHER",
+        ] {
+            let r = match Config::from_vars([(name, "1")]) {
+                Ok(c) => changed(&c),
+                Err(e) => format!("error: {e}"),
+            };
+            writeln!(out, "{name}=1 -> {r}").unwrap();
+        }
+        writeln!(out, "# sample environments").unwrap();
+        let envs: &[&[(&str, &str)]] = &[
+            &[
+                ("MPICAST_SYNC", "linear"),
+                ("MPICAST_MIN_BYTES", "0"),
+                ("MPICAST_PORT", "5000"),
+            ],
+            &[
+                ("MPICAST_DISABLE", "1"),
+                ("MPICAST_TOPO", "flat"),
+                ("MPICAST_EAGER_BYTES", "0"),
+                ("MPICAST_FRAG_BYTES", "1400"),
+                ("MPICAST_GROUP", "239.7.0.0/24"),
+                ("MPICAST_TTL", "0"),
+                ("MPICAST_ROOT_WAITS", "on"),
+                ("MPICAST_TOPO_BASE", "8"),
+                ("MPICAST_TOPO_PICK", "random"),
+                ("MPICAST_IMCAST_ROUTE", "table"),
+                ("MPICAST_SEGMENT_BYTES", "64k"),
+                ("MPICAST_IMCAST_TRANSPORT", "ip"),
+                ("MPICAST_TOPO_FILE", "/etc/mpicast topo"),
+                ("MPICAST_RCVBUF", "1G"),
+                ("MPICAST_VERBOSE", "2"),
+                ("MPICAST_TOPO_ID", "0.7"),
+            ],
+            &[("MPICAST_TTL", "x"), ("MPICAST_SYNC", "ring")],
+            &[("MPICAST_TOPO_ID", "zz"), ("MPICAST_TOPO_BASE", "4")],
+        ];
+        for env in envs {
+            let r = match Config::from_vars(env.iter().copied()) {
+                Ok(c) => format!(
+                    "{} | agreed: {} | {:?}",
+                    changed(&c),
+                    c.agreed_line(),
+                    c.agreed()
+                ),
+                Err(e) => format!("error: {e}"),
+            };
+            writeln!(out, "{env:?} -> {r}").unwrap();
+        }
+        writeln!(out, "# a file").unwrap();
+        for text in [
+            "MPICAST_TTL=3\nexport MPICAST_SYNC='linear' # c\n",
+            "MPICAST_TTL=3\nMPICAST_SYNC=ring\n",
+            "MPICAST_SEGMENT_BYTE=1\n",
+            "TTL=3\n",
+            "nothing here\n",
+            "MPICAST_CONFIG=/x\n",
+            "MPICAST_TTL='3\n",
+        ] {
+            let r = match with_file(&[("MPICAST_CONFIG", "/f"), ("MPICAST_TTL", "")], "/f", text) {
+                Ok(c) => changed(&c),
+                Err(e) => format!("error: {e}"),
+            };
+            writeln!(out, "{text:?} -> {r}").unwrap();
+        }
+        out
+    }
 }

@@ -18,6 +18,14 @@
 //!   communicator, held in [`Hints`]`::field`; `apply: f` instead of replacing the value
 //!   (`fn(&hint, &mut value)`). `info_key: "key"` (optional): a key of the setting read
 //!   elsewhere, which [`Hints::set`] accepts and leaves alone.
+//!
+//! To add a setting: add a row below (its place is its place in `VARIABLES` and in the lookup);
+//! give it a parser from `parse` or write one there (the error text is the row's own); if every
+//! rank must share it, `agreed:` the next free place; then add its row to README.md's table
+//! (`tests/readme.rs` fails until it is there); the tests that count settings say so, and the
+//! snapshot of every setting is recorded again with `MPICAST_BLESS=1 cargo test --lib
+//! config::tests::snapshot` (its diff: the new setting's lines, and its value in every agreed
+//! line if it is agreed).
 
 use super::{agree, hints, parse, CONFIG_VAR};
 use super::{DbcastTree, IfaceSpec, ImcastTransport, MinBytes, Progress, SyncAlgo, Topo, TopoPick};

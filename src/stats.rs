@@ -62,6 +62,14 @@ pub const NAMES: [&str; N] = [
     "mmcast",
 ];
 
+/// The counter `name` (one of [`NAMES`]) of a snapshot.
+pub fn value(vals: &[u64; N], name: &str) -> u64 {
+    match NAMES.iter().position(|n| *n == name) {
+        Some(i) => vals[i],
+        None => panic!("stats: no counter {name}"),
+    }
+}
+
 /// Set when a communicator found all its ranks on one host under `MPICAST_TOPO=auto`, and so
 /// left its collectives to the host MPI (for the note of the report).
 static ONE_HOST: AtomicBool = AtomicBool::new(false);

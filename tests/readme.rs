@@ -1,5 +1,6 @@
 //! The README's configuration table must list every variable the library reads, with the
-//! default the library uses.
+//! default the library uses, and nothing else: its rows are the table of settings
+//! (`mpicast::config::VARIABLES`, made from `src/config/table.rs`).
 
 #[test]
 fn readme_documents_every_variable() {
@@ -12,6 +13,26 @@ fn readme_documents_every_variable() {
             "README.md lacks the row starting {row}"
         );
     }
+    // And no row for a variable the library does not read (a setting removed or renamed).
+    let rows: Vec<&str> = readme
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `MPICAST_"))
+        .filter_map(|l| l.split('`').next())
+        .collect();
+    for r in &rows {
+        let name = format!("MPICAST_{r}");
+        assert!(
+            mpicast::config::VARIABLES
+                .iter()
+                .any(|(n, _, _)| *n == name),
+            "README.md has a row for {name}, which is not a setting"
+        );
+    }
+    assert_eq!(
+        rows.len(),
+        mpicast::config::VARIABLES.len(),
+        "one README row per setting"
+    );
 }
 
 /// The README's first screen, before the figures, leads to the settings that make a run on one

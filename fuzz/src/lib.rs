@@ -6,7 +6,7 @@
 #[path = "../../src/algo/mod.rs"]
 pub mod algo;
 #[allow(dead_code, unused_imports)]
-#[path = "../../src/config.rs"]
+#[path = "../../src/config/mod.rs"]
 pub mod config;
 #[allow(dead_code, unused_imports)]
 #[path = "../../src/goal/mod.rs"]

@@ -12,7 +12,7 @@
 #[path = "../algo/mod.rs"]
 mod algo;
 #[allow(dead_code, unused_imports)]
-#[path = "../config.rs"]
+#[path = "../config/mod.rs"]
 mod config;
 #[allow(dead_code, unused_imports)]
 #[path = "../doctor/mod.rs"]

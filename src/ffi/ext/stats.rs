@@ -32,6 +32,31 @@ pub struct MPICAST_Stats {
     pub fallbacks: u64,
 }
 
+impl MPICAST_Stats {
+    /// The counters of `crate::stats` by name: each field is the counter of its name.
+    fn from_counters(v: &[u64; crate::stats::N]) -> MPICAST_Stats {
+        macro_rules! by_name {
+            ($($field:ident),*) => {
+                MPICAST_Stats {
+                    $($field: crate::stats::value(v, stringify!($field)),)*
+                }
+            };
+        }
+        by_name!(
+            bcast_mcast,
+            bcast_pmpi,
+            barrier_mcast,
+            barrier_pmpi,
+            bytes_mcast,
+            dgrams_sent,
+            dgrams_recv,
+            repairs,
+            rejected,
+            fallbacks
+        )
+    }
+}
+
 /// Copies this process's counters into `*stats_out`.
 /// Thread-safe; callable at any time, also before MPI_Init. `stats_out` must not be NULL
 /// (MPICAST_ERR_NULL_ARG) and must point to a writable MPICAST_Stats.
@@ -47,22 +72,39 @@ pub unsafe extern "C" fn MPICAST_Get_stats(stats_out: *mut MPICAST_Stats) -> c_i
             if stats_out.is_null() {
                 return NULL_ARG;
             }
-            let v = crate::stats::snapshot();
-            let s = MPICAST_Stats {
-                bcast_mcast: v[0],
-                bcast_pmpi: v[1],
-                barrier_mcast: v[2],
-                barrier_pmpi: v[3],
-                bytes_mcast: v[4],
-                dgrams_sent: v[5],
-                dgrams_recv: v[6],
-                repairs: v[7],
-                rejected: v[8],
-                fallbacks: v[9],
-            };
+            let s = MPICAST_Stats::from_counters(&crate::stats::snapshot());
             // SAFETY: checked non-NULL; the caller provides a writable MPICAST_Stats.
             unsafe { stats_out.write(s) };
             OK
         },
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::MPICAST_Stats;
+    use crate::stats::{N, NAMES};
+
+    /// The C struct's fields are the first counters of `stats::NAMES`, in its order (the
+    /// layout of mpicast.h), each with the value of its own counter.
+    #[test]
+    fn fields_are_the_counters_of_their_name() {
+        let v: [u64; N] = std::array::from_fn(|i| 100 + i as u64);
+        let s = MPICAST_Stats::from_counters(&v);
+        let fields = [
+            s.bcast_mcast,
+            s.bcast_pmpi,
+            s.barrier_mcast,
+            s.barrier_pmpi,
+            s.bytes_mcast,
+            s.dgrams_sent,
+            s.dgrams_recv,
+            s.repairs,
+            s.rejected,
+            s.fallbacks,
+        ];
+        assert_eq!(fields.to_vec(), v[..10].to_vec());
+        assert_eq!(&NAMES[..3], ["bcast_mcast", "bcast_pmpi", "barrier_mcast"]);
+        assert_eq!(NAMES[9], "fallbacks");
+    }
 }

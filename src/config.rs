@@ -99,6 +99,9 @@ pub struct Config {
     pub timeout_ms: u64,
     /// `MPICAST_PROBE_MS`: bound on the setup probe that checks multicast works.
     pub probe_ms: u64,
+    /// `MPICAST_SUSPECT_MS`: multicast that delivers nothing this long mid-operation is
+    /// suspected broken: repaired by unicast, and the communicator moves (`wire::heal`).
+    pub suspect_ms: u64,
     /// `MPICAST_STATS`: print counters at finalize.
     pub stats: bool,
     /// `MPICAST_VERBOSE`: 0 silent .. 3 chatty.
@@ -266,6 +269,7 @@ impl Default for Config {
             rcvbuf: DEFAULT_RCVBUF,
             timeout_ms: 30_000,
             probe_ms: 500,
+            suspect_ms: 200,
             stats: false,
             verbose: 0,
             progress: Progress::Auto,
@@ -375,6 +379,12 @@ pub const VARIABLES: &[(&str, &str, &str)] = &[
         "MPICAST_PROBE_MS",
         "500",
         "bound in milliseconds on the setup probe that checks multicast reaches every rank (> 0)",
+    ),
+    (
+        "MPICAST_SUSPECT_MS",
+        "200",
+        "milliseconds without multicast progress in an operation after which a rank is served \
+         by unicast and the communicator moves to smaller datagrams or the host MPI (> 0)",
     ),
     (
         "MPICAST_STATS",
@@ -706,6 +716,15 @@ impl Config {
             c.probe_ms = parse_uint::<u64>(&v).filter(|&n| n > 0).ok_or_else(|| {
                 err(
                     "MPICAST_PROBE_MS",
+                    &raw,
+                    "an integer number of milliseconds > 0",
+                )
+            })?;
+        }
+        if let Some((raw, v)) = val("MPICAST_SUSPECT_MS") {
+            c.suspect_ms = parse_uint::<u64>(&v).filter(|&n| n > 0).ok_or_else(|| {
+                err(
+                    "MPICAST_SUSPECT_MS",
                     &raw,
                     "an integer number of milliseconds > 0",
                 )
@@ -2041,6 +2060,7 @@ mod tests {
                 rcvbuf: 16 << 20,
                 timeout_ms: 100,
                 probe_ms: 50,
+                suspect_ms: 200,
                 stats: true,
                 verbose: 2,
                 progress: Progress::Thread,

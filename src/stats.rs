@@ -23,6 +23,15 @@ pub struct Counters {
     pub dbcast: AtomicU64,
     /// `MPICAST_Mmcast` calls this rank completed.
     pub mmcast: AtomicU64,
+    /// Messages of a broadcast's data sent by the host MPI to a receiver that multicast no
+    /// longer reached (`transport::heal::serve`).
+    pub unicast: AtomicU64,
+    /// Communicators that left multicast for the host MPI mid-job, ...
+    pub heal_host: AtomicU64,
+    /// ... that went on with smaller datagrams, ...
+    pub heal_step: AtomicU64,
+    /// ... and that came back to multicast (or to a larger size) after a probe.
+    pub heal_return: AtomicU64,
 }
 
 pub static COUNTERS: Counters = Counters {
@@ -39,10 +48,14 @@ pub static COUNTERS: Counters = Counters {
     imcast: AtomicU64::new(0),
     dbcast: AtomicU64::new(0),
     mmcast: AtomicU64::new(0),
+    unicast: AtomicU64::new(0),
+    heal_host: AtomicU64::new(0),
+    heal_step: AtomicU64::new(0),
+    heal_return: AtomicU64::new(0),
 };
 
 /// How many counters there are (the fields of `MPICAST_Stats`, in its order).
-pub const N: usize = 13;
+pub const N: usize = 17;
 
 /// The names, in the order of `snapshot` (and of the fields of `MPICAST_Stats`, which only
 /// ever grows at its end), as printed in the report.
@@ -60,6 +73,10 @@ pub const NAMES: [&str; N] = [
     "imcast",
     "dbcast",
     "mmcast",
+    "unicast",
+    "heal_host",
+    "heal_step",
+    "heal_return",
 ];
 
 /// Set when a communicator found all its ranks on one host under `MPICAST_TOPO=auto`, and so
@@ -93,6 +110,10 @@ pub fn snapshot() -> [u64; N] {
         c.imcast.load(Relaxed),
         c.dbcast.load(Relaxed),
         c.mmcast.load(Relaxed),
+        c.unicast.load(Relaxed),
+        c.heal_host.load(Relaxed),
+        c.heal_step.load(Relaxed),
+        c.heal_return.load(Relaxed),
     ]
 }
 
@@ -120,7 +141,8 @@ pub fn report_line(rank: u32, vals: &[u64; N], cfg: &Config) -> String {
 /// were made. `one_host`: the ranks share one host (found by a communicator's setup, or the
 /// launcher says so).
 fn host_only(vals: &[u64; N], cfg: &Config, one_host: bool) -> Option<String> {
-    let [bcast_mcast, bcast_pmpi, barrier_mcast, barrier_pmpi, .., fallbacks, _, _, _] = *vals;
+    let [bcast_mcast, bcast_pmpi, barrier_mcast, barrier_pmpi, _, _, _, _, _, fallbacks, ..] =
+        *vals;
     if bcast_mcast + barrier_mcast > 0 || bcast_pmpi + barrier_pmpi == 0 {
         return None;
     }
@@ -226,7 +248,10 @@ mod tests {
         let line = report_line(0, &all.try_into().unwrap(), &Config::default());
         assert!(line.starts_with("mpicast: stats: rank=0 bcast_mcast=1 "));
         assert!(line.contains(" fallbacks=10 imcast=11 dbcast=12 mmcast=13"));
-        assert!(line.ends_with(" mmcast=13"), "{line}");
+        assert!(
+            line.ends_with(" unicast=14 heal_host=15 heal_step=16 heal_return=17"),
+            "{line}"
+        );
     }
 
     #[test]

@@ -2,8 +2,9 @@
 //!
 //! Owns the datagram format (`packet`), the receiver->root control messages (`control`), the
 //! root's and the receivers' state machines of one broadcast (`sender`, `receiver`) and the
-//! barrier's release datagram with its repair (`release`), and which datagram sizes reach every
-//! rank (`pmtu`). Time comes in as virtual nanoseconds
+//! barrier's release datagram with its repair (`release`), which datagram sizes reach every
+//! rank (`pmtu`), and what a communicator does when multicast stops reaching some ranks
+//! mid-job (`heal`). Time comes in as virtual nanoseconds
 //! and bytes come in as slices: nothing here reads a clock, touches a socket or calls MPI, so
 //! every behaviour is tested deterministically in `tests.rs`.
 
@@ -12,6 +13,7 @@ use std::fmt;
 pub mod control;
 pub mod dbcast;
 pub mod forward;
+pub mod heal;
 pub mod matching;
 pub mod packet;
 pub mod pmtu;

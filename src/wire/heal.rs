@@ -475,7 +475,7 @@ mod tests {
         }
     }
 
-    use crate::wire::Control;
+    use crate::wire::{Control, Nanos};
 
     #[test]
     fn a_late_receiver_is_not_unreached() {

@@ -634,6 +634,55 @@ impl<'a> OpBackend<'a> {
         Ok(moved)
     }
 
+    /// Starts this rank's multicast receive of the operation from `root` (`len` bytes).
+    fn start_recv(
+        &mut self,
+        id: ActionId,
+        root: u32,
+        len: usize,
+        now: wire::Nanos,
+    ) -> Result<(), OpError> {
+        match self.kind {
+            Kind::Barrier => {
+                // The release comes only after every scout reached rank 0, which on a
+                // loaded host can take longer than a data NACK timer: query later.
+                let mut p = self.chan.params.clone();
+                p.nack_initial = p.nack_initial.max(RELEASE_QUERY_AFTER);
+                let w = ReleaseWaiter::new(&self.chan.ctx, self.seq, root, self.rank, &p, now);
+                self.mcast = Mcast::Waiter(w, id);
+            }
+            Kind::Bcast => {
+                let mut rx = McastReceiver::new(
+                    &self.chan.ctx,
+                    self.seq,
+                    root,
+                    self.rank,
+                    len,
+                    &self.chan.params,
+                    now,
+                );
+                // What an eager root sent while this rank was in an earlier operation.
+                let Data::Recv(data) = &mut self.data else {
+                    return Err(OpError::Unsupported("multicast receive without a buffer"));
+                };
+                for d in self.chan.early_dgrams.take(self.seq) {
+                    self.mcast_accepted += count_outcome(rx.handle_datagram(now, &d, data)) as u64;
+                }
+                self.chan.early_dgrams.forget_through(self.seq);
+                if self.eager {
+                    // The root does not wait for scouts: silence is loss from now on, and
+                    // its responder answers.
+                    self.repair_to = self.chan.responders.get(root as usize).copied();
+                    self.chan.query_sock()?;
+                    rx.arm_nack(now);
+                }
+                self.root = root;
+                self.mcast = Mcast::Receiver(rx, id);
+            }
+        }
+        Ok(())
+    }
+
     /// Starts this rank's receive over for the root's shorter message of `len` bytes, into
     /// the start of the buffer (the rest stays as it was). The fragment that showed the size
     /// was not kept: it comes again as a repair.
@@ -1061,45 +1110,15 @@ impl Backend for OpBackend<'_> {
                     self.mcast = Mcast::Sender(tx, id);
                 }
             },
-            Op::McastRecv { root, buf } => match self.kind {
-                Kind::Barrier => {
-                    // The release comes only after every scout reached rank 0, which on a
-                    // loaded host can take longer than a data NACK timer: query later.
-                    let mut p = self.chan.params.clone();
-                    p.nack_initial = p.nack_initial.max(RELEASE_QUERY_AFTER);
-                    let w = ReleaseWaiter::new(&self.chan.ctx, self.seq, *root, self.rank, &p, now);
-                    self.mcast = Mcast::Waiter(w, id);
-                }
-                Kind::Bcast => {
-                    let mut rx = McastReceiver::new(
-                        &self.chan.ctx,
-                        self.seq,
-                        *root,
-                        self.rank,
-                        buf.len,
-                        &self.chan.params,
-                        now,
-                    );
-                    // What an eager root sent while this rank was in an earlier operation.
-                    let Data::Recv(data) = &mut self.data else {
-                        return Err(OpError::Unsupported("multicast receive without a buffer"));
-                    };
-                    for d in self.chan.early_dgrams.take(self.seq) {
-                        self.mcast_accepted +=
-                            count_outcome(rx.handle_datagram(now, &d, data)) as u64;
-                    }
-                    self.chan.early_dgrams.forget_through(self.seq);
-                    if self.eager {
-                        // The root does not wait for scouts: silence is loss from now on, and
-                        // its responder answers.
-                        self.repair_to = self.chan.responders.get(*root as usize).copied();
-                        self.chan.query_sock()?;
-                        rx.arm_nack(now);
-                    }
-                    self.root = *root;
-                    self.mcast = Mcast::Receiver(rx, id);
-                }
-            },
+            Op::McastRecv { root, buf } if self.chan.trouble && *root != self.rank => {
+                // This rank knows that multicast does not reach every rank: the root of this
+                // operation learns it too (and switches the next one it roots), so that the
+                // communicator moves at the first root that comes, not only at this rank.
+                wire::Control::Trouble { seq: self.seq }.encode(&mut self.dgram);
+                p2p::send_bytes(self.private, *root, TAG_CONTROL, &self.dgram)?;
+                self.start_recv(id, *root, buf.len, now)?;
+            }
+            Op::McastRecv { root, buf } => self.start_recv(id, *root, buf.len, now)?,
             Op::Exec { .. } => {
                 return Err(OpError::Unsupported(
                     "exec actions in a built-in collective",

@@ -522,10 +522,7 @@ mod tests {
         let data: Vec<u8> = (0..2500).map(|i| i as u8).collect();
         assert_eq!(rx.accept_range(0, 3, &data[..], &mut buf), None);
         assert_eq!(rx.accept_range(0, 1, &data[1000..1999], &mut buf), None);
-        assert_eq!(
-            rx.accept_range(0, 0, &data[..3000.min(2500)], &mut buf),
-            Some(3)
-        );
+        assert_eq!(rx.accept_range(0, 0, &data[..], &mut buf), Some(3));
         assert_eq!(rx.accept_range(0, 2, &data[2000..], &mut buf), Some(0));
         assert_eq!(buf, data);
         assert_eq!(rx.cum(), 3);

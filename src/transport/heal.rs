@@ -45,7 +45,7 @@ impl Channel {
         while let Some((src, len)) = p2p::try_recv_any(private, TAG_CONTROL, &mut buf)? {
             let msg = &buf[..len];
             match Control::decode(msg) {
-                Ok(Control::Trouble { .. }) => self.trouble = true,
+                Ok(Control::Trouble { seq: s }) => self.note_trouble(s),
                 Ok(c) if c.seq() >= seq => self.early_control.push((src, msg.to_vec())),
                 _ => {}
             }
@@ -95,6 +95,14 @@ impl Channel {
         Ok(true)
     }
 
+    /// A receiver reported trouble at operation `seq` (`Control::Trouble`): news unless the
+    /// communicator switched since.
+    pub fn note_trouble(&mut self, seq: u64) {
+        if seq > self.switched_at {
+            self.trouble = true;
+        }
+    }
+
     /// Operation `seq` switched (every rank calls this after it, alike): the probe, the path
     /// it gives, and one message from rank 0 of the communicator.
     pub fn after_switch(
@@ -105,6 +113,7 @@ impl Channel {
         seq: u64,
     ) -> Result<(), OpError> {
         self.trouble = false;
+        self.switched_at = seq;
         self.health.reset();
         let (choice, seen) = self.probe(private, rank, size, seq)?;
         let d = self.heal.switched(seq, choice, frag_of);

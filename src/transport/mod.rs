@@ -88,6 +88,8 @@ pub struct Channel {
     pub min_rcvbuf: usize,
     /// `HealMsg`s of later operations, kept for them.
     pub heal_kept: Vec<Vec<u8>>,
+    /// The last operation that switched: trouble reported about earlier ones is old news.
+    pub switched_at: u64,
     /// Rank 0 said that the communicator left multicast / came back (once each).
     pub heal_said: (bool, bool),
 }
@@ -610,6 +612,7 @@ pub fn setup(
         suspect_ns: cfg.suspect_ms.saturating_mul(1_000_000),
         min_rcvbuf,
         heal_kept: Vec::new(),
+        switched_at: 0,
         heal_said: (false, false),
     }))
 }

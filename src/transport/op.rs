@@ -961,8 +961,8 @@ fn take_control(
     let mut moved = false;
     while let Some((src, len)) = p2p::try_recv_any(private, TAG_CONTROL, buf)? {
         let msg = &buf[..len];
-        if let Ok(wire::Control::Trouble { .. }) = wire::Control::decode(msg) {
-            chan.trouble = true;
+        if let Ok(wire::Control::Trouble { seq: s }) = wire::Control::decode(msg) {
+            chan.note_trouble(s);
             continue;
         }
         match tx.handle_control(now, src, msg) {

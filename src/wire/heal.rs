@@ -205,8 +205,12 @@ impl Heal {
             }
             Choice::Step { udp } => {
                 let frag = frag_of(udp).min(self.full);
-                self.mode = Mode::Mcast { frag };
-                Decision::StepDown { frag }
+                let was = std::mem::replace(&mut self.mode, Mode::Mcast { frag });
+                if was == self.mode {
+                    Decision::Same
+                } else {
+                    Decision::StepDown { frag }
+                }
             }
             Choice::Nothing => {
                 self.mode = Mode::Host;
@@ -352,6 +356,13 @@ mod tests {
             Decision::StepDown { frag: 1408 }
         );
         assert_eq!(h.mode(), Mode::Mcast { frag: 1408 });
+        // A switch again that finds the same size (a late report of the first trouble)
+        // changes nothing.
+        assert_eq!(
+            h.switched(6, Choice::Step { udp: 1472 }, frag_of),
+            Decision::Same
+        );
+        assert!(h.probe_due(22));
         // Probes continue to find the way back up; the same small size changes nothing.
         assert!(h.probe_due(21));
         assert_eq!(
@@ -359,7 +370,7 @@ mod tests {
             Decision::Same
         );
         assert_eq!(
-            h.probed(53, Choice::Keep, frag_of),
+            h.probed(54, Choice::Keep, frag_of),
             Decision::Return { frag: 65000 }
         );
         // From the host, a smaller size is a return too.

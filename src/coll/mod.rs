@@ -53,7 +53,7 @@ fn run(
     eager: bool,
 ) -> Result<Option<usize>, OpError> {
     chan.settle(private)?;
-    chan.absorb(private, seq)?;
+    chan.absorb(private)?;
     let mut be = OpBackend::new(chan, private, rank, size, seq, kind, data).eager(eager);
     let mut ex = Execution::new(sched);
     ex.start(&mut be)?;

@@ -16,7 +16,7 @@
 //! 3. Return. On the host MPI (or at a smaller size), every rank probes again before the same
 //!    operation (counted alike), after 16 operations, then 32, ... up to 1024.
 
-use super::op::{OpError, TAG_CONTROL};
+use super::op::OpError;
 use super::{progress, Channel};
 use crate::host::{self, p2p, MPI_Comm};
 use crate::stats::{self, COUNTERS};
@@ -28,6 +28,8 @@ use std::time::{Duration, Instant};
 
 /// MPI tag on the private duplicate of the messages that replace datagrams.
 pub const TAG_HEAL: c_int = 3;
+/// MPI tag of `Control::Trouble`, which a root reads at the start of its operations.
+pub const TAG_TROUBLE: c_int = 4;
 
 /// The shortest wait for a probe's datagrams (`probe`).
 const PROBE_WAIT_MIN: Duration = Duration::from_millis(20);
@@ -37,19 +39,25 @@ const PROBE_WAIT_MIN: Duration = Duration::from_millis(20);
 const DATA_MAX: usize = 1 << 30;
 
 impl Channel {
-    /// Takes the trouble reports (`Control::Trouble`) waiting on `private` for this rank: they
-    /// make it switch the next operation it roots. Other control messages are kept for the
-    /// operation they belong to (`seq` and later), as a root's own loop does.
-    pub fn absorb(&mut self, private: MPI_Comm, seq: u64) -> Result<(), OpError> {
+    /// Takes the trouble reports (`Control::Trouble`, on their own tag, so that nothing else
+    /// is taken from another loop's messages) waiting on `private` for this rank: they make it
+    /// switch the next operation it roots.
+    pub fn absorb(&mut self, private: MPI_Comm) -> Result<(), OpError> {
         let mut buf = [0u8; wire::MAX_CONTROL_LEN];
-        while let Some((src, len)) = p2p::try_recv_any(private, TAG_CONTROL, &mut buf)? {
-            let msg = &buf[..len];
-            match Control::decode(msg) {
-                Ok(Control::Trouble { seq: s }) => self.note_trouble(s),
-                Ok(c) if c.seq() >= seq => self.early_control.push((src, msg.to_vec())),
-                _ => {}
+        while let Some((_, len)) = p2p::try_recv_any(private, TAG_TROUBLE, &mut buf)? {
+            if let Ok(Control::Trouble { seq }) = Control::decode(&buf[..len]) {
+                self.note_trouble(seq);
             }
         }
+        Ok(())
+    }
+
+    /// Tells `root` that multicast does not reach every rank (`Control::Trouble` about
+    /// operation `seq`).
+    pub fn report_trouble(&self, private: MPI_Comm, root: u32, seq: u64) -> Result<(), OpError> {
+        let mut out = Vec::new();
+        Control::Trouble { seq }.encode(&mut out);
+        p2p::send_bytes(private, root, TAG_TROUBLE, &out)?;
         Ok(())
     }
 
@@ -83,7 +91,7 @@ impl Channel {
         size: u32,
         seq: u64,
     ) -> Result<bool, OpError> {
-        self.absorb(private, seq)?;
+        self.absorb(private)?;
         if !self.trouble {
             return Ok(false);
         }
@@ -262,9 +270,7 @@ impl Channel {
             if root == rank {
                 self.trouble = true;
             } else {
-                let mut out = Vec::new();
-                Control::Trouble { seq }.encode(&mut out);
-                p2p::send_bytes(private, root, TAG_CONTROL, &out)?;
+                self.report_trouble(private, root, seq)?;
             }
         }
         Ok(())

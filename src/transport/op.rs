@@ -1114,8 +1114,7 @@ impl Backend for OpBackend<'_> {
                 // This rank knows that multicast does not reach every rank: the root of this
                 // operation learns it too (and switches the next one it roots), so that the
                 // communicator moves at the first root that comes, not only at this rank.
-                wire::Control::Trouble { seq: self.seq }.encode(&mut self.dgram);
-                p2p::send_bytes(self.private, *root, TAG_CONTROL, &self.dgram)?;
+                self.chan.report_trouble(self.private, *root, self.seq)?;
                 self.start_recv(id, *root, buf.len, now)?;
             }
             Op::McastRecv { root, buf } => self.start_recv(id, *root, buf.len, now)?,

@@ -1736,6 +1736,7 @@ mod tests {
         assert_eq!(c.rcvbuf, 8 * 1024 * 1024);
         assert_eq!(c.timeout_ms, 30_000);
         assert_eq!(c.probe_ms, 500);
+        assert_eq!(c.suspect_ms, 200);
         assert!(!c.stats);
         assert_eq!(c.verbose, 0);
     }
@@ -1754,7 +1755,7 @@ mod tests {
             assert!(n.starts_with(PREFIX));
             assert_eq!(names.iter().filter(|m| *m == n).count(), 1, "{n} twice");
         }
-        assert_eq!(names.len(), 33);
+        assert_eq!(names.len(), 34);
     }
 
     #[test]

@@ -123,7 +123,10 @@ impl Channel {
         self.trouble = false;
         self.switched_at = seq;
         self.health.reset();
-        let (choice, seen) = self.probe(private, rank, size, seq)?;
+        // Evidence came before: the probe that confirms it waits the whole suspicion time (a
+        // loaded host may take that long to read its socket).
+        let wait = Duration::from_nanos(self.suspect_ns).max(PROBE_WAIT_MIN);
+        let (choice, seen) = self.probe(private, rank, size, seq, wait)?;
         let d = self.heal.switched(seq, choice, frag_of);
         self.apply(d, rank, size, seq, &seen);
         Ok(())
@@ -139,7 +142,8 @@ impl Channel {
         seq: u64,
     ) -> Result<Mode, OpError> {
         if self.heal.probe_due(seq) {
-            let (choice, seen) = self.probe(private, rank, size, seq)?;
+            let wait = Duration::from_nanos(self.suspect_ns / 4).max(PROBE_WAIT_MIN);
+            let (choice, seen) = self.probe(private, rank, size, seq, wait)?;
             let d = self.heal.probed(seq, choice, frag_of);
             self.apply(d, rank, size, seq, &seen);
         }
@@ -208,7 +212,8 @@ impl Channel {
 
     /// The collective probe of operation `seq`: rank 0 multicasts one datagram of each size
     /// of the ladder from the setup's size down, every rank reports the largest it received
-    /// within a quarter of `MPICAST_SUSPECT_MS` (at least `PROBE_WAIT_MIN`; by the host MPI),
+    /// within `bound` (the switch's probe: `MPICAST_SUSPECT_MS`; a return probe: a quarter of
+    /// it; at least `PROBE_WAIT_MIN`; by the host MPI),
     /// and all choose alike. Returns the choice and every rank's report. A probe that finds
     /// multicast still broken costs every rank that wait: short, since probes are repeated.
     fn probe(
@@ -217,9 +222,9 @@ impl Channel {
         rank: u32,
         size: u32,
         seq: u64,
+        bound: Duration,
     ) -> Result<(Choice, Vec<u32>), OpError> {
         let top = self.heal.full_frag() + wire::OVERHEAD;
-        let bound = Duration::from_nanos(self.suspect_ns / 4).max(PROBE_WAIT_MIN);
         let mine: u32 = if rank == 0 {
             top as u32
         } else {

@@ -8,6 +8,7 @@ use crate::session::{self, Path};
 use crate::stats::{self, COUNTERS};
 use crate::transport::op::{Data, Kind, OpError};
 use crate::transport::Channel;
+use crate::wire::heal::Mode;
 use std::os::raw::c_int;
 
 /// The host MPI's barrier, counted; with `MPICAST_VERBOSE=2` one line says why.
@@ -86,8 +87,12 @@ pub(super) fn mcast_barrier(
     size: u32,
     seq: u64,
 ) -> Result<(), OpError> {
+    match chan.before_op(private, rank, size, seq)? {
+        Mode::Host => return host::comm::barrier(private).map_err(OpError::Mpi),
+        Mode::Mcast { .. } => {}
+    }
     let sched = algo::barrier(size, rank);
-    run(
+    match run(
         chan,
         private,
         rank,
@@ -97,6 +102,9 @@ pub(super) fn mcast_barrier(
         Data::None,
         &sched,
         false,
-    )
-    .map(|_| ())
+    ) {
+        // Rank 0 released it by the host MPI: every rank probes.
+        Err(OpError::Switched) => chan.after_switch(private, rank, size, seq),
+        r => r.map(|_| ()),
+    }
 }

@@ -9,6 +9,7 @@ use crate::session::{self, Path};
 use crate::stats::{self, COUNTERS};
 use crate::transport::op::{Data, Kind, OpError};
 use crate::transport::Channel;
+use crate::wire::heal::Mode;
 use std::os::raw::{c_int, c_void};
 
 /// The host MPI's broadcast, counted; with `MPICAST_VERBOSE=2` one line says why (`why`
@@ -218,8 +219,14 @@ pub(super) fn mcast_bcast(
     sync: algo::Sync,
     ub: &mut UserBuf,
 ) -> MpiResult<Result<(), OpError>> {
+    match chan.before_op(private, rank, size, seq) {
+        Ok(Mode::Host) => return ub.host_bcast(root, private).map(Ok),
+        Ok(Mode::Mcast { .. }) => {}
+        Err(OpError::Mpi(e)) => return Err(e),
+        Err(e) => return Ok(Err(e)),
+    }
     let sched = algo::bcast(sync, size, root, rank, ub.bytes());
-    if rank == root {
+    let r = if rank == root {
         ub.with_send_bytes(|d| {
             let sent = run(
                 chan,
@@ -248,5 +255,13 @@ pub(super) fn mcast_bcast(
                 sync == algo::Sync::Eager,
             )
         })
+    };
+    match r {
+        // Its root switched it: every rank carries it by the host MPI, then probes.
+        Ok(Err(OpError::Switched)) => {
+            ub.host_bcast(root, private)?;
+            Ok(chan.after_switch(private, rank, size, seq))
+        }
+        r => r,
     }
 }

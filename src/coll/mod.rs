@@ -62,6 +62,7 @@ fn run(
     eager: bool,
 ) -> Result<Option<usize>, OpError> {
     chan.settle(private)?;
+    chan.absorb(private)?;
     let mut be = OpBackend::new(chan, private, rank, size, seq, kind, data).eager(eager);
     let mut ex = Execution::new(sched);
     ex.start(&mut be)?;
@@ -99,6 +100,12 @@ fn fail(comm: MPI_Comm, e: OpError) -> c_int {
             crate::session::say(&format!(
                 "mpicast: socket error during a collective: {e}; aborting"
             ));
+            host::abort(comm, 1)
+        }
+        OpError::Switched => {
+            crate::session::say(
+                "mpicast: internal error: a switched operation was not carried; aborting",
+            );
             host::abort(comm, 1)
         }
         OpError::Unsupported(what) => {

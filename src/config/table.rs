@@ -276,6 +276,15 @@ settings! {
         parse: parse::millis,
         help: "bound in milliseconds on the setup probe that checks multicast reaches every rank (> 0)",
     },
+    /// `MPICAST_SUSPECT_MS`: multicast that delivers nothing this long mid-operation is
+    /// suspected broken: repaired by unicast, and the communicator moves (`wire::heal`).
+    suspect_ms: u64 {
+        var: "MPICAST_SUSPECT_MS",
+        default: 200,
+        shown: "200",
+        parse: parse::millis,
+        help: "milliseconds without multicast progress in an operation after which a rank is served by unicast and the communicator moves to smaller datagrams or the host MPI (> 0)",
+    },
     /// `MPICAST_STATS`: print counters at finalize.
     stats: bool {
         var: "MPICAST_STATS",

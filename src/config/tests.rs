@@ -53,7 +53,7 @@ fn table_defaults_agree_with_default() {
         assert!(n.starts_with(PREFIX));
         assert_eq!(names.iter().filter(|m| *m == n).count(), 1, "{n} twice");
     }
-    assert_eq!(names.len(), 33);
+    assert_eq!(names.len(), 34);
 }
 
 #[test]
@@ -359,6 +359,7 @@ fn every_variable_is_parsed() {
             rcvbuf: 16 << 20,
             timeout_ms: 100,
             probe_ms: 50,
+            suspect_ms: 200,
             stats: true,
             verbose: 2,
             progress: Progress::Thread,

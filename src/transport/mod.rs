@@ -23,6 +23,7 @@ pub mod dbcast;
 pub mod forward;
 pub mod goal;
 pub mod goal_mcast;
+pub mod heal;
 pub mod imcast_ip;
 pub mod op;
 pub mod progress;
@@ -86,6 +87,24 @@ pub struct Channel {
     /// Multicast operations completed on this channel: evidence that multicast reached
     /// every rank before, when one stops arriving.
     pub ops_done: u64,
+    /// The path of the communicator when multicast breaks mid-job (`heal`): alike on every
+    /// rank.
+    pub heal: wire::heal::Heal,
+    /// This rank's record of operations multicast did not deliver here.
+    pub health: wire::heal::Health,
+    /// This rank knows that multicast does not reach every rank (it served one by unicast,
+    /// or a receiver said so): the next operation it roots switches.
+    pub trouble: bool,
+    /// `MPICAST_SUSPECT_MS`, in nanoseconds.
+    pub suspect_ns: wire::Nanos,
+    /// The smallest receive buffer granted among the ranks: the window of another size.
+    pub min_rcvbuf: usize,
+    /// `HealMsg`s of later operations, kept for them.
+    pub heal_kept: Vec<Vec<u8>>,
+    /// The last operation that switched: trouble reported about earlier ones is old news.
+    pub switched_at: u64,
+    /// Rank 0 said that the communicator left multicast / came back (once each).
+    pub heal_said: (bool, bool),
 }
 
 /// Bytes of datagrams kept for multicasts not started yet, at most (beyond this they are
@@ -468,30 +487,11 @@ pub fn setup(
         wire::packet::frag_for(net::max_udp_payload(i), msg.frag_bytes as usize)
             + wire::packet::OVERHEAD
     });
-    let mut probes: Vec<Vec<u8>> = Vec::new();
-    if rank == 0 {
-        let zeros = vec![0u8; top];
-        let sizes = std::iter::once(wire::packet::OVERHEAD).chain(wire::pmtu::ladder(top));
-        for size in sizes {
-            let mut out = Vec::new();
-            wire::packet::encode(
-                &ctx,
-                &wire::packet::Header {
-                    kind: wire::packet::Kind::Probe,
-                    job: ctx.job,
-                    comm: ctx.comm,
-                    seq: 0,
-                    root: 0,
-                    frag: 0,
-                    nfrags: 0,
-                    total_len: top as u64,
-                },
-                &zeros[..size.saturating_sub(wire::packet::OVERHEAD)],
-                &mut out,
-            );
-            probes.push(out);
-        }
-    }
+    let probes = if rank == 0 {
+        probe_dgrams(&ctx, 0, top)
+    } else {
+        Vec::new()
+    };
     if let Ok((sock, ifc)) = &opened {
         info.status = 1;
         info.rcvbuf_kib = (sock.rcvbuf() / 1024) as u32;
@@ -522,7 +522,8 @@ pub fn setup(
     } else {
         if let Ok((sock, _)) = &opened {
             let own = info.max_payload as usize;
-            if let Some(seen) = wait_probe(sock, &ctx, own, Duration::from_millis(cfg.probe_ms)) {
+            if let Some(seen) = wait_probe(sock, &ctx, 0, own, Duration::from_millis(cfg.probe_ms))
+            {
                 info.status = 2;
                 info.max_seen = seen as u32;
             }
@@ -648,6 +649,14 @@ pub fn setup(
         iface_name: format!("{} ({})", ifc.name, ifc.addr),
         members: infos.iter().map(RankInfo::who).collect(),
         ops_done: 0,
+        heal: wire::heal::Heal::new(frag),
+        health: wire::heal::Health::default(),
+        trouble: false,
+        suspect_ns: cfg.suspect_ms.saturating_mul(1_000_000),
+        min_rcvbuf,
+        heal_kept: Vec::new(),
+        switched_at: 0,
+        heal_said: (false, false),
     }))
 }
 
@@ -688,17 +697,53 @@ fn start_responder(session: &Session, addr: Ipv4Addr) -> Result<SocketAddrV4, St
     Ok(r.as_ref().expect("started above").addr())
 }
 
-/// Waits (bounded) for the prober's probes: the size of the largest that came, once the
-/// largest of its ladder has, or one as large as this rank's own interface takes (`own`), or
-/// when the bound is up; None when none came.
-fn wait_probe(sock: &McastSocket, ctx: &Ctx, own: usize, bound: Duration) -> Option<usize> {
+/// The probe datagrams of probe `seq` (0: the setup's; a later one carries the operation it
+/// runs before, so that a late datagram of an earlier probe is not taken for it): a small
+/// one, then one of each size of the ladder (`wire::pmtu`) from `top` down. Each carries
+/// `top` in `total_len`, so that a receiver stops waiting as soon as the largest has come.
+fn probe_dgrams(ctx: &Ctx, seq: u64, top: usize) -> Vec<Vec<u8>> {
+    let zeros = vec![0u8; top];
+    let sizes = std::iter::once(wire::packet::OVERHEAD).chain(wire::pmtu::ladder(top));
+    sizes
+        .map(|size| {
+            let mut out = Vec::new();
+            wire::packet::encode(
+                ctx,
+                &wire::packet::Header {
+                    kind: wire::packet::Kind::Probe,
+                    job: ctx.job,
+                    comm: ctx.comm,
+                    seq,
+                    root: 0,
+                    frag: 0,
+                    nfrags: 0,
+                    total_len: top as u64,
+                },
+                &zeros[..size.saturating_sub(wire::packet::OVERHEAD)],
+                &mut out,
+            );
+            out
+        })
+        .collect()
+}
+
+/// Waits (bounded) for the prober's probes of probe `seq`: the size of the largest that
+/// came, once the largest of its ladder has, or one as large as this rank's own interface
+/// takes (`own`), or when the bound is up; None when none came.
+fn wait_probe(
+    sock: &McastSocket,
+    ctx: &Ctx,
+    seq: u64,
+    own: usize,
+    bound: Duration,
+) -> Option<usize> {
     let deadline = Instant::now() + bound;
     let mut buf = vec![0u8; 65536];
     let mut seen: Option<usize> = None;
     loop {
         while let Ok(Some(len)) = sock.recv(&mut buf) {
             if let Ok((h, _)) = wire::packet::decode(ctx, &buf[..len]) {
-                if h.kind == wire::packet::Kind::Probe {
+                if h.kind == wire::packet::Kind::Probe && h.seq == seq {
                     seen = Some(seen.map_or(len, |s| s.max(len)));
                     if len as u64 >= h.total_len.min(own as u64) {
                         return seen;

@@ -62,6 +62,9 @@ pub enum OpError {
         sent: u64,
         posted: u64,
     },
+    /// The operation's root switched it (`transport::heal`): every rank of the communicator
+    /// carries it by the host MPI instead (a barrier: it is released), then probes.
+    Switched,
 }
 
 impl std::fmt::Display for OpError {
@@ -75,6 +78,7 @@ impl std::fmt::Display for OpError {
                 f,
                 "the root, rank {root}, broadcasts {sent} bytes, this rank posted {posted}"
             ),
+            OpError::Switched => f.write_str("the operation was switched to the host MPI"),
         }
     }
 }
@@ -264,6 +268,21 @@ pub struct OpBackend<'a> {
     /// A receiver that took a shorter message than it posted (the root's size), as the host
     /// MPI does (`takes_shorter_message`).
     received: Option<usize>,
+    /// The root's sends of data by the host MPI to receivers multicast does not reach
+    /// (`heal::serve`): the operation completes once they have.
+    uni: p2p::SharedSends,
+    /// A barrier waiter released by the multicast datagram (not by a query's answer).
+    released_by_mcast: bool,
+    /// A receiver that asked for the rest by unicast (`HealMsg::Offer`) finishes only once
+    /// it came: the root's send of it must find this rank.
+    unicast: Unicast,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Unicast {
+    No,
+    Asked,
+    Got,
 }
 
 impl<'a> OpBackend<'a> {
@@ -303,6 +322,9 @@ impl<'a> OpBackend<'a> {
             repair_accepted: 0,
             held: false,
             received: None,
+            uni: p2p::SharedSends::default(),
+            released_by_mcast: false,
+            unicast: Unicast::No,
         }
     }
 
@@ -358,6 +380,28 @@ impl<'a> OpBackend<'a> {
                     tx.handle_timeout(now);
                 }
                 count_tx(before, tx.stats());
+                for r in tx.take_unreached(now, self.chan.suspect_ns, self.scouted) {
+                    super::heal::offer(self.private, r, self.seq)?;
+                    self.chan.trouble = true;
+                }
+                for (r, first) in tx.take_serve() {
+                    let frag = self.chan.params.frag();
+                    super::heal::serve(
+                        &mut self.uni,
+                        self.private,
+                        r,
+                        self.seq,
+                        first,
+                        frag,
+                        data,
+                    )?;
+                    moved = true;
+                }
+                if tx.is_done() && self.uni.test()? > 0 {
+                    // Everyone has it, or has it on its way by the host MPI: those sends
+                    // still read the buffer.
+                    return Ok(moved);
+                }
                 if tx.is_done() {
                     if self.held {
                         if let Some(r) = &self.chan.responder {
@@ -425,6 +469,37 @@ impl<'a> OpBackend<'a> {
                         }
                     }
                 }
+                // The root's messages by the host MPI: the rest of the data, or the switch.
+                while let Some(m) = self.chan.heal_msg(self.private, self.seq)? {
+                    match wire::heal::HealMsg::decode(&m) {
+                        Some(wire::heal::HealMsg::Data { first, payload, .. }) => {
+                            if let Some(n) = rx.accept_range(now, first, payload, buf) {
+                                stats::add(&COUNTERS.dgrams_recv, u64::from(n));
+                                self.repair_accepted += u64::from(n);
+                                moved |= n > 0;
+                            }
+                            self.unicast = Unicast::Got;
+                        }
+                        Some(wire::heal::HealMsg::Offer { .. })
+                            if self.unicast == Unicast::No && !rx.is_done() =>
+                        {
+                            // Multicast does not reach this rank: the rest by unicast, which
+                            // this rank now waits for.
+                            wire::Control::Unicast {
+                                seq: self.seq,
+                                cum: rx.cum(),
+                            }
+                            .encode(&mut self.dgram);
+                            p2p::send_bytes(self.private, rx.root(), TAG_CONTROL, &self.dgram)?;
+                            self.unicast = Unicast::Asked;
+                        }
+                        Some(wire::heal::HealMsg::Switch { .. }) => {
+                            wait_all(&mut self.reqs)?;
+                            return Err(OpError::Switched);
+                        }
+                        Some(wire::heal::HealMsg::Offer { .. }) | None => {}
+                    }
+                }
                 let root = self.root;
                 if let Some(sent) = rx.mismatch() {
                     let posted = buf.len() as u64;
@@ -465,7 +540,7 @@ impl<'a> OpBackend<'a> {
                             }
                         }
                     }
-                    if rx.is_done() {
+                    if rx.is_done() && self.unicast != Unicast::Asked {
                         done.push(*id);
                         self.mcast = Mcast::Idle;
                         repairs_carried(
@@ -474,6 +549,14 @@ impl<'a> OpBackend<'a> {
                             self.mcast_accepted,
                             self.repair_accepted,
                         );
+                        let by_mcast = self.mcast_accepted > 0 || self.repair_accepted == 0;
+                        self.chan.record_delivery(
+                            self.private,
+                            root,
+                            self.rank,
+                            self.seq,
+                            by_mcast,
+                        )?;
                         return Ok(true);
                     }
                     if rx.stalled(now) {
@@ -500,7 +583,17 @@ impl<'a> OpBackend<'a> {
                 while let Some(len) = self.chan.sock.recv(&mut self.rbuf)? {
                     let d = &self.rbuf[..len];
                     if !keep_if_later(self.chan, self.seq, d) {
-                        moved |= count_outcome(w.handle_datagram(now, d));
+                        let got = count_outcome(w.handle_datagram(now, d));
+                        self.released_by_mcast |= got;
+                        moved |= got;
+                    }
+                }
+                if let Some(m) = self.chan.heal_msg(self.private, self.seq)? {
+                    if let Some(wire::heal::HealMsg::Switch { .. }) =
+                        wire::heal::HealMsg::decode(&m)
+                    {
+                        wait_all(&mut self.reqs)?;
+                        return Err(OpError::Switched);
                     }
                 }
                 if w.poll_timeout().is_some_and(|t| t <= now) {
@@ -519,6 +612,9 @@ impl<'a> OpBackend<'a> {
                 if w.is_done() {
                     done.push(*id);
                     self.mcast = Mcast::Idle;
+                    let by_mcast = self.released_by_mcast;
+                    self.chan
+                        .record_delivery(self.private, 0, self.rank, self.seq, by_mcast)?;
                     return Ok(true);
                 }
                 if w.stalled(now) {
@@ -536,6 +632,55 @@ impl<'a> OpBackend<'a> {
             moved = true;
         }
         Ok(moved)
+    }
+
+    /// Starts this rank's multicast receive of the operation from `root` (`len` bytes).
+    fn start_recv(
+        &mut self,
+        id: ActionId,
+        root: u32,
+        len: usize,
+        now: wire::Nanos,
+    ) -> Result<(), OpError> {
+        match self.kind {
+            Kind::Barrier => {
+                // The release comes only after every scout reached rank 0, which on a
+                // loaded host can take longer than a data NACK timer: query later.
+                let mut p = self.chan.params.clone();
+                p.nack_initial = p.nack_initial.max(RELEASE_QUERY_AFTER);
+                let w = ReleaseWaiter::new(&self.chan.ctx, self.seq, root, self.rank, &p, now);
+                self.mcast = Mcast::Waiter(w, id);
+            }
+            Kind::Bcast => {
+                let mut rx = McastReceiver::new(
+                    &self.chan.ctx,
+                    self.seq,
+                    root,
+                    self.rank,
+                    len,
+                    &self.chan.params,
+                    now,
+                );
+                // What an eager root sent while this rank was in an earlier operation.
+                let Data::Recv(data) = &mut self.data else {
+                    return Err(OpError::Unsupported("multicast receive without a buffer"));
+                };
+                for d in self.chan.early_dgrams.take(self.seq) {
+                    self.mcast_accepted += count_outcome(rx.handle_datagram(now, &d, data)) as u64;
+                }
+                self.chan.early_dgrams.forget_through(self.seq);
+                if self.eager {
+                    // The root does not wait for scouts: silence is loss from now on, and
+                    // its responder answers.
+                    self.repair_to = self.chan.responders.get(root as usize).copied();
+                    self.chan.query_sock()?;
+                    rx.arm_nack(now);
+                }
+                self.root = root;
+                self.mcast = Mcast::Receiver(rx, id);
+            }
+        }
+        Ok(())
     }
 
     /// Starts this rank's receive over for the root's shorter message of `len` bytes, into
@@ -714,6 +859,16 @@ impl OpBackend<'_> {
     }
 }
 
+/// Waits for every request still out (a switched operation's scouts, all sent and received
+/// by the time its root switched).
+fn wait_all(reqs: &mut p2p::Requests) -> Result<(), OpError> {
+    let mut done = Vec::new();
+    while !reqs.is_empty() {
+        reqs.waitsome(&mut done)?;
+    }
+    Ok(())
+}
+
 /// A rank waiting on its socket alone calls the host MPI at least this often (ns), so that
 /// the application's own requests move meanwhile.
 const KICK_EVERY_NS: u64 = 1_000_000;
@@ -806,6 +961,10 @@ fn take_control(
     let mut moved = false;
     while let Some((src, len)) = p2p::try_recv_any(private, TAG_CONTROL, buf)? {
         let msg = &buf[..len];
+        if let Ok(wire::Control::Trouble { seq: s }) = wire::Control::decode(msg) {
+            chan.note_trouble(s);
+            continue;
+        }
         match tx.handle_control(now, src, msg) {
             Err(wire::Reject::WrongSeq) if control_seq(msg) > Some(seq) => {
                 chan.early_control.push((src, msg.to_vec()));
@@ -876,6 +1035,12 @@ impl Backend for OpBackend<'_> {
                 self.waiting_for.push((id, *peer));
             }
             Op::McastSend { buf } => match self.kind {
+                _ if self
+                    .chan
+                    .switch_now(self.private, self.rank, self.size, self.seq)? =>
+                {
+                    return Err(OpError::Switched);
+                }
                 Kind::Barrier => {
                     if let Some(r) = &self.chan.responder {
                         r.released(self.chan.ctx.comm, self.seq);
@@ -945,44 +1110,14 @@ impl Backend for OpBackend<'_> {
                     self.mcast = Mcast::Sender(tx, id);
                 }
             },
-            Op::McastRecv { root, buf } => match self.kind {
-                Kind::Barrier => {
-                    // The release comes only after every scout reached rank 0, which on a
-                    // loaded host can take longer than a data NACK timer: query later.
-                    let mut p = self.chan.params.clone();
-                    p.nack_initial = p.nack_initial.max(RELEASE_QUERY_AFTER);
-                    let w = ReleaseWaiter::new(&self.chan.ctx, self.seq, *root, self.rank, &p, now);
-                    self.mcast = Mcast::Waiter(w, id);
-                }
-                Kind::Bcast => {
-                    let mut rx = McastReceiver::new(
-                        &self.chan.ctx,
-                        self.seq,
-                        *root,
-                        self.rank,
-                        buf.len,
-                        &self.chan.params,
-                        now,
-                    );
-                    // What an eager root sent while this rank was in an earlier operation.
-                    let Data::Recv(data) = &mut self.data else {
-                        return Err(OpError::Unsupported("multicast receive without a buffer"));
-                    };
-                    for d in self.chan.early_dgrams.take(self.seq) {
-                        count_outcome(rx.handle_datagram(now, &d, data));
-                    }
-                    self.chan.early_dgrams.forget_through(self.seq);
-                    if self.eager {
-                        // The root does not wait for scouts: silence is loss from now on, and
-                        // its responder answers.
-                        self.repair_to = self.chan.responders.get(*root as usize).copied();
-                        self.chan.query_sock()?;
-                        rx.arm_nack(now);
-                    }
-                    self.root = *root;
-                    self.mcast = Mcast::Receiver(rx, id);
-                }
-            },
+            Op::McastRecv { root, buf } if self.chan.trouble && *root != self.rank => {
+                // This rank knows that multicast does not reach every rank: the root of this
+                // operation learns it too (and switches the next one it roots), so that the
+                // communicator moves at the first root that comes, not only at this rank.
+                self.chan.report_trouble(self.private, *root, self.seq)?;
+                self.start_recv(id, *root, buf.len, now)?;
+            }
+            Op::McastRecv { root, buf } => self.start_recv(id, *root, buf.len, now)?,
             Op::Exec { .. } => {
                 return Err(OpError::Unsupported(
                     "exec actions in a built-in collective",

@@ -4,13 +4,16 @@
 //! so a fixed receive buffer always fits them.
 //!
 //! Layout, little-endian: tag(1) seq(8) cum(4) [count(4) missing(4 * count)] for a Nack;
-//! tag(1) seq(8) posted(8) for a Decline.
+//! tag(1) seq(8) posted(8) for a Decline; tag(1) seq(8) zero(4) for a Trouble; tag(1) seq(8)
+//! cum(4) for a Unicast.
 
 use super::packet::Reject;
 
 const TAG_ACK: u8 = 1;
 const TAG_NACK: u8 = 2;
 const TAG_DECLINE: u8 = 3;
+const TAG_TROUBLE: u8 = 4;
+const TAG_UNICAST: u8 = 5;
 const ACK_LEN: usize = 1 + 8 + 4;
 const DECLINE_LEN: usize = 1 + 8 + 8;
 
@@ -33,22 +36,33 @@ pub enum Control {
     /// root's message has another size (an erroneous program; the receiver fails its call,
     /// and the root must not wait for it).
     Decline { seq: u64, posted: u64 },
+    /// Multicast has not delivered operations to this receiver for a while (their data or
+    /// release came by unicast only, `wire::heal::Health`), the last being `seq`: the root
+    /// that reads it moves the communicator at the next operation it roots. No ack.
+    Trouble { seq: u64 },
+    /// The root offered (`wire::heal::HealMsg::Offer`) to send the rest by unicast: this
+    /// receiver, which has `cum` leading fragments, waits for it (`HealMsg::Data`).
+    Unicast { seq: u64, cum: u32 },
 }
 
 impl Control {
     pub fn seq(&self) -> u64 {
         match *self {
-            Control::Ack { seq, .. } | Control::Nack { seq, .. } | Control::Decline { seq, .. } => {
-                seq
-            }
+            Control::Ack { seq, .. }
+            | Control::Nack { seq, .. }
+            | Control::Decline { seq, .. }
+            | Control::Trouble { seq }
+            | Control::Unicast { seq, .. } => seq,
         }
     }
 
     /// The cumulative ack (0 for a Decline, which acknowledges nothing).
     pub fn cum(&self) -> u32 {
         match *self {
-            Control::Ack { cum, .. } | Control::Nack { cum, .. } => cum,
-            Control::Decline { .. } => 0,
+            Control::Ack { cum, .. } | Control::Nack { cum, .. } | Control::Unicast { cum, .. } => {
+                cum
+            }
+            Control::Decline { .. } | Control::Trouble { .. } => 0,
         }
     }
 
@@ -58,6 +72,8 @@ impl Control {
         out.clear();
         let (tag, missing) = match self {
             Control::Ack { .. } => (TAG_ACK, &[][..]),
+            Control::Trouble { .. } => (TAG_TROUBLE, &[][..]),
+            Control::Unicast { .. } => (TAG_UNICAST, &[][..]),
             Control::Nack { missing, .. } => {
                 (TAG_NACK, &missing[..missing.len().min(MAX_NACK_MISSING)])
             }
@@ -97,6 +113,8 @@ impl Control {
         let cum = u32::from_le_bytes(b[9..13].try_into().expect("4 bytes"));
         match b[0] {
             TAG_ACK if b.len() == ACK_LEN => Ok(Control::Ack { seq, cum }),
+            TAG_TROUBLE if b.len() == ACK_LEN && cum == 0 => Ok(Control::Trouble { seq }),
+            TAG_UNICAST if b.len() == ACK_LEN => Ok(Control::Unicast { seq, cum }),
             TAG_NACK => {
                 let rest = &b[ACK_LEN..];
                 if rest.len() < 4 {
@@ -113,7 +131,7 @@ impl Control {
                     .collect();
                 Ok(Control::Nack { seq, cum, missing })
             }
-            TAG_ACK => Err(Reject::Malformed),
+            TAG_ACK | TAG_TROUBLE | TAG_UNICAST => Err(Reject::Malformed),
             _ => Err(Reject::BadKind),
         }
     }
@@ -142,6 +160,8 @@ mod tests {
                 seq: 7,
                 posted: 20_000,
             },
+            Control::Trouble { seq: 12 },
+            Control::Unicast { seq: 13, cum: 4 },
         ];
         for m in &msgs {
             m.encode(&mut out);

@@ -7,7 +7,8 @@
 //!   (ack, nack, decline);
 //! - `sender`, `receiver`: the root's and the receivers' state machines of one broadcast;
 //! - `release`: the barrier's release datagram and its repair; `pmtu`: which datagram sizes
-//!   reach every rank.
+//!   reach every rank; `heal`: what a communicator does when multicast stops reaching some
+//!   ranks mid-job (unicast repair, the switch every rank takes alike, the probes back).
 //!
 //! The point-to-point forwarding of the extension calls:
 //! - `forward`: MPICAST_Imcast's segments and their routing hop by hop;
@@ -23,6 +24,7 @@ pub mod check;
 pub mod control;
 pub mod dbcast;
 pub mod forward;
+pub mod heal;
 pub mod matching;
 pub mod packet;
 pub mod pmtu;

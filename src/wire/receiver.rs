@@ -213,6 +213,55 @@ impl McastReceiver {
         Outcome::Accepted
     }
 
+    /// Fragments `first..` back to back in `payload`, which came by a reliable unicast path
+    /// (the root's answer to a receiver that multicast no longer reaches, `wire::heal`), into
+    /// `buf`. Returns how many were new; a payload that does not end on a fragment boundary
+    /// of this message (or at its end) changes nothing and returns None.
+    pub fn accept_range(
+        &mut self,
+        now: Nanos,
+        first: u32,
+        payload: &[u8],
+        buf: &mut [u8],
+    ) -> Option<u32> {
+        let start = (first as usize).checked_mul(self.frag)?;
+        let end = start.checked_add(payload.len())?;
+        if first >= self.nfrags
+            || end > self.total_len
+            || (end != self.total_len && end % self.frag != 0)
+        {
+            return None;
+        }
+        let last = if end == self.total_len {
+            self.nfrags
+        } else {
+            (end / self.frag) as u32
+        };
+        let mut new = 0;
+        for f in first..last {
+            if self.have.set(f) {
+                let a = f as usize * self.frag;
+                let b = a + self.frag_len(f);
+                buf[a..b].copy_from_slice(&payload[a - start..b - start]);
+                new += 1;
+            }
+        }
+        if new > 0 {
+            self.stats.accepted += u64::from(new);
+            self.last_progress = now;
+            self.seen_end = self.seen_end.max(last);
+            while self.cum < self.nfrags && self.have.get(self.cum) {
+                self.cum += 1;
+            }
+            self.nack_at = if self.complete() {
+                Nanos::MAX
+            } else {
+                now.saturating_add(self.nack_rto)
+            };
+        }
+        Some(new)
+    }
+
     /// Arms the NACK timer now, before any datagram: for a broadcast whose root sends without
     /// waiting for anyone (eager), so that silence means loss and is asked about after
     /// `nack_initial` (a root that is merely late answers nothing, and the backoff grows).

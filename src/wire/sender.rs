@@ -62,6 +62,14 @@ pub struct McastSender {
     stats: SenderStats,
     /// Receivers that declined (`Control::Decline`): rank and the size they posted.
     declined: Vec<(u32, u64)>,
+    /// When each fragment first went out (`NEVER` before), and when each receiver's
+    /// cumulative ack last moved (or the operation started): `take_unreached`.
+    first_sent: Vec<Nanos>,
+    moved_at: Vec<Nanos>,
+    /// Receivers offered the rest by unicast (`take_unreached`).
+    by_unicast: Vec<bool>,
+    /// Receivers that asked for it (`Control::Unicast`), with their cum: `take_serve`.
+    serve: Vec<(u32, u32)>,
 }
 
 /// `ack_wait`: the root sleeps at most this fraction of the time the operation has run...
@@ -134,9 +142,6 @@ impl McastSender {
             probe_initial,
             probe_max: params.nack_max().max(probe_initial),
             stall_timeout: params.stall_timeout,
-            ranks,
-            cums,
-            asking,
             cum_count,
             next_new: 0,
             last_retx: vec![NEVER; nfrags as usize],
@@ -148,6 +153,13 @@ impl McastSender {
             started: now,
             stats: SenderStats::default(),
             declined: Vec::new(),
+            first_sent: vec![NEVER; nfrags as usize],
+            moved_at: vec![now; ranks.len()],
+            by_unicast: vec![false; ranks.len()],
+            serve: Vec::new(),
+            ranks,
+            cums,
+            asking,
         }
     }
 
@@ -190,6 +202,7 @@ impl McastSender {
         }
         let f = self.next_new;
         self.next_new += 1;
+        self.first_sent[f as usize] = now;
         self.emit(f, data, out);
         true
     }
@@ -227,7 +240,10 @@ impl McastSender {
         }
         let cum = msg.cum();
         let missing = match &msg {
-            Control::Ack { .. } | Control::Decline { .. } => &[][..],
+            Control::Ack { .. }
+            | Control::Decline { .. }
+            | Control::Trouble { .. }
+            | Control::Unicast { .. } => &[][..],
             Control::Nack { missing, .. } => &missing[..],
         };
         // A receiver cannot have what was never sent.
@@ -235,6 +251,18 @@ impl McastSender {
             return Err(Reject::Malformed);
         }
         self.advance(idx, cum, now);
+        if let Control::Unicast { cum, .. } = msg {
+            // It waits for the rest by unicast: out of the window, and done here once the
+            // transport has sent it.
+            self.serve.push((from, cum));
+            self.by_unicast[idx] = true;
+            self.advance(idx, self.nfrags, now);
+            return Ok(());
+        }
+        if matches!(msg, Control::Trouble { .. }) || self.by_unicast[idx] {
+            // Trouble is the transport's; one served by unicast asks nothing of multicast.
+            return Ok(());
+        }
         if matches!(msg, Control::Nack { .. }) && cum < self.nfrags {
             self.asking[idx] = true;
         }
@@ -251,6 +279,36 @@ impl McastSender {
         Ok(())
     }
 
+    /// The receivers that multicast does not reach, to be offered the rest by unicast: each
+    /// has fragments the root sent `suspect` or more ago (the first time), and its cumulative
+    /// ack has not moved for as long. `present`: every receiver is known to be in the
+    /// operation (it sent its scout before the root multicast); otherwise only those that
+    /// asked for data since their last progress count (a receiver that has not come yet is not
+    /// unreached, only late). Each is returned once per operation; it answers the offer with
+    /// `Control::Unicast` (then `take_serve` has it) or finishes by multicast meanwhile (its
+    /// ack): it stays pending until one of the two.
+    pub fn take_unreached(&mut self, now: Nanos, suspect: Nanos, present: bool) -> Vec<u32> {
+        let mut out = Vec::new();
+        for idx in 0..self.ranks.len() {
+            let cum = self.cums[idx];
+            if self.by_unicast[idx] || cum >= self.next_new || !(present || self.asking[idx]) {
+                continue;
+            }
+            let since = self.moved_at[idx].max(self.first_sent[cum as usize]);
+            if now.saturating_sub(since) >= suspect {
+                self.by_unicast[idx] = true;
+                out.push(self.ranks[idx]);
+            }
+        }
+        out
+    }
+
+    /// The receivers that asked for the rest by unicast since the last call, with the first
+    /// fragment each lacks: the transport sends them fragments from there to the end.
+    pub fn take_serve(&mut self) -> Vec<(u32, u32)> {
+        std::mem::take(&mut self.serve)
+    }
+
     /// Receivers that declined this operation (their posted size differed), with the size
     /// they posted.
     pub fn declined(&self) -> &[(u32, u64)] {
@@ -263,6 +321,7 @@ impl McastSender {
         if cum > old {
             self.cums[idx] = cum;
             self.asking[idx] = false;
+            self.moved_at[idx] = now;
             match self.cum_count.get_mut(&old) {
                 Some(c) if *c > 1 => *c -= 1,
                 _ => {

@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# Multicast that breaks in the middle of a job, on loopback (needs root and nft, skipped
+# otherwise). int_heal runs broadcasts of 1 B .. 1 MiB from every root and barriers, every
+# byte checked, for a bounded time; after the communicator is set up, an nft rule on lo's
+# input drops multicast datagrams:
+#   big      longer than 1500 bytes (IP), from 2 s on: the communicator must step down to
+#            smaller datagrams (heal_step), with one message naming the ranks
+#   all      all of them, from 2 s on: the host MPI (heal_host), and unicast repairs of the
+#            operation the fault hit
+#   scouted  all of them, from 2 s on, every broadcast with scouts (MPICAST_EAGER_BYTES=0):
+#            the root serves the ranks multicast no longer reaches by the host MPI, then the
+#            host MPI (heal_host)
+#   loss30   30 % of them, from 2 s on: every operation completes (repairs)
+#   restore  all of them from 2 s to 5 s: the host MPI, then back to multicast (heal_return)
+# Every case must end with exit 0 and "all correct". Time to heal (from the rule to rank 0's
+# message that the communicator moved) is printed for big, all and restore, and must be
+# well under MPICAST_TIMEOUT_MS. The rules live in their own table, inet mpicast_heal, which
+# the EXIT trap deletes whatever happens; every job is bounded by timeout.
+#   HEAL_CASES="all restore" limits the cases.
+source "$(dirname "$0")/test-lib.sh"
+
+TABLE="inet mpicast_heal"
+# A range and ports of this test's own, outside the defaults, so that the rules touch no
+# other job's multicast on this machine.
+GROUP_NET=239.254.40.0/24
+PORTS=24400-24499
+
+[ "$(id -u)" = 0 ] || skip "fault injection needs root (nftables)"
+command -v nft >/dev/null || skip "nft not installed (make deps installs nftables)"
+nft list tables >/dev/null 2>&1 || skip "nft cannot list tables here (no CAP_NET_ADMIN?)"
+
+cleanup() { nft delete table $TABLE 2>/dev/null || true; }
+bg=""
+on_exit() {
+  [ -z "$bg" ] || kill "$bg" 2>/dev/null || true
+  cleanup
+}
+trap on_exit EXIT
+trap 'exit 130' INT TERM
+cleanup
+
+# rule MATCH: drop multicast UDP on lo's input that matches MATCH too.
+rule() {
+  cleanup
+  nft -f - <<NFT
+table $TABLE {
+  counter dropped {}
+  chain input {
+    type filter hook input priority -10; policy accept;
+    iifname "lo" ip daddr $GROUP_NET udp dport $PORTS $1 counter name "dropped" drop
+  }
+}
+NFT
+}
+dropped() { nft list counter $TABLE dropped 2>/dev/null | sed -n 's/.*packets \([0-9]*\).*/\1/p' || true; }
+
+export MPICAST_GROUP=$GROUP_NET MPICAST_PORT=$PORTS MPICAST_STATS=1 MPICAST_TIMEOUT_MS=10000 MPICAST_PROBE_MS=300
+launch 4 preload
+
+# run NAME MATCH ON_AT OFF_AT SECONDS: the job, with the rule on from ON_AT s to OFF_AT s
+# after the program said it is ready (its communicator set up; OFF_AT "-": to the end);
+# every output line stamped with the wall clock.
+run() {
+  local name=$1 match=$2 on=$3 off=$4 secs=$5
+  out=$TC_WORK/$name.out
+  cleanup
+  (
+    for _ in $(seq 600); do
+      grep -q ' ready: ' "$out" 2>/dev/null && break
+      sleep 0.1
+    done
+    sleep "$on"
+    rule "$match"
+    echo "$EPOCHREALTIME" >"$TC_WORK/$name.on"
+    if [ "$off" != - ]; then
+      sleep $((off - on))
+      echo "$EPOCHREALTIME dropped $(dropped)" >"$TC_WORK/$name.off"
+      cleanup
+    fi
+  ) &
+  bg=$!
+  set +e
+  timeout -k 10 $((secs + 60)) "${LAUNCH[@]}" "$TC_BINDIR/int_heal" --seconds "$secs" --seed 40 2>&1 \
+    | while IFS= read -r l; do printf '%s %s\n' "$EPOCHREALTIME" "$l"; done >"$out"
+  rc=${PIPESTATUS[0]}
+  set -e
+  wait "$bg" 2>/dev/null || true
+  bg=""
+  n=$(dropped)
+  [ -f "$TC_WORK/$name.off" ] && n=$(cut -d' ' -f3 "$TC_WORK/$name.off")
+  cleanup
+  cat "$out"
+  [ "$rc" = 0 ] || fail "$name: the job failed (exit $rc)"
+  grep -q ' done: .* all correct' "$out" || fail "$name: no 'all correct'"
+  [ "${n:-0}" -gt 0 ] || fail "$name: the rule dropped nothing"
+  line=$(stats_line_stamped "$out")
+  [ -n "$line" ] || fail "$name: no stats line"
+  note "$name: $n datagrams dropped; $line"
+}
+
+stats_line_stamped() { grep -E '^[0-9.]+ mpicast: stats: ' "$1" | tail -n 1 | cut -d' ' -f2- || true; }
+
+# heal_time NAME PATTERN: ms from the rule to the first message matching PATTERN.
+heal_time() {
+  local on at
+  on=$(cat "$TC_WORK/$1.on")
+  at=$(grep -m1 -E "$2" "$TC_WORK/$1.out" | cut -d' ' -f1)
+  [ -n "$at" ] || { echo ""; return; }
+  awk -v a="$at" -v b="$on" 'BEGIN { printf "%d", (a - b) * 1000 }'
+}
+
+check_heal() { # NAME MS
+  [ -n "$2" ] || fail "$1: no message that the communicator moved"
+  [ "$2" -lt 5000 ] || fail "$1: healing took $2 ms (MPICAST_TIMEOUT_MS=$MPICAST_TIMEOUT_MS)"
+  note "$1: time to heal $2 ms (rule on -> rank 0's message)"
+  echo "heal: $TC_FLAVOUR $1 time_to_heal_ms=$2"
+}
+
+cases=${HEAL_CASES:-big all scouted loss30 restore}
+for c in $cases; do
+  case $c in
+    big)
+      run big "meta length > 1500" 2 - 8
+      [ "$(stat_field "$line" heal_step)" -ge 1 ] || fail "big: no step down: $line"
+      [ "$(stat_field "$line" heal_host)" = 0 ] || fail "big: the host MPI instead of smaller datagrams: $line"
+      grep -q 'stopped reaching .* those of 1472 bytes do: it uses 1408 data bytes' "$out" \
+        || fail "big: no message naming the smaller size"
+      check_heal big "$(heal_time big 'stopped reaching')"
+      ;;
+    all)
+      run all "" 2 - 8
+      [ "$(stat_field "$line" heal_host)" -ge 1 ] || fail "all: no switch to the host MPI: $line"
+      [ "$(stat_field "$line" heal_return)" = 0 ] || fail "all: a return while multicast is dropped: $line"
+      n=$(grep -c 'multicast stopped reaching' "$out" || true)
+      [ "$n" = 1 ] || fail "all: the message came $n times, not once"
+      grep -q 'multicast stopped reaching .*ranks\? [0-9]' "$out" || fail "all: the message names no rank"
+      check_heal all "$(heal_time all 'multicast stopped reaching')"
+      ;;
+    scouted)
+      MPICAST_EAGER_BYTES=0 run scouted "" 2 - 8
+      [ "$(stat_field "$line" heal_host)" -ge 1 ] || fail "scouted: no switch to the host MPI: $line"
+      check_heal scouted "$(heal_time scouted 'multicast stopped reaching')"
+      ;;
+    loss30)
+      run loss30 "numgen random mod 100 < 30" 2 - 6
+      [ "$(stat_field "$line" repairs)" -gt 0 ] || fail "loss30: no repairs: $line"
+      ;;
+    restore)
+      run restore "" 2 5 12
+      [ "$(stat_field "$line" heal_host)" -ge 1 ] || fail "restore: no switch to the host MPI: $line"
+      [ "$(stat_field "$line" heal_return)" -ge 1 ] || fail "restore: no return to multicast: $line"
+      grep -q 'multicast reaches every rank again' "$out" || fail "restore: no message of the return"
+      check_heal restore "$(heal_time restore 'multicast stopped reaching')"
+      off=$(cut -d' ' -f1 "$TC_WORK/restore.off")
+      back=$(grep -m1 'reaches every rank again' "$out" | cut -d' ' -f1)
+      note "restore: back to multicast $(awk -v a="$back" -v b="$off" 'BEGIN { printf "%d", (a - b) * 1000 }') ms after the rule went"
+      ;;
+    *) fail "unknown case $c" ;;
+  esac
+done
+echo "heal: ok"

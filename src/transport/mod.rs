@@ -808,9 +808,8 @@ mod tests {
         assert_eq!(window_frags(0, 1400), 4);
     }
 
-    #[test]
-    fn setup_message_round_trips() {
-        let m = SetupMsg {
+    fn sample_setup() -> SetupMsg {
+        SetupMsg {
             ok: true,
             group: Ipv4Addr::new(239, 255, 1, 2),
             port: 23456,
@@ -818,7 +817,12 @@ mod tests {
             job: 42,
             comm: 9,
             frag_bytes: 1000,
-        };
+        }
+    }
+
+    #[test]
+    fn setup_message_round_trips() {
+        let m = sample_setup();
         let d = SetupMsg::decode(&m.encode()).unwrap();
         assert_eq!(
             (d.group, d.port, d.key, d.job, d.comm),
@@ -831,15 +835,7 @@ mod tests {
     /// library, not a panic; a message from a library that sent no version says so.
     #[test]
     fn setup_message_of_another_version_is_a_clear_error() {
-        let m = SetupMsg {
-            ok: true,
-            group: Ipv4Addr::new(239, 255, 1, 2),
-            port: 23456,
-            key: [7; 32],
-            job: 42,
-            comm: 9,
-            frag_bytes: 1000,
-        };
+        let m = sample_setup();
         let mut b = m.encode();
         b[0..4].copy_from_slice(&(SETUP_VERSION + 1).to_le_bytes());
         b[SETUP_LIB_AT].fill(0);

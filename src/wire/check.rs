@@ -7,7 +7,7 @@
 //! says whether the decoder accepted the input (the property tests count that some did).
 
 use super::packet::{self, Header, Kind};
-use super::{control::Control, dbcast, forward, Ctx};
+use super::{control::Control, dbcast, forward, heal::HealMsg, Ctx};
 
 /// A datagram as received: `packet::decode` and the unauthenticated peeks.
 pub fn datagram(ctx: &Ctx, b: &[u8]) -> bool {
@@ -96,5 +96,18 @@ pub fn dbcast(b: &[u8], seg_bytes: usize) -> bool {
             true
         }
         Err(_) => false,
+    }
+}
+
+/// A message of the self-healing transport (`HealMsg::decode`).
+pub fn heal(b: &[u8]) -> bool {
+    match HealMsg::decode(b) {
+        Some(m) => {
+            let mut again = Vec::new();
+            m.encode(&mut again);
+            assert_eq!(again, b, "heal message {m:?} is not canonical");
+            true
+        }
+        None => false,
     }
 }

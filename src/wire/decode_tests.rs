@@ -6,6 +6,7 @@
 
 use super::check;
 use super::control::Control;
+use super::heal::HealMsg;
 use super::packet::Header;
 use super::{dbcast, forward, Ctx, Key};
 use crate::algo::dbcast::Shape;
@@ -225,6 +226,34 @@ fn dbcast_segments_decode_canonically_and_never_panic() {
         assert_eq!(s.list, (seg == 0).then_some(list));
         let ok = check::dbcast(&b, seg_bytes);
         check::dbcast(&mutate(rng, &b), seg_bytes);
+        (1, u32::from(ok))
+    });
+    // Every valid message made was accepted as it was.
+    assert_eq!(accepted, tried);
+}
+
+#[test]
+fn heal_messages_decode_canonically_and_never_panic() {
+    let (tried, accepted) = each_case("heal", |rng| {
+        let len = rng.below(40) as usize;
+        check::heal(&rng.bytes(len));
+        let n = rng.below(64) as usize;
+        let payload = rng.bytes(n);
+        let seq = num(rng, 9);
+        let m = match rng.below(3) {
+            0 => HealMsg::Data {
+                seq,
+                first: num(rng, 9) as u32,
+                payload: &payload,
+            },
+            1 => HealMsg::Switch { seq },
+            _ => HealMsg::Offer { seq },
+        };
+        let mut b = Vec::new();
+        m.encode(&mut b);
+        assert_eq!(HealMsg::decode(&b), Some(m.clone()));
+        let ok = check::heal(&b);
+        check::heal(&mutate(rng, &b));
         (1, u32::from(ok))
     });
     // Every valid message made was accepted as it was.

@@ -21,11 +21,9 @@ TABLE="inet mpicast_test"
 GROUP_NET=239.255.0.0/16
 NP=4
 
-[ "$(id -u)" = 0 ] || skip "fault injection needs root (nftables); run as root to cover it"
-command -v nft >/dev/null || skip "nft not installed (make deps installs nftables)"
-nft list tables >/dev/null 2>&1 || skip "nft cannot list tables here (no CAP_NET_ADMIN?)"
+need_nft
 
-cleanup() { nft delete table $TABLE 2>/dev/null || true; }
+cleanup() { nft_clear "$TABLE"; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 cleanup # a leftover of an earlier, killed run
@@ -34,20 +32,9 @@ cleanup # a leftover of an earlier, killed run
 rules() {
   local sample=""
   [ "$1" -ge 100 ] || sample="numgen random mod 100 < $1"
-  cleanup
-  nft -f - <<NFT
-table $TABLE {
-  counter seen {}
-  counter dropped {}
-  chain input {
-    type filter hook input priority -10; policy accept;
-    iifname "lo" ip daddr $GROUP_NET meta l4proto udp counter name "seen"
-    iifname "lo" ip daddr $GROUP_NET meta l4proto udp $sample counter name "dropped" drop
-  }
+  nft_lo_rules "$TABLE" "ip daddr $GROUP_NET meta l4proto udp" "$sample"
 }
-NFT
-}
-packets() { nft list counter $TABLE "$1" | sed -n 's/.*packets \([0-9]*\).*/\1/p'; }
+packets() { nft_count "$TABLE" "$1"; }
 
 # Keep the library inside the range the rules cover.
 export MPICAST_GROUP=$GROUP_NET MPICAST_STATS=1

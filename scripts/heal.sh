@@ -25,11 +25,9 @@ TABLE="inet mpicast_heal"
 GROUP_NET=239.254.40.0/24
 PORTS=24400-24499
 
-[ "$(id -u)" = 0 ] || skip "fault injection needs root (nftables)"
-command -v nft >/dev/null || skip "nft not installed (make deps installs nftables)"
-nft list tables >/dev/null 2>&1 || skip "nft cannot list tables here (no CAP_NET_ADMIN?)"
+need_nft
 
-cleanup() { nft delete table $TABLE 2>/dev/null || true; }
+cleanup() { nft_clear "$TABLE"; }
 bg=""
 on_exit() {
   [ -z "$bg" ] || kill "$bg" 2>/dev/null || true
@@ -40,19 +38,8 @@ trap 'exit 130' INT TERM
 cleanup
 
 # rule MATCH: drop multicast UDP on lo's input that matches MATCH too.
-rule() {
-  cleanup
-  nft -f - <<NFT
-table $TABLE {
-  counter dropped {}
-  chain input {
-    type filter hook input priority -10; policy accept;
-    iifname "lo" ip daddr $GROUP_NET udp dport $PORTS $1 counter name "dropped" drop
-  }
-}
-NFT
-}
-dropped() { nft list counter $TABLE dropped 2>/dev/null | sed -n 's/.*packets \([0-9]*\).*/\1/p' || true; }
+rule() { nft_lo_rules "$TABLE" "ip daddr $GROUP_NET udp dport $PORTS" "$1"; }
+dropped() { nft_count "$TABLE" dropped; }
 
 export MPICAST_GROUP=$GROUP_NET MPICAST_PORT=$PORTS MPICAST_STATS=1 MPICAST_TIMEOUT_MS=10000 MPICAST_PROBE_MS=300
 launch 4 preload

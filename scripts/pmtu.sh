@@ -12,29 +12,16 @@ source "$(dirname "$0")/test-lib.sh"
 TABLE="inet mpicast_pmtu"
 GROUP_NET=239.255.0.0/16
 
-[ "$(id -u)" = 0 ] || skip "fault injection needs root (nftables)"
-command -v nft >/dev/null || skip "nft not installed (make deps installs nftables)"
-nft list tables >/dev/null 2>&1 || skip "nft cannot list tables here (no CAP_NET_ADMIN?)"
+need_nft
 
-cleanup() { nft delete table $TABLE 2>/dev/null || true; }
+cleanup() { nft_clear "$TABLE"; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 cleanup
 
 # rules LEN: drop multicast UDP packets on lo longer than LEN bytes (IP length).
-rules() {
-  cleanup
-  nft -f - <<NFT
-table $TABLE {
-  counter dropped {}
-  chain input {
-    type filter hook input priority -10; policy accept;
-    iifname "lo" ip daddr $GROUP_NET meta l4proto udp meta length > $1 counter name "dropped" drop
-  }
-}
-NFT
-}
-dropped() { nft list counter $TABLE dropped | sed -n 's/.*packets \([0-9]*\).*/\1/p'; }
+rules() { nft_lo_rules "$TABLE" "ip daddr $GROUP_NET meta l4proto udp" "meta length > $1"; }
+dropped() { nft_count "$TABLE" dropped; }
 
 export MPICAST_GROUP=$GROUP_NET MPICAST_STATS=1 MPICAST_TIMEOUT_MS=5000 MPICAST_PROBE_MS=300
 launch 4 preload

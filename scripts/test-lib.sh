@@ -24,6 +24,33 @@ skip() { echo "SKIP: $*"; exit 77; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
 note() { echo "-- $*"; }
 
+# The fault scripts' nftables (root and nft, or the test is skipped).
+need_nft() {
+  [ "$(id -u)" = 0 ] || skip "fault injection needs root (nftables); run as root to cover it"
+  command -v nft >/dev/null || skip "nft not installed (make deps installs nftables)"
+  nft list tables >/dev/null 2>&1 || skip "nft cannot list tables here (no CAP_NET_ADMIN?)"
+}
+# nft_lo_rules TABLE BASE DROP: (re)creates TABLE with, on lo's input, a counter "seen" of the
+# packets that match BASE and a rule that drops (and counts as "dropped") those that match
+# BASE and DROP too. The caller deletes TABLE on exit (nft_clear).
+nft_lo_rules() {
+  nft_clear "$1"
+  nft -f - <<NFT
+table $1 {
+  counter seen {}
+  counter dropped {}
+  chain input {
+    type filter hook input priority -10; policy accept;
+    iifname "lo" $2 counter name "seen"
+    iifname "lo" $2 $3 counter name "dropped" drop
+  }
+}
+NFT
+}
+nft_clear() { nft delete table $1 2>/dev/null || true; }
+# nft_count TABLE NAME: the packets counter NAME of TABLE has counted (empty if none).
+nft_count() { nft list counter $1 "$2" 2>/dev/null | sed -n 's/.*packets \([0-9]*\).*/\1/p' || true; }
+
 # launch NP [preload|linked] -> the launcher words in the LAUNCH array.
 launch() {
   local np=$1 mode=${2:-preload}

@@ -1021,9 +1021,9 @@ intercept! {
 enum Sent {
     /// The engine carried it: the call's result.
     Engine(c_int),
-    /// The host's call makes it: on an enabled communicator (counted; `Some`, its engine,
-    /// so that waiting for it forwards meanwhile), or elsewhere (`None`).
-    Host(Option<EngineRef>),
+    /// The host's call makes it: on an enabled communicator (`true`: counted, and waiting
+    /// for it forwards meanwhile), or elsewhere.
+    Host(bool),
 }
 
 /// The engine carries a send to a rank this rank broadcast to before; any other send on an
@@ -1037,23 +1037,23 @@ fn send_by_engine(
     comm: MPI_Comm,
 ) -> Sent {
     let Some(e) = db::engine_of(comm) else {
-        return Sent::Host(None);
+        return Sent::Host(false);
     };
     let (Ok(dest), true) = (u32::try_from(dest), tag >= 0 && count >= 0) else {
-        return Sent::Host(None);
+        return Sent::Host(false);
     };
     let mut g = lock(&e);
     let ecomm = g.comm();
     let Some(d) = g.dbcast.as_mut() else {
-        return Sent::Host(None);
+        return Sent::Host(false);
     };
     if !d.by_engine(dest) {
         d.count_plain(dest, tag);
         drop(g);
-        return Sent::Host(Some(e));
+        return Sent::Host(true);
     }
     let Ok(ub) = UserBuf::describe(buf as *mut c_void, i64::from(count), datatype, comm) else {
-        return Sent::Host(None);
+        return Sent::Host(false);
     };
     let r = ub.with_send_bytes(|bytes| d.direct(ecomm, dest, tag, bytes));
     drop(g);
@@ -1103,7 +1103,7 @@ macro_rules! blocking_send {
                     match send_by_engine(buf, count, datatype, dest, tag, comm) {
                         Sent::Engine(rc) => rc,
                         // SAFETY: the application's arguments.
-                        Sent::Host(None) => host::progress::p2p(
+                        Sent::Host(false) => host::progress::p2p(
                             // SAFETY: the application's arguments.
                             || unsafe { mpi_sys::$pmpi(buf, count, datatype, dest, tag, comm) },
                             // SAFETY: as above; the request is waited for before returning.
@@ -1111,14 +1111,13 @@ macro_rules! blocking_send {
                                 mpi_sys::$ipmpi(buf, count, datatype, dest, tag, comm, r)
                             },
                         ),
-                        Sent::Host(Some(e)) => {
+                        Sent::Host(true) => {
                             // Its non-blocking form, waited for while forwarding.
                             let mut r = request_null();
                             // SAFETY: the application's arguments, our request.
                             let rc = unsafe {
                                 mpi_sys::$ipmpi(buf, count, datatype, dest, tag, comm, &mut r)
                             };
-                            drop(e);
                             if rc != host::SUCCESS {
                                 return rc;
                             }
@@ -1151,15 +1150,15 @@ macro_rules! nonblocking_send {
             ) {
                 guard_comm(stringify!($name), comm, || {
                     let sent = send_by_engine(buf, count, datatype, dest, tag, comm);
-                    let e = match sent {
+                    let on_enabled = match sent {
                         // SAFETY: the application's request pointer.
                         Sent::Engine(rc) => return unsafe { completed(rc, request) },
-                        Sent::Host(e) => e,
+                        Sent::Host(on) => on,
                     };
                     // SAFETY: the application's arguments.
                     let rc =
                         unsafe { mpi_sys::$pmpi(buf, count, datatype, dest, tag, comm, request) };
-                    if let (Some(_), host::SUCCESS) = (e, rc) {
+                    if on_enabled && rc == host::SUCCESS {
                         // SAFETY: the host wrote the request.
                         db::track(unsafe { *request }, comm, db::POLLED_SEND);
                     }

@@ -4,6 +4,8 @@
 #               first call, with one message naming the variable (not an error code per call)
 #   unreceived  a multicast or dynamic broadcast of 160000 bytes that no rank receives: every
 #               rank finalizes within the bound, and each destination names what it never took
+#   mismatch    rank 0 calls MPI_Bcast (1 MiB, scouted) where the others call MPI_Barrier: the
+#               job ends after MPICAST_TIMEOUT_MS with one message that says where they wait
 source "$(dirname "$0")/test-lib.sh"
 
 PROG=$TC_BINDIR/int_misuse
@@ -53,4 +55,17 @@ for kind in imcast dbcast; do
   fi
   note "unreceived $kind: finished after $SECS s"
 done
+# mismatch: an erroneous program the host MPI leaves hanging; mpicast ends it, saying why.
+run "$TC_WORK/mismatch.out" 60 MPICAST_TIMEOUT_MS=3000 MPICAST_EAGER_BYTES=0 -- --mismatch
+[ "$RC" != 124 ] && [ "$RC" != 137 ] || fail "mismatch: hung"
+[ "$RC" != 0 ] || fail "mismatch: the job ended well"
+n=$(grep -c 'misuse mismatch: rank [0-9] came out' "$TC_WORK/mismatch.out" || true)
+[ "$n" = 0 ] || fail "mismatch: $n ranks came out of mismatched collectives"
+grep -q 'MPI_Bcast (operation 2 on a communicator of 4 ranks, this is rank 0): no scout from' \
+  "$TC_WORK/mismatch.out" || fail "mismatch: the root did not say it has no scouts"
+grep -qE 'ranks? [0-9, -]+ (is|are) waiting in MPI_Barrier on a communicator of 4 ranks' \
+  "$TC_WORK/mismatch.out" || fail "mismatch: the message does not say the others wait in MPI_Barrier"
+n=$(grep -c '^mpicast: ' "$TC_WORK/mismatch.out" || true)
+[ "$n" = 1 ] || fail "mismatch: $n messages, not one"
+note "mismatch: stopped after $SECS s with one message"
 echo "misuse: ok"

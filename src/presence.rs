@@ -75,31 +75,193 @@ pub fn register() {
     }
 }
 
-/// Withdraws the registration (at MPI_Finalize, before the host shuts down).
+/// Withdraws the registration (at MPI_Finalize, before the host shuts down), leaving a
+/// note that this rank finalized: a rank that waits for it in vain then says so, rather
+/// than that mpicast was never loaded there.
 pub fn unregister() {
     if let Some((n, v)) = lock(&REGISTERED).take() {
         names::unpublish(&n, &v);
+        if let Some((prefix, rank, _)) = identity() {
+            names::publish(&name(&prefix, "gone", rank), "1");
+        }
     }
 }
 
 /// Published while this rank waits in a setup (`call` on a communicator of `size` ranks),
-/// withdrawn when dropped.
+/// or for more than a second in an operation (`Linger`); withdrawn when dropped. One at a
+/// time per process (`PUBLISHED`): the name is the rank's.
 pub struct Waiting(Option<(String, String)>);
 
+/// Whether this process has a `Waiting` published.
+static PUBLISHED: AtomicBool = AtomicBool::new(false);
+
+/// Where a rank waits, as its `wait` name says: in mpicast's setup of a communicator, or in
+/// the operation itself.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum WaitKind {
+    Setup,
+    Operation,
+}
+
+/// The value of a `wait` name: `call:size` for a setup (the first format), `call:size:op`
+/// for an operation. No spaces and no `=` (see `here_value`).
+pub fn wait_value(call: &str, size: u32, kind: WaitKind) -> String {
+    match kind {
+        WaitKind::Setup => format!("{call}:{size}"),
+        WaitKind::Operation => format!("{call}:{size}:op"),
+    }
+}
+
+/// Parses a `wait` value: (call, size as written, kind).
+pub fn parse_wait(value: &str) -> (&str, &str, WaitKind) {
+    let mut parts = value.splitn(3, ':');
+    let call = parts.next().unwrap_or("");
+    let size = parts.next().unwrap_or("?");
+    let kind = match parts.next() {
+        Some("op") => WaitKind::Operation,
+        _ => WaitKind::Setup,
+    };
+    (call, size, kind)
+}
+
 pub fn waiting(call: &str, size: u32) -> Waiting {
+    publish_wait(call, size, WaitKind::Setup)
+}
+
+fn publish_wait(call: &str, size: u32, kind: WaitKind) -> Waiting {
     let Some((prefix, rank, _)) = identity() else {
         return Waiting(None);
     };
+    if PUBLISHED.swap(true, Ordering::AcqRel) {
+        return Waiting(None);
+    }
     let n = name(&prefix, "wait", rank);
-    let v = format!("{call}:{size}");
-    Waiting(names::publish(&n, &v).then_some((n, v)))
+    let v = wait_value(call, size, kind);
+    if names::publish(&n, &v) {
+        Waiting(Some((n, v)))
+    } else {
+        PUBLISHED.store(false, Ordering::Release);
+        Waiting(None)
+    }
 }
 
 impl Drop for Waiting {
     fn drop(&mut self) {
         if let Some((n, v)) = self.0.take() {
             names::unpublish(&n, &v);
+            PUBLISHED.store(false, Ordering::Release);
         }
+    }
+}
+
+/// How long a wait lasts before the rank says where it waits.
+const LINGER: Duration = Duration::from_secs(1);
+
+/// A wait loop's note in the name service: once the wait has lasted a second (`tick` is
+/// called between two looks), the rank publishes which call it waits in (and the size of
+/// its communicator; 0: not known to the loop), so that a rank
+/// whose operation stalls on it can say "rank 1 is waiting in MPI_Barrier" rather than
+/// guess; withdrawn when the wait ends (dropped). Costs a clock read per look and one
+/// publication per long wait; nothing on the progress thread, which only drives.
+pub struct Linger {
+    call: &'static str,
+    size: u32,
+    since: Option<Instant>,
+    said: Option<Waiting>,
+    /// Leave the note when dropped (`keep`).
+    kept: std::cell::Cell<bool>,
+}
+
+impl Linger {
+    pub fn new(call: &'static str, size: u32) -> Linger {
+        Linger {
+            call,
+            size,
+            since: None,
+            said: None,
+            kept: std::cell::Cell::new(false),
+        }
+    }
+
+    /// The wait failed and the job is about to end: leave the note for the rank that prints
+    /// the message (it looks a moment later, when this wait's operation is gone).
+    pub fn keep(&self) {
+        self.kept.set(true);
+    }
+
+    pub fn tick(&mut self) {
+        if self.said.is_some() {
+            return;
+        }
+        let now = Instant::now();
+        let since = *self.since.get_or_insert(now);
+        if now.duration_since(since) >= LINGER && !on_progress_thread() {
+            self.said = Some(publish_wait(self.call, self.size, WaitKind::Operation));
+        }
+    }
+}
+
+impl Drop for Linger {
+    fn drop(&mut self) {
+        if self.kept.get() {
+            if let Some(w) = self.said.take() {
+                std::mem::forget(w);
+            }
+        }
+    }
+}
+
+/// The library's progress thread (`MPICAST_PROGRESS=thread`) never talks to the name
+/// service: those calls set the error handlers of MPI_COMM_WORLD and MPI_COMM_SELF for
+/// their duration (`host::names`), which would race with the application's own calls.
+fn on_progress_thread() -> bool {
+    std::thread::current().name() == Some("mpicast-progress")
+}
+
+/// What rank `r` of `comm` is doing, as the name service says, for a message: "rank 1 is
+/// waiting in MPI_Barrier on a communicator of 4 ranks", "rank 1 waits in no call that
+/// mpicast polls" ... `None` when nobody can tell (no name service, one process, or this is
+/// the progress thread).
+pub fn doing(comm: MPI_Comm, r: u32) -> Option<String> {
+    if on_progress_thread() {
+        return None;
+    }
+    let seen = look(comm, &[r])?;
+    let (_, s) = seen.into_iter().next()?;
+    Some(describe_doing(r, &s))
+}
+
+/// "MPI_Barrier on a communicator of 4 ranks"; a call whose communicator the wait did not
+/// know (size 0) alone.
+fn on(call: &str, size: &str) -> String {
+    if size == "0" {
+        call.to_string()
+    } else {
+        format!("{call} on a communicator of {size} ranks")
+    }
+}
+
+/// `doing`'s words for what the name service says of rank `r` (pure, for the tests).
+pub fn describe_doing(r: u32, seen: &Seen) -> String {
+    match seen {
+        Seen::Absent => format!("rank {r} never registered with mpicast (it is not loaded there)"),
+        Seen::Finalized => format!("rank {r} has called MPI_Finalize"),
+        Seen::Here {
+            waiting: Some(w), ..
+        } => {
+            let (call, size, kind) = parse_wait(w);
+            match kind {
+                WaitKind::Setup => format!(
+                    "rank {r} is waiting in mpicast's setup of a communicator of {size} ranks \
+                     ({call})"
+                ),
+                WaitKind::Operation => format!("rank {r} is waiting in {}", on(call, size)),
+            }
+        }
+        Seen::Here { waiting: None, .. } => format!(
+            "rank {r} is not waiting in any call that mpicast polls: it computes, or it is \
+             blocked in a call of the host MPI"
+        ),
     }
 }
 
@@ -108,6 +270,8 @@ impl Drop for Waiting {
 pub enum Seen {
     /// Not registered: mpicast is not loaded there (or it has not initialised MPI yet).
     Absent,
+    /// Registered, and withdrawn at its MPI_Finalize.
+    Finalized,
     /// Registered, with its version and settings (variable, value); `waiting`: in the setup
     /// of a communicator (the call and its size, as it said).
     Here {
@@ -152,6 +316,7 @@ fn look(comm: MPI_Comm, suspects: &[u32]) -> Option<Vec<(u32, Seen)>> {
             continue;
         };
         let seen = match names::lookup(&name(&prefix, "here", w)) {
+            None if names::lookup(&name(&prefix, "gone", w)).is_some() => Seen::Finalized,
             None => Seen::Absent,
             Some(v) => {
                 let (version, settings) = parse_here(&v);
@@ -187,6 +352,7 @@ pub fn explain(comm: MPI_Comm, me: u32, cfg: &Config, missing: &[u32], elsewhere
 #[derive(Debug, Default, PartialEq)]
 pub struct Explanation {
     pub absent: Vec<u32>,
+    pub finalized: Vec<u32>,
     pub other_version: Vec<(u32, String)>,
     pub differences: Vec<String>,
     pub waiting: Vec<(u32, String)>,
@@ -205,6 +371,7 @@ impl Explanation {
         for (r, s) in seen {
             match s {
                 Seen::Absent => e.absent.push(*r),
+                Seen::Finalized => e.finalized.push(*r),
                 Seen::Here {
                     version,
                     settings,
@@ -240,6 +407,16 @@ impl Explanation {
                 rl(&self.absent)
             ));
         }
+        if !self.finalized.is_empty() {
+            let one = self.finalized.len() == 1;
+            out.push_str(&format!(
+                "\n  {} {} called MPI_Finalize already: {} left this operation behind, or \
+                 never called it",
+                rl(&self.finalized),
+                if one { "has" } else { "have" },
+                if one { "it" } else { "they" }
+            ));
+        }
         for (r, v) in &self.other_version {
             out.push_str(&format!(
                 "\n  rank {r} runs mpicast {v}, this rank {}: every rank needs the same library",
@@ -263,14 +440,19 @@ impl Explanation {
                     None => by_call.push((w.clone(), vec![*r])),
                 }
             }
-            for (call, rs) in by_call {
-                let (what, size) = call.split_once(':').unwrap_or((call.as_str(), "?"));
-                out.push_str(&format!(
-                    "\n  {} {} waiting in mpicast's setup of a communicator of {size} ranks \
-                     ({what}) too",
-                    rl(&rs),
-                    if rs.len() == 1 { "is" } else { "are" }
-                ));
+            for (value, rs) in by_call {
+                let (call, size, kind) = parse_wait(&value);
+                let verb = if rs.len() == 1 { "is" } else { "are" };
+                out.push_str(&match kind {
+                    WaitKind::Setup => format!(
+                        "\n  {} {verb} waiting in mpicast's setup of a communicator of {size} \
+                         ranks ({call}) too",
+                        rl(&rs)
+                    ),
+                    WaitKind::Operation => {
+                        format!("\n  {} {verb} waiting in {}", rl(&rs), on(call, size))
+                    }
+                });
             }
         }
         if !self.same.is_empty() {
@@ -382,9 +564,11 @@ mod tests {
             (3, here(&me, None)),
             (4, here(&me, Some("MPI_Bcast:6"))),
             (5, Seen::Absent),
+            (6, Seen::Finalized),
         ];
         let e = Explanation::from_seen(0, &me, &seen);
         assert_eq!(e.absent, vec![1, 5]);
+        assert_eq!(e.finalized, vec![6]);
         assert_eq!(e.same, vec![3]);
         assert_eq!(e.waiting, vec![(4, "MPI_Bcast:6".to_string())]);
         assert_eq!(
@@ -398,6 +582,10 @@ mod tests {
         );
         assert!(text.contains("-x LD_PRELOAD="), "{text}");
         assert!(
+            text.contains("rank 6 has called MPI_Finalize already: it left this operation"),
+            "{text}"
+        );
+        assert!(
             text.contains("MPICAST_MIN_BYTES: auto on rank 0; 0 on rank 2"),
             "{text}"
         );
@@ -410,6 +598,53 @@ mod tests {
         assert!(
             text.contains("rank 3 runs mpicast with the same settings but is not in it: they called another collective"),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn says_which_call_a_rank_waits_in() {
+        for (call, size, kind) in [
+            ("MPI_Bcast", 6, WaitKind::Setup),
+            ("MPI_Barrier", 4, WaitKind::Operation),
+            ("MPICAST_Wait", 0, WaitKind::Operation),
+        ] {
+            let v = wait_value(call, size, kind);
+            assert!(!v.contains(' ') && !v.contains('='), "{v}");
+            assert_eq!(parse_wait(&v), (call, size.to_string().as_str(), kind));
+        }
+        let me = Config::default();
+        let seen = vec![
+            (1, here(&me, Some("MPI_Barrier:4:op"))),
+            (2, here(&me, Some("MPI_Barrier:4:op"))),
+            (3, here(&me, Some("MPI_Bcast:4"))),
+        ];
+        let text = Explanation::from_seen(0, &me, &seen).render("elsewhere");
+        assert!(
+            text.contains("ranks 1, 2 are waiting in MPI_Barrier on a communicator of 4 ranks"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "rank 3 is waiting in mpicast's setup of a communicator of 4 ranks (MPI_Bcast) too"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("elsewhere"), "{text}");
+        assert_eq!(
+            describe_doing(0, &seen[0].1.clone()),
+            "rank 0 is waiting in MPI_Barrier on a communicator of 4 ranks"
+        );
+        assert_eq!(
+            describe_doing(4, &here(&me, Some("MPICAST_Wait:0:op"))),
+            "rank 4 is waiting in MPICAST_Wait"
+        );
+        assert!(
+            describe_doing(5, &here(&me, None)).starts_with("rank 5 is not waiting in any call")
+        );
+        assert!(describe_doing(6, &Seen::Absent).starts_with("rank 6 never registered"));
+        assert_eq!(
+            describe_doing(7, &Seen::Finalized),
+            "rank 7 has called MPI_Finalize"
         );
     }
 

@@ -304,8 +304,29 @@ static void mode_unreceived(const char *kind) {
   printf("misuse unreceived: rank %d finished\n", rank);
 }
 
+/* Rank 0 broadcasts 1 MiB (scouted: it waits in the operation) while the other ranks call MPI_Barrier on the same communicator:
+ * an erroneous program that the host MPI leaves hanging. mpicast ends it after
+ * MPICAST_TIMEOUT_MS with one message that says where the other ranks wait. */
+static void mode_mismatch(void) {
+  MPI_Init(NULL, NULL);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  static char big[1 << 20];
+  MPI_Bcast(big, 1, MPI_CHAR, 0, MPI_COMM_WORLD); /* set up the communicator first */
+  if (rank == 0)
+    MPI_Bcast(big, (int)sizeof big, MPI_CHAR, 0, MPI_COMM_WORLD);
+  else
+    MPI_Barrier(MPI_COMM_WORLD);
+  printf("misuse mismatch: rank %d came out\n", rank);
+  MPI_Finalize();
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
+  if (tc_flag(argc, argv, "--mismatch")) {
+    mode_mismatch();
+    return 0;
+  }
   if (tc_flag(argc, argv, "--settings")) {
     mode_settings();
     return 0;

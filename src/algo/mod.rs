@@ -29,8 +29,15 @@ pub mod tree;
 pub use scout::{barrier, bcast, Sync};
 pub use tree::{tree_children, tree_parent, TreeChildren};
 
-/// Point-to-point tag of the zero-byte scout messages on the private communicator.
+/// Point-to-point tag of the zero-byte scout messages of a broadcast on the private
+/// communicator.
 pub const TAG_SCOUT: u32 = 1;
+
+/// The tag of a barrier's scouts: their own, so that in an erroneous program where one rank
+/// calls MPI_Barrier and another MPI_Bcast on the same communicator neither takes the
+/// other's scouts for its own (the root would multicast to ranks that wait for a release,
+/// and blame the network); both wait, and the message of the timeout says where each is.
+pub const TAG_SCOUT_BARRIER: u32 = 5;
 
 #[cfg(test)]
 mod sim_tests;

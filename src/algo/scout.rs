@@ -9,7 +9,7 @@
 //! ([`Sync::Eager`]): what reaches a rank that has not entered waits in its socket.
 
 use super::tree::{tree_children, tree_parent};
-use super::TAG_SCOUT;
+use super::{TAG_SCOUT, TAG_SCOUT_BARRIER};
 use crate::sched::{ActionId, BufRef, Builder, Op, Schedule};
 
 /// How scouts reach the root.
@@ -37,17 +37,21 @@ enum Release {
 /// The schedule of `me` in a broadcast of `len` bytes of the user buffer from `root` over `n`
 /// ranks. Panics unless `root < n` and `me < n`.
 pub fn bcast(sync: Sync, n: u32, root: u32, me: u32, len: usize) -> Schedule {
-    gather_then_multicast(sync, n, root, me, len, Release::Immediately)
+    gather_then_multicast(sync, n, root, me, len, Release::Immediately, TAG_SCOUT)
 }
 
 /// The schedule of `me` in a barrier over `n` ranks: scouts climb the binary tree to rank 0,
 /// whose zero-byte multicast releases the others. Panics unless `me < n`.
 pub fn barrier(n: u32, me: u32) -> Schedule {
-    gather_then_multicast(Sync::Tree, n, 0, me, 0, Release::AfterScout)
-}
-
-fn scout(peer: u32) -> (u32, u32, BufRef) {
-    (peer, TAG_SCOUT, BufRef::EMPTY)
+    gather_then_multicast(
+        Sync::Tree,
+        n,
+        0,
+        me,
+        0,
+        Release::AfterScout,
+        TAG_SCOUT_BARRIER,
+    )
 }
 
 fn gather_then_multicast(
@@ -57,6 +61,7 @@ fn gather_then_multicast(
     me: u32,
     len: usize,
     release: Release,
+    tag: u32,
 ) -> Schedule {
     assert!(
         root < n && me < n,
@@ -73,8 +78,11 @@ fn gather_then_multicast(
     };
     // Receives first, so that they head the list of initially-ready actions.
     let recv_from = |b: &mut Builder, peer: u32| -> ActionId {
-        let (peer, tag, buf) = scout(peer);
-        b.add(Op::Recv { peer, tag, buf })
+        b.add(Op::Recv {
+            peer,
+            tag,
+            buf: BufRef::EMPTY,
+        })
     };
     let (recvs, parent): (Vec<ActionId>, Option<u32>) = match sync {
         Sync::Tree => (
@@ -107,8 +115,12 @@ fn gather_then_multicast(
     let gathered = match parent {
         None => b.add(Op::McastSend { buf: data }),
         Some(p) => {
-            let (peer, tag, buf) = scout(p);
-            b.add(Op::Send { peer, tag, buf })
+            let peer = p;
+            b.add(Op::Send {
+                peer,
+                tag,
+                buf: BufRef::EMPTY,
+            })
         }
     };
     for &r in &recvs {
@@ -145,6 +157,15 @@ mod tests {
             peer,
             tag: TAG_SCOUT,
             buf: BufRef::EMPTY,
+        }
+    }
+
+    /// `op` with the scout tag `tag` (a barrier's).
+    fn tagged(op: Op, tag: u32) -> Op {
+        match op {
+            Op::Recv { peer, buf, .. } => Op::Recv { peer, tag, buf },
+            Op::Send { peer, buf, .. } => Op::Send { peer, tag, buf },
+            other => other,
         }
     }
 
@@ -243,6 +264,8 @@ mod tests {
     #[test]
     fn barrier_receive_waits_for_own_scout() {
         let s = barrier(4, 1);
+        let recv = |peer| tagged(recv(peer), TAG_SCOUT_BARRIER);
+        let send = |peer| tagged(send(peer), TAG_SCOUT_BARRIER);
         assert_eq!(
             ops(&s),
             [

@@ -6,7 +6,7 @@
 //! relies instead on the joined socket, which the simulated one models by queueing datagrams
 //! that reach a rank before its receive: its checks are that every rank still gets the data.
 
-use super::{barrier, bcast, Sync, TAG_SCOUT};
+use super::{barrier, bcast, Sync, TAG_SCOUT, TAG_SCOUT_BARRIER};
 use crate::sched::testutil::{Preds, Rng};
 use crate::sched::{ActionId, Backend, Execution, Op, Schedule};
 use std::collections::{HashMap, VecDeque};
@@ -156,7 +156,7 @@ impl Net {
             Op::Send { peer, tag, buf } => {
                 assert!(peer < n && peer != me, "seed {seed}: bad peer {peer}");
                 self.stats.sends += 1;
-                if tag == TAG_SCOUT {
+                if tag == TAG_SCOUT || tag == TAG_SCOUT_BARRIER {
                     assert_eq!(buf.len, 0, "scouts carry no data");
                     self.stats.scouts += 1;
                 }

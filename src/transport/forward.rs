@@ -287,11 +287,16 @@ impl Engine {
             } else {
                 format!("through rank {}", a.via)
             };
+            // What the rank that holds it up does, as the name service says (one lookup
+            // per stall).
+            let doing = crate::presence::doing(self.comm.0, a.via)
+                .map(|d| format!("; {d}"))
+                .unwrap_or_default();
             crate::session::say(&format!(
                 "mpicast: rank {} waits for a multicast from rank {} (tag {}, {} of {} bytes \
                  so far) that comes {through}; nothing more has come for {} ms: rank {} holds \
                  it up (computing without calling MPI, or blocked in a call mpicast does not \
-                 poll: docs/imcast.md, \"Progress\")",
+                 poll: docs/imcast.md, \"Progress\"){doing}",
                 self.rank,
                 a.arrived.key.root,
                 a.arrived.tag,

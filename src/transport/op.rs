@@ -276,6 +276,9 @@ pub struct OpBackend<'a> {
     /// A receiver that asked for the rest by unicast (`HealMsg::Offer`) finishes only once
     /// it came: the root's send of it must find this rank.
     unicast: Unicast,
+    /// After a second of waiting, the name service says which call this rank waits in (for
+    /// the messages of the ranks that wait for it).
+    linger: crate::presence::Linger,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -325,6 +328,13 @@ impl<'a> OpBackend<'a> {
             uni: p2p::SharedSends::default(),
             released_by_mcast: false,
             unicast: Unicast::No,
+            linger: crate::presence::Linger::new(
+                match kind {
+                    Kind::Bcast => "MPI_Bcast",
+                    Kind::Barrier => "MPI_Barrier",
+                },
+                size,
+            ),
         }
     }
 
@@ -711,6 +721,7 @@ impl<'a> OpBackend<'a> {
     /// with everything sent sleeps as `McastSender::ack_wait` says; otherwise a yield so MPI
     /// progress (which needs our calls) keeps going.
     fn idle(&mut self) {
+        self.linger.tick();
         let socket_only =
             self.reqs.is_empty() && matches!(self.mcast, Mcast::Receiver(..) | Mcast::Waiter(..));
         if socket_only {
@@ -832,6 +843,7 @@ impl OpBackend<'_> {
     /// The stall of this operation: `missing` are the ranks it waits for; `from_root`: this
     /// rank is the root (or rank 0 of a barrier) and they are the others.
     fn stalled(&self, msg: String, missing: Vec<u32>, from_root: bool) -> OpError {
+        self.linger.keep();
         let len = match &self.data {
             Data::Send(d) => d.len(),
             Data::Recv(d) => d.len(),

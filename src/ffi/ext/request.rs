@@ -210,6 +210,7 @@ pub unsafe extern "C" fn MPICAST_Wait(
                 return s;
             }
             let mut idle = crate::host::progress::Pause::default();
+            let mut linger = crate::presence::Linger::new(CALL, 0);
             loop {
                 if let Err(s) = progress() {
                     return s;
@@ -218,6 +219,7 @@ pub unsafe extern "C" fn MPICAST_Wait(
                 if let Some(s) = unsafe { look(CALL, None, request, status, true) } {
                     return s;
                 }
+                linger.tick();
                 idle.pause();
             }
         },
@@ -295,6 +297,7 @@ pub unsafe extern "C" fn MPICAST_Waitall(
             let mut first = OK;
             let mut left = n;
             let mut idle = crate::host::progress::Pause::default();
+            let mut linger = crate::presence::Linger::new(CALL, 0);
             let mut done = vec![false; n];
             while left > 0 {
                 if let Err(s) = progress() {
@@ -316,6 +319,7 @@ pub unsafe extern "C" fn MPICAST_Waitall(
                     }
                 }
                 if left > 0 {
+                    linger.tick();
                     idle.pause();
                 }
             }

@@ -37,7 +37,7 @@ pub const TAG_SCOUT: u32 = 1;
 /// calls MPI_Barrier and another MPI_Bcast on the same communicator neither takes the
 /// other's scouts for its own (the root would multicast to ranks that wait for a release,
 /// and blame the network); both wait, and the message of the timeout says where each is.
-pub const TAG_SCOUT_BARRIER: u32 = 5;
+pub const TAG_SCOUT_BARRIER: u32 = 6;
 
 #[cfg(test)]
 mod sim_tests;

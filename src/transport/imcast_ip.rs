@@ -353,11 +353,18 @@ impl IpSide {
                     .iter()
                     .filter_map(|&r| self.chan.members.get(r as usize).cloned())
                     .collect();
+                let which = if from == 0 {
+                    "all its multicasts go".to_string()
+                } else {
+                    format!(
+                        "its multicasts of {from} bytes and more (datagrams over {} bytes) go",
+                        (from - 1).min(self.chan.params.frag_payload) + wire::OVERHEAD
+                    )
+                };
                 format!(
                     "mpicast: rank {}: IP multicast of MPICAST_Imcast stopped reaching {} \
-                     (repaired by unicast): this rank's multicasts of {from} bytes and more go \
-                     point-to-point from now on; it tries IP multicast again after {} of them \
-                     (`mpicast doctor` tells more)",
+                     (repaired by unicast): {which} point-to-point from now on; it tries IP \
+                     multicast again after {} of them (`mpicast doctor` tells more)",
                     self.me,
                     crate::reach::by_host(&who),
                     wire::heal::PROBE_FIRST

@@ -23,14 +23,16 @@ pub struct Counters {
     pub dbcast: AtomicU64,
     /// `MPICAST_Mmcast` calls this rank completed.
     pub mmcast: AtomicU64,
-    /// Messages of a broadcast's data sent by the host MPI to a receiver that multicast no
-    /// longer reached (`transport::heal::serve`).
+    /// Messages of a broadcast's (or an IP `MPICAST_Imcast`'s) data sent by the host MPI to
+    /// a receiver that multicast no longer reached (`transport::heal::serve`, `serve_on`).
     pub unicast: AtomicU64,
-    /// Communicators that left multicast for the host MPI mid-job, ...
+    /// Communicators that left multicast for the host MPI mid-job (and roots whose
+    /// `MPICAST_Imcast` multicasts moved to point-to-point, `transport::imcast_ip`), ...
     pub heal_host: AtomicU64,
     /// ... that went on with smaller datagrams, ...
     pub heal_step: AtomicU64,
-    /// ... and that came back to multicast (or to a larger size) after a probe.
+    /// ... and that came back to multicast (or to a larger size) after a probe (or a root's
+    /// trial by IP that needed no repair).
     pub heal_return: AtomicU64,
 }
 

@@ -357,14 +357,21 @@ impl Engine {
         tag: c_int,
         data: &[u8],
     ) -> Result<Arc<ReqState>, EngineError> {
-        let s = if self.goes_by_ip(dests.len(), data.len()) {
+        // By IP unless this rank's IP multicasts of this length stopped reaching their
+        // destinations lately (`imcast_ip`: then point-to-point, as if the policy said so).
+        let via = if self.goes_by_ip(dests.len(), data.len()) {
+            self.ip.as_mut().and_then(|ip| ip.route(data.len()))
+        } else {
+            None
+        };
+        let s = if let Some(via) = via {
             // The data by datagrams of the engine's group, sent and repaired in `progress`
             // until every destination has acknowledged it; the envelopes take the routes.
             let s = self.fwd.start_envelope(dests, tag, data.len() as u64);
             self.ip
                 .as_mut()
                 .expect("goes_by_ip")
-                .send(s.key, dests, data.to_vec());
+                .send(s.key, dests, data.to_vec(), via);
             s
         } else {
             self.fwd.start(dests, tag, data)

@@ -299,6 +299,21 @@ pub fn serve(
     frag: usize,
     data: &[u8],
 ) -> Result<(), OpError> {
+    serve_on(sends, private, TAG_HEAL, to, seq, first, frag, data)
+}
+
+/// As `serve`, with tag `tag` (an IP multicast of `MPICAST_Imcast`: `imcast_ip`).
+#[allow(clippy::too_many_arguments)]
+pub fn serve_on(
+    sends: &mut p2p::SharedSends,
+    comm: MPI_Comm,
+    tag: c_int,
+    to: u32,
+    seq: u64,
+    first: u32,
+    frag: usize,
+    data: &[u8],
+) -> Result<(), OpError> {
     let per = (DATA_MAX / frag.max(1)).max(1) * frag.max(1);
     let mut at = (first as usize * frag).min(data.len());
     loop {
@@ -310,7 +325,7 @@ pub fn serve(
             payload: &data[at..end],
         }
         .encode(&mut out);
-        sends.isend(private, to, TAG_HEAL, Arc::from(out))?;
+        sends.isend(comm, to, tag, Arc::from(out))?;
         stats::add(&COUNTERS.unicast, 1);
         at = end;
         if at >= data.len() {
@@ -322,8 +337,13 @@ pub fn serve(
 /// Tells receiver `to` of broadcast `seq` that multicast does not reach it (`HealMsg::Offer`:
 /// small, so the send never waits for it).
 pub fn offer(private: MPI_Comm, to: u32, seq: u64) -> Result<(), OpError> {
+    offer_on(private, TAG_HEAL, to, seq)
+}
+
+/// As `offer`, with tag `tag`.
+pub fn offer_on(comm: MPI_Comm, tag: c_int, to: u32, seq: u64) -> Result<(), OpError> {
     let mut out = Vec::new();
     HealMsg::Offer { seq }.encode(&mut out);
-    p2p::send_bytes(private, to, TAG_HEAL, &out)?;
+    p2p::send_bytes(comm, to, tag, &out)?;
     Ok(())
 }

@@ -15,17 +15,34 @@
 //!
 //! Datagrams carry (root, message number at the root); the data of one multicast is keyed by
 //! them everywhere.
+//!
+//! When multicast breaks (all datagrams lost, only large ones, a share): a destination that
+//! lacks data NACKs; the root offers the rest by unicast (`HealMsg::Offer`, tag `TAG_IP_REPAIR`)
+//! to each destination that asked and still lacks fragments the root sent `MPICAST_SUSPECT_MS`
+//! or more ago (`McastSender::take_unreached`); the destination answers `Control::Unicast` with
+//! the fragments it has, unless it finished meanwhile, and then waits for `HealMsg::Data`, which
+//! the root sends by the host MPI on the engine's communicator. A destination that asked
+//! finishes only with that data, so the root's send is always received; its late datagrams
+//! (and a late repair) are dropped, the multicast being over. The root decides alone how its
+//! following multicasts go (`wire::heal::RootPath`): after two repaired ones in a row, those
+//! of that length and more take the point-to-point routes, with one message naming the
+//! hosts, and a trial by IP after 16, 32 .. 1024 of them brings them back when it passes.
 
 use super::op::{control_seq, count_outcome, count_tx, transmit, OpError};
 use super::Channel;
 use crate::host::{p2p, MPI_Comm};
+use crate::stats::{self, COUNTERS};
 use crate::wire::forward::MsgKey;
-use crate::wire::{self, packet, McastReceiver, McastSender};
+use crate::wire::heal::{HealMsg, PathChange, RootPath, Via};
+use crate::wire::{self, packet, Control, McastReceiver, McastSender};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::os::raw::c_int;
 
 /// The tag of acknowledgements and NACKs on the engine's communicator.
 pub const TAG_IP_CONTROL: c_int = 2;
+/// The tag of a root's unicast repairs (`HealMsg::Offer`, `HealMsg::Data`) on the engine's
+/// communicator.
+pub const TAG_IP_REPAIR: c_int = 5;
 /// Datagrams without their envelope are kept up to this many bytes.
 const UNCLAIMED_BYTES: usize = 8 << 20;
 /// Multicasts received to the end that are remembered, so that their late copies are
@@ -36,11 +53,19 @@ struct Send {
     seq: u64,
     tx: McastSender,
     data: Vec<u8>,
+    /// How it went (`RootPath::start`), and its fragment size.
+    via: Via,
+    frag: usize,
+    /// Destinations served by unicast.
+    served: Vec<u32>,
 }
 
 struct Recv {
     rx: McastReceiver,
     buf: Vec<u8>,
+    /// It answered the root's offer: it finishes only with the unicast data.
+    asked: bool,
+    got: bool,
 }
 
 /// The IP side of one rank's engine.
@@ -57,6 +82,11 @@ pub struct IpSide {
     cbuf: Vec<u8>,
     /// Datagrams and control messages handled so far (the progress thread's activity).
     pub activity: u64,
+    /// How this rank's multicasts go, and the unicast repairs it has out.
+    path: RootPath,
+    repairs: p2p::SharedSends,
+    /// What this rank said about its path (to leave multicast, to come back), once each.
+    said: (bool, bool),
 }
 
 /// The root's and the destinations' key of a datagram, unauthenticated (for routing only).
@@ -69,6 +99,7 @@ fn peek_key(d: &[u8]) -> Option<MsgKey> {
 
 impl IpSide {
     pub fn new(chan: Channel, me: u32) -> IpSide {
+        let path = RootPath::new(chan.params.frag_payload);
         IpSide {
             chan,
             me,
@@ -81,11 +112,25 @@ impl IpSide {
             rbuf: vec![0u8; 65536],
             cbuf: vec![0u8; wire::control::MAX_CONTROL_LEN],
             activity: 0,
+            path,
+            repairs: p2p::SharedSends::default(),
+            said: (false, false),
         }
     }
 
-    /// Starts sending multicast `key` (this rank's) of `data` to `dests`.
-    pub fn send(&mut self, key: MsgKey, dests: &[u32], data: Vec<u8>) {
+    /// How a multicast of `len` bytes of this rank goes: by IP (`send` with what this
+    /// returns), or None: by the point-to-point routes, since IP multicast did not reach
+    /// its destinations lately.
+    pub fn route(&mut self, len: usize) -> Option<Via> {
+        match self.path.start(len) {
+            Via::P2p => None,
+            via => Some(via),
+        }
+    }
+
+    /// Starts sending multicast `key` (this rank's) of `data` to `dests`, `via` as `route`
+    /// said.
+    pub fn send(&mut self, key: MsgKey, dests: &[u32], data: Vec<u8>, via: Via) {
         let now = self.chan.now();
         let tx = McastSender::new(
             &self.chan.ctx,
@@ -100,6 +145,9 @@ impl IpSide {
             seq: key.msg,
             tx,
             data,
+            via,
+            frag: self.chan.params.frag_payload,
+            served: Vec::new(),
         });
     }
 
@@ -118,6 +166,8 @@ impl IpSide {
                 now,
             ),
             buf: vec![0u8; len],
+            asked: false,
+            got: false,
         };
         // The root may have sent everything already: silence from now on means loss.
         r.rx.arm_nack(now);
@@ -163,6 +213,47 @@ impl IpSide {
                 }
             }
         }
+        // Unicast repairs, from the roots of the multicasts this rank receives.
+        while let Some((src, m)) = p2p::recv_any_probed(comm, TAG_IP_REPAIR)? {
+            self.activity += 1;
+            let Some(h) = HealMsg::decode(&m) else {
+                continue;
+            };
+            let key = MsgKey {
+                root: src,
+                msg: h.seq(),
+            };
+            // One for a multicast that is over (it finished by multicast before the offer
+            // came) is dropped.
+            let Some(r) = self.recvs.get_mut(&key) else {
+                continue;
+            };
+            match h {
+                HealMsg::Offer { .. } if !r.asked && !r.rx.is_done() => {
+                    r.asked = true;
+                    let mut out = Vec::new();
+                    Control::Unicast {
+                        seq: key.msg,
+                        cum: r.rx.cum(),
+                    }
+                    .encode(&mut out);
+                    p2p::send_bytes(comm, key.root, TAG_IP_CONTROL, &out)?;
+                }
+                HealMsg::Data { first, payload, .. } if r.asked && !r.got => {
+                    if r.rx.accept_range(now, first, payload, &mut r.buf).is_none() {
+                        return Err(OpError::Truncated(format!(
+                            "a unicast repair of {} bytes from fragment {first} that does not \
+                             fit a multicast of {} bytes from rank {}",
+                            payload.len(),
+                            r.buf.len(),
+                            key.root
+                        )));
+                    }
+                    r.got = true;
+                }
+                _ => {}
+            }
+        }
         // Acknowledgements and NACKs, to the sender of their multicast.
         if !self.sends.is_empty() {
             while let Some((src, len)) = p2p::try_recv_any(comm, TAG_IP_CONTROL, &mut self.cbuf)? {
@@ -179,7 +270,8 @@ impl IpSide {
             // Late ones, for multicasts that are over: taken and dropped.
             while p2p::try_recv_any(comm, TAG_IP_CONTROL, &mut self.cbuf)?.is_some() {}
         }
-        // Senders: new fragments, repairs, probes.
+        // Senders: new fragments, repairs, probes; unicast to the destinations multicast
+        // does not reach.
         let mut i = 0;
         while i < self.sends.len() {
             let s = &mut self.sends[i];
@@ -190,12 +282,33 @@ impl IpSide {
                 transmit(&mut self.chan, &mut s.tx, now, &s.data, false)?;
             }
             count_tx(before, s.tx.stats());
+            for r in s.tx.take_unreached(now, self.chan.suspect_ns, false) {
+                super::heal::offer_on(comm, TAG_IP_REPAIR, r, s.seq)?;
+            }
+            for (to, first) in s.tx.take_serve() {
+                super::heal::serve_on(
+                    &mut self.repairs,
+                    comm,
+                    TAG_IP_REPAIR,
+                    to,
+                    s.seq,
+                    first,
+                    s.frag,
+                    &s.data,
+                )?;
+                s.served.push(to);
+            }
             if s.tx.is_done() {
-                self.sends.swap_remove(i);
+                let s = self.sends.swap_remove(i);
+                let change = self
+                    .path
+                    .finished(s.via, s.data.len(), !s.served.is_empty());
+                self.changed(change, &s.served);
             } else {
                 i += 1;
             }
         }
+        self.repairs.test()?;
         // Receivers: timers, acknowledgements, completion.
         let mut whole = Vec::new();
         let mut done = Vec::new();
@@ -206,7 +319,9 @@ impl IpSide {
             while let Some(msg) = r.rx.poll_control(now) {
                 p2p::send_bytes(comm, key.root, TAG_IP_CONTROL, &msg)?;
             }
-            if r.rx.is_done() {
+            // One that asked for the rest by unicast finishes with it, so that the root's
+            // send is received.
+            if r.rx.is_done() && (r.got || !r.asked) {
                 done.push(*key);
             }
         }
@@ -224,9 +339,55 @@ impl IpSide {
         Ok(whole)
     }
 
+    /// This rank's path changed (`RootPath::finished`): the counter, and one message per
+    /// kind naming the hosts of `served` (the destinations of the multicast that made it).
+    fn changed(&mut self, change: PathChange, served: &[u32]) {
+        let line = match change {
+            PathChange::Same => return,
+            PathChange::ToP2p { from } => {
+                stats::add(&COUNTERS.heal_host, 1);
+                if std::mem::replace(&mut self.said.0, true) {
+                    return;
+                }
+                let who: Vec<crate::reach::Who> = served
+                    .iter()
+                    .filter_map(|&r| self.chan.members.get(r as usize).cloned())
+                    .collect();
+                let which = if from == 0 {
+                    "all its multicasts go".to_string()
+                } else {
+                    format!(
+                        "its multicasts of {from} bytes and more (datagrams over {} bytes) go",
+                        (from - 1).min(self.chan.params.frag_payload) + wire::OVERHEAD
+                    )
+                };
+                format!(
+                    "mpicast: rank {}: IP multicast of MPICAST_Imcast stopped reaching {} \
+                     (repaired by unicast): {which} point-to-point from now on; it tries IP \
+                     multicast again after {} of them (`mpicast doctor` tells more)",
+                    self.me,
+                    crate::reach::by_host(&who),
+                    wire::heal::PROBE_FIRST
+                )
+            }
+            PathChange::Return => {
+                stats::add(&COUNTERS.heal_return, 1);
+                if std::mem::replace(&mut self.said.1, true) {
+                    return;
+                }
+                format!(
+                    "mpicast: rank {}: IP multicast reaches the destinations of MPICAST_Imcast \
+                     again: back to IP multicast",
+                    self.me
+                )
+            }
+        };
+        crate::session::say(&line);
+    }
+
     /// Nothing of ours in flight.
     pub fn is_idle(&self) -> bool {
-        self.sends.is_empty() && self.recvs.is_empty()
+        self.sends.is_empty() && self.recvs.is_empty() && self.repairs.is_empty()
     }
 
     /// What is unfinished, for a message.

@@ -264,6 +264,145 @@ impl Heal {
     }
 }
 
+/// How one root sends the IP multicasts of `MPICAST_Imcast` (`transport::imcast_ip`), which
+/// only the root and the destinations of each take part in: unlike a collective, no probe can
+/// be gathered, so the root decides alone, message by message, from what its own multicasts
+/// met. Each destination knows from the multicast's envelope how the data comes, so no other
+/// rank needs to agree.
+///
+/// A multicast that needed a unicast repair (a destination that NACKed lacked fragments sent
+/// `MPICAST_SUSPECT_MS` ago and took the rest by the host MPI) is bad. `BAD_IN_A_ROW` bad
+/// ones in a row (those shorter than the shortest bad one do not count either way: a fault
+/// that loses only large datagrams lets short multicasts through) move multicasts to the
+/// point-to-point routes: those whose datagrams are larger than the largest rung of the
+/// path-MTU ladder (`pmtu::RUNGS`) below the bad one's datagram, or every multicast when
+/// the bad one's datagram was below the smallest rung. After `PROBE_FIRST` of them, the next
+/// one goes by IP again as a trial: clean, every multicast goes by IP again; repaired, the
+/// trial comes after twice as many, up to `PROBE_MAX`.
+#[derive(Clone, Debug)]
+pub struct RootPath {
+    /// The data bytes per datagram.
+    frag: usize,
+    /// Multicasts of at least this many bytes go point-to-point (`usize::MAX`: none).
+    p2p_from: usize,
+    /// Bad multicasts in a row, and the shortest of them.
+    bad: u32,
+    bad_min: usize,
+    interval: u64,
+    /// Point-to-point multicasts (of at least `p2p_from` bytes) before the next trial.
+    left: u64,
+    trial_out: bool,
+}
+
+/// How one multicast goes (`RootPath::start`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Via {
+    Ip,
+    /// By IP, as the trial of a root that had left it.
+    Trial,
+    /// By the point-to-point routes of the forwarding engine.
+    P2p,
+}
+
+/// What the end of a multicast changed (`RootPath::finished`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PathChange {
+    Same,
+    /// Multicasts of at least `from` bytes go point-to-point from now on.
+    ToP2p {
+        from: usize,
+    },
+    /// A trial went through clean: every multicast goes by IP again.
+    Return,
+}
+
+impl RootPath {
+    /// A root whose datagrams carry `frag` data bytes at most.
+    pub fn new(frag: usize) -> Self {
+        RootPath {
+            frag,
+            p2p_from: usize::MAX,
+            bad: 0,
+            bad_min: usize::MAX,
+            interval: PROBE_FIRST,
+            left: 0,
+            trial_out: false,
+        }
+    }
+
+    /// The shortest multicast that goes point-to-point after a bad one of `len` bytes: the
+    /// first whose datagrams are larger than the largest rung below the bad one's datagram.
+    fn bound(&self, len: usize) -> usize {
+        let dgram = len.min(self.frag) + super::OVERHEAD;
+        super::pmtu::RUNGS
+            .iter()
+            .find(|&&r| r < dgram)
+            .map_or(0, |&r| r.saturating_sub(super::OVERHEAD) + 1)
+    }
+
+    /// How a multicast of `len` bytes goes.
+    pub fn start(&mut self, len: usize) -> Via {
+        if len < self.p2p_from {
+            return Via::Ip;
+        }
+        if self.left > 0 {
+            self.left -= 1;
+            return Via::P2p;
+        }
+        if self.trial_out {
+            return Via::P2p;
+        }
+        self.trial_out = true;
+        Via::Trial
+    }
+
+    /// A multicast of `len` bytes that went `via` IP ended; `repaired`: some destination
+    /// took a unicast repair.
+    pub fn finished(&mut self, via: Via, len: usize, repaired: bool) -> PathChange {
+        match via {
+            Via::P2p => PathChange::Same,
+            Via::Trial => {
+                self.trial_out = false;
+                if repaired {
+                    self.interval = (self.interval * 2).min(PROBE_MAX);
+                    self.left = self.interval;
+                    PathChange::Same
+                } else {
+                    *self = RootPath::new(self.frag);
+                    PathChange::Return
+                }
+            }
+            Via::Ip if repaired => {
+                self.bad += 1;
+                self.bad_min = self.bad_min.min(len);
+                if self.bad < BAD_IN_A_ROW || self.bad_min >= self.p2p_from {
+                    return PathChange::Same;
+                }
+                self.p2p_from = self.bound(self.bad_min).min(self.p2p_from);
+                self.bad = 0;
+                self.bad_min = usize::MAX;
+                self.interval = PROBE_FIRST;
+                self.left = PROBE_FIRST;
+                PathChange::ToP2p {
+                    from: self.p2p_from,
+                }
+            }
+            Via::Ip => {
+                if len >= self.bad_min {
+                    self.bad = 0;
+                    self.bad_min = usize::MAX;
+                }
+                PathChange::Same
+            }
+        }
+    }
+
+    /// Multicasts of at least this many bytes go point-to-point (None: all by IP).
+    pub fn p2p_from(&self) -> Option<usize> {
+        (self.p2p_from != usize::MAX).then_some(self.p2p_from)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -536,5 +675,227 @@ mod tests {
         assert_eq!(rx.accept_range(0, 2, &data[2000..], &mut buf), Some(0));
         assert_eq!(buf, data);
         assert_eq!(rx.cum(), 3);
+    }
+
+    /// The shortest multicast whose datagrams are larger than `rung` bytes.
+    fn above(rung: usize) -> usize {
+        rung - crate::wire::OVERHEAD + 1
+    }
+
+    #[test]
+    fn a_root_leaves_ip_after_two_repaired_multicasts_and_comes_back_by_trials() {
+        let mut p = RootPath::new(65000);
+        assert_eq!(p.start(100_000), Via::Ip);
+        // One repaired multicast is what plain loss does now and then.
+        assert_eq!(p.finished(Via::Ip, 100_000, true), PathChange::Same);
+        assert_eq!(p.finished(Via::Ip, 100_000, false), PathChange::Same);
+        assert_eq!(p.finished(Via::Ip, 100_000, true), PathChange::Same);
+        // Datagrams of 65000 bytes and more failed: those above the 9000-byte MTU's go.
+        let from = above(8972);
+        assert_eq!(
+            p.finished(Via::Ip, 200_000, true),
+            PathChange::ToP2p { from }
+        );
+        assert_eq!(p.p2p_from(), Some(from));
+        // Shorter ones still go by IP; longer ones point-to-point for PROBE_FIRST, then a trial.
+        assert_eq!(p.start(from - 1), Via::Ip);
+        for _ in 0..PROBE_FIRST {
+            assert_eq!(p.start(from), Via::P2p);
+        }
+        assert_eq!(p.start(150_000), Via::Trial);
+        // While the trial is out, the others go point-to-point.
+        assert_eq!(p.start(150_000), Via::P2p);
+        // A multicast started by IP before the switch ends repaired: no news.
+        assert_eq!(p.finished(Via::Ip, 150_000, true), PathChange::Same);
+        assert_eq!(p.finished(Via::P2p, 150_000, false), PathChange::Same);
+        // The trial needed a repair: twice as many before the next.
+        assert_eq!(p.finished(Via::Trial, 150_000, true), PathChange::Same);
+        for _ in 0..2 * PROBE_FIRST {
+            assert_eq!(p.start(100_000), Via::P2p);
+        }
+        assert_eq!(p.start(100_000), Via::Trial);
+        assert_eq!(p.finished(Via::Trial, 100_000, false), PathChange::Return);
+        assert_eq!(p.p2p_from(), None);
+        assert_eq!(p.start(1 << 30), Via::Ip);
+    }
+
+    #[test]
+    fn short_multicasts_that_pass_do_not_hide_large_ones_that_do_not() {
+        // Only datagrams over 1500 bytes are lost: short multicasts go through in between.
+        let mut p = RootPath::new(65000);
+        assert_eq!(p.finished(Via::Ip, 70_000, true), PathChange::Same);
+        assert_eq!(p.finished(Via::Ip, 800, false), PathChange::Same);
+        assert_eq!(
+            p.finished(Via::Ip, 65_000, true),
+            PathChange::ToP2p { from: above(8972) }
+        );
+        assert_eq!(p.start(800), Via::Ip);
+        assert_eq!(p.start(65_000), Via::P2p);
+        // Datagrams of a few kilobytes fail too: down to the 1500-byte MTU's.
+        assert_eq!(p.finished(Via::Ip, 3000, true), PathChange::Same);
+        assert_eq!(
+            p.finished(Via::Ip, 5000, true),
+            PathChange::ToP2p { from: above(1472) }
+        );
+        assert_eq!(p.start(above(1472) - 1), Via::Ip);
+        assert_eq!(p.start(above(1472)), Via::P2p);
+        // Then the short ones fail too (all multicast lost): every multicast.
+        assert_eq!(p.finished(Via::Ip, 100, true), PathChange::Same);
+        assert_eq!(
+            p.finished(Via::Ip, 900, true),
+            PathChange::ToP2p { from: 0 }
+        );
+        assert_eq!(p.start(1), Via::P2p);
+        // A multicast as long as a bad one that passes starts the count over.
+        let mut q = RootPath::new(65000);
+        assert_eq!(q.finished(Via::Ip, 5000, true), PathChange::Same);
+        assert_eq!(q.finished(Via::Ip, 5000, false), PathChange::Same);
+        assert_eq!(q.finished(Via::Ip, 5000, true), PathChange::Same);
+        // A root with small datagrams: the bound follows its datagrams, not the lengths.
+        let mut r = RootPath::new(1400);
+        r.finished(Via::Ip, 1_000_000, true);
+        assert_eq!(
+            r.finished(Via::Ip, 1_000_000, true),
+            PathChange::ToP2p { from: above(548) }
+        );
+    }
+
+    #[test]
+    fn the_trial_interval_is_capped() {
+        let mut p = RootPath::new(65000);
+        p.finished(Via::Ip, 10, true);
+        p.finished(Via::Ip, 10, true);
+        for _ in 0..20 {
+            let mut n = 0;
+            while p.start(10) == Via::P2p {
+                n += 1;
+            }
+            assert!(n <= PROBE_MAX, "{n} multicasts before a trial");
+            p.finished(Via::Trial, 10, true);
+        }
+        let mut n = 0;
+        while p.start(10) == Via::P2p {
+            n += 1;
+        }
+        assert_eq!(n, PROBE_MAX);
+    }
+
+    /// An IP multicast of `MPICAST_Imcast` in virtual time (no scouts: a destination counts
+    /// only once it asked, `take_unreached(.., false)`, as `transport::imcast_ip` does): the
+    /// datagrams for receiver 2 stop at fragment `dead_from` (or, with `large_only`, every
+    /// full-size datagram is lost for it: a 1500-byte path), the others lose `loss_pct`
+    /// percent. The root offers receiver 2 the rest, which answers with its cum and is served;
+    /// the others, held back by the window while receiver 2 lacks data, are not offered
+    /// anything; late datagrams after the repair change nothing; every byte is right.
+    fn imcast_receiver_asks(seed: u64, dead_from: u32, large_only: bool, loss_pct: u64) {
+        use crate::wire::{Ctx, Key, McastReceiver, McastSender, Params};
+        const SUSPECT: Nanos = 50_000_000;
+        const STEP: Nanos = 100_000;
+        let ctx = Ctx {
+            key: Key([5; 32]),
+            job: 1,
+            comm: 3,
+        };
+        let params = Params::new(1000, 16, 10_000_000_000);
+        let mut rnd = seed;
+        let mut next = move || {
+            rnd = rnd
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            rnd >> 33
+        };
+        let len = 23_456 + seed as usize * 13;
+        let data: Vec<u8> = (0..len).map(|i| (i * 11 + seed as usize) as u8).collect();
+        let mut tx = McastSender::new(&ctx, 9, 0, &[1, 2, 3], len, &params, 0);
+        let mut rxs: Vec<McastReceiver> = (1..4)
+            .map(|r| McastReceiver::new(&ctx, 9, 0, r, len, &params, 0))
+            .collect();
+        for rx in &mut rxs {
+            rx.arm_nack(0);
+        }
+        let mut bufs = vec![vec![0u8; len]; 3];
+        let mut asked = [false; 3];
+        let mut served = [false; 3];
+        let mut dgram = Vec::new();
+        let mut sent: Vec<Vec<u8>> = Vec::new();
+        let mut now = 0;
+        while !(tx.is_done() && rxs.iter().all(|r| r.is_done())) {
+            assert!(now < 5_000_000_000, "seed {seed}: no end");
+            if tx.poll_timeout().is_some_and(|t| t <= now) {
+                tx.handle_timeout(now);
+            }
+            while tx.poll_transmit(now, &data, &mut dgram) {
+                sent.push(dgram.clone());
+                let f = crate::wire::packet::decode(&ctx, &dgram).unwrap().0.frag;
+                let full = dgram.len() >= 1000 + crate::wire::OVERHEAD;
+                for (i, rx) in rxs.iter_mut().enumerate() {
+                    let dead = i == 1 && if large_only { full } else { f >= dead_from };
+                    if !dead && next() % 100 >= loss_pct {
+                        rx.handle_datagram(now, &dgram, &mut bufs[i]);
+                    }
+                }
+            }
+            for (i, rx) in rxs.iter_mut().enumerate() {
+                if rx.poll_timeout().is_some_and(|t| t <= now) {
+                    rx.handle_timeout(now);
+                }
+                while let Some(c) = rx.poll_control(now) {
+                    let _ = tx.handle_control(now, i as u32 + 1, &c);
+                }
+            }
+            for r in tx.take_unreached(now, SUSPECT, false) {
+                // The offer reaches it; unless it has finished meanwhile, it asks.
+                let i = r as usize - 1;
+                assert!(now >= SUSPECT, "seed {seed}: offered after {now} ns");
+                assert!(!asked[i], "seed {seed}: offered twice");
+                asked[i] = true;
+                if !rxs[i].is_done() {
+                    let mut c = Vec::new();
+                    Control::Unicast {
+                        seq: 9,
+                        cum: rxs[i].cum(),
+                    }
+                    .encode(&mut c);
+                    tx.handle_control(now, r, &c).unwrap();
+                }
+            }
+            for (r, first) in tx.take_serve() {
+                assert!(now >= SUSPECT, "seed {seed}: served after {now} ns");
+                let i = r as usize - 1;
+                served[i] = true;
+                let start = first as usize * 1000;
+                let n = rxs[i].accept_range(now, first, &data[start..], &mut bufs[i]);
+                assert!(n.is_some(), "seed {seed}: the range is refused");
+                // Late copies of every datagram, after the repair: nothing changes.
+                for d in &sent {
+                    rxs[i].handle_datagram(now, d, &mut bufs[i]);
+                }
+                assert!(
+                    bufs[i] == data,
+                    "seed {seed}: wrong bytes after late datagrams"
+                );
+            }
+            now += STEP;
+        }
+        assert!(
+            asked[1] && served[1],
+            "seed {seed}: receiver 2 was not repaired"
+        );
+        assert!(
+            !asked[0] && !asked[2],
+            "seed {seed}: a reached receiver was offered"
+        );
+        for b in &bufs {
+            assert!(b == &data, "seed {seed}: wrong bytes");
+        }
+    }
+
+    #[test]
+    fn an_imcast_destination_multicast_does_not_reach_asks_and_gets_every_byte() {
+        for seed in 0..16 {
+            imcast_receiver_asks(seed, 0, false, 0); // nothing arrives
+            imcast_receiver_asks(seed, (seed % 4) as u32 * 5, false, 5); // stops mid-way
+            imcast_receiver_asks(seed, 0, true, 0); // only the short last datagram passes
+        }
     }
 }

@@ -280,9 +280,14 @@ pub fn diagnose(j: &JobResults) -> Vec<Finding> {
                     l.size,
                     pair_list(j, &too_big)
                 ),
-                "give the path the hosts' MTU, or set MPICAST_FRAG_BYTES smaller (the data bytes \
-                 per datagram: try 1024)"
-                    .into(),
+                format!(
+                    "mpicast copes by itself: each communicator's setup also tries datagrams of \
+                     {} bytes and uses the largest that reaches every rank (one message says \
+                     which), and a communicator where this starts in mid-job moves to smaller \
+                     datagrams; for full-size datagrams (fewer per byte), give the path the \
+                     hosts' MTU",
+                    rungs_text()
+                ),
             ));
         }
     }
@@ -1123,6 +1128,19 @@ pub mod codec {
         b.chunks_exact(4)
             .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
             .collect()
+    }
+}
+
+/// "8972, 1472 and 548": the rungs of the library's ladder of datagram sizes
+/// (`wire::pmtu::RUNGS`), for the path-MTU finding.
+fn rungs_text() -> String {
+    let r: Vec<String> = crate::wire::pmtu::RUNGS
+        .iter()
+        .map(|n| n.to_string())
+        .collect();
+    match r.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => r.join(""),
     }
 }
 

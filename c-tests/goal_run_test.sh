@@ -19,29 +19,9 @@
 # temporary one. Exit 0 pass, 1 fail, 77 skip (no CLI, no library, no launcher).
 set -euo pipefail
 
-FLAVOUR=${1:-${TC_FLAVOUR:-}}
-case "$FLAVOUR" in
-  openmpi) MPICC=mpicc.openmpi LAUNCHER=mpirun.openmpi ;;
-  mpich) MPICC=mpicc.mpich LAUNCHER=mpiexec.mpich ;;
-  *) echo "usage: $0 openmpi|mpich (or TC_FLAVOUR)" >&2; exit 2 ;;
-esac
-TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-
-# Loopback only, whatever the caller had: refuse anything else.
-. "$TOP/c-tests/loopback_env.sh"
-
-skip() { echo "SKIP: $*"; exit 77; }
-fail() { echo "FAIL: $*" >&2; exit 1; }
-note() { echo "-- $*"; }
-
-WORK=${TC_WORK:-}
-if [ -z "$WORK" ]; then
-  WORK=$(mktemp -d)
-  trap 'rm -rf "$WORK"' EXIT
-else
-  rm -rf "$WORK"
-  mkdir -p "$WORK"
-fi
+# TOP, FLAVOUR, MPICC, LAUNCHER; loopback only; skip, fail, note; WORK.
+. "$(dirname "${BASH_SOURCE[0]}")/script-lib.sh"
+work_dir
 
 CLI=${MPICAST_CLI:-}
 if [ -z "$CLI" ]; then

@@ -18,26 +18,14 @@ set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/script-lib.sh"
 work_dir
 
-CLI=${MPICAST_CLI:-}
-if [ -z "$CLI" ]; then
-  for c in "$TOP/build/$FLAVOUR/bin/mpicast" "$TOP/target/cli/release/mpicast" \
-           "$TOP/target/$FLAVOUR/release/mpicast" "$TOP/target/release/mpicast"; do
-    if [ -x "$c" ]; then CLI=$c; break; fi
-  done
-fi
-[ -n "$CLI" ] && [ -x "$CLI" ] || skip "no mpicast executable (make lib, or MPICAST_CLI)"
-command -v "$LAUNCHER" >/dev/null || skip "$LAUNCHER not installed"
-LIBDIR=$TOP/build/$FLAVOUR/lib
-[ -e "$LIBDIR/libmpicast.so" ] || skip "$LIBDIR/libmpicast.so missing (make lib)"
+find_cli "make lib, or MPICAST_CLI" "$TOP/build/$FLAVOUR/bin/mpicast" \
+  "$TOP/target/cli/release/mpicast" "$TOP/target/$FLAVOUR/release/mpicast" \
+  "$TOP/target/release/mpicast"
+need_lib
 note "CLI $CLI"
 
 cd "$TOP"
-if [ -z "${MPICAST_DOCTOR_RUNNER:-}" ] && [ ! -x "build/$FLAVOUR/bin/mpicast-doctor-run" ]; then
-  note "no build/$FLAVOUR/bin/mpicast-doctor-run: compiling one into $WORK"
-  "$MPICC" -O2 -Wall -Wextra -Werror -Iinclude tools/doctor_run.c -L"$LIBDIR" -lmpicast \
-    -Wl,-rpath,"$LIBDIR" -o "$WORK/mpicast-doctor-run"
-  export MPICAST_DOCTOR_RUNNER=$WORK/mpicast-doctor-run
-fi
+runner_or_compile mpicast-doctor-run MPICAST_DOCTOR_RUNNER tools/doctor_run.c
 
 # run NAME EXPECTED_STATUS COMMAND... : stdout in $WORK/NAME.out, stderr in NAME.err.
 run() {

@@ -23,27 +23,15 @@ set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/script-lib.sh"
 work_dir
 
-CLI=${MPICAST_CLI:-}
-if [ -z "$CLI" ]; then
-  for c in "$TOP/target/cli/release/mpicast" "$TOP/target/$FLAVOUR/release/mpicast" \
-           "$TOP/target/release/mpicast"; do
-    if [ -x "$c" ]; then CLI=$c; break; fi
-  done
-fi
-[ -n "$CLI" ] && [ -x "$CLI" ] || skip "no mpicast executable (cargo build --release --bin mpicast, or MPICAST_CLI)"
-command -v "$LAUNCHER" >/dev/null || skip "$LAUNCHER not installed"
-LIBDIR=$TOP/build/$FLAVOUR/lib
-[ -e "$LIBDIR/libmpicast.so" ] || skip "$LIBDIR/libmpicast.so missing (make lib)"
+find_cli "cargo build --release --bin mpicast, or MPICAST_CLI" \
+  "$TOP/target/cli/release/mpicast" "$TOP/target/$FLAVOUR/release/mpicast" \
+  "$TOP/target/release/mpicast"
+need_lib
 note "CLI $CLI"
 
 # The runner: the CLI finds build/<flavour>/bin/mpicast-goal-run from $TOP by itself.
 cd "$TOP"
-if [ -z "${MPICAST_GOAL_RUNNER:-}" ] && [ ! -x "build/$FLAVOUR/bin/mpicast-goal-run" ]; then
-  note "no build/$FLAVOUR/bin/mpicast-goal-run: compiling one into $WORK"
-  "$MPICC" -O2 -Wall -Wextra -Werror -Iinclude tools/goal_run.c -L"$LIBDIR" -lmpicast \
-    -Wl,-rpath,"$LIBDIR" -o "$WORK/mpicast-goal-run"
-  export MPICAST_GOAL_RUNNER=$WORK/mpicast-goal-run
-fi
+runner_or_compile mpicast-goal-run MPICAST_GOAL_RUNNER tools/goal_run.c
 note "runner ${MPICAST_GOAL_RUNNER:-build/$FLAVOUR/bin/mpicast-goal-run}"
 
 # run NAME EXPECTED_STATUS COMMAND... : output in $WORK/NAME.out, status checked.

@@ -29,14 +29,8 @@ export MPICAST_TOPO=flat
 
 work_dir
 
-CLI=${MPICAST_CLI:-}
-if [ -z "$CLI" ]; then
-  for c in "$TOP/build/$FLAVOUR/bin/mpicast" "$TOP/target/$FLAVOUR/release/mpicast" \
-           "$TOP/target/release/mpicast"; do
-    if [ -x "$c" ]; then CLI=$c; break; fi
-  done
-fi
-[ -n "$CLI" ] && [ -x "$CLI" ] || skip "no mpicast executable (make lib, or MPICAST_CLI)"
+find_cli "make lib, or MPICAST_CLI" "$TOP/build/$FLAVOUR/bin/mpicast" \
+  "$TOP/target/$FLAVOUR/release/mpicast" "$TOP/target/release/mpicast"
 command -v "$LAUNCHER" >/dev/null || skip "$LAUNCHER not installed"
 [ -e "$TOP/build/$FLAVOUR/lib/libmpicast.so" ] || skip "build/$FLAVOUR/lib/libmpicast.so missing (make lib)"
 cd "$TOP"

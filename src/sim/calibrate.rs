@@ -613,7 +613,6 @@ fn intercept(v: &Series, b: f64) -> f64 {
     ym - b * xm
 }
 
-/// Fits one channel; `fixed_o` is `O` when it is not this channel's to fit.
 /// The CPU overhead o as fitted, or 0 where it fell below 0 within the timers' noise (half a
 /// nanosecond, or SLACK of the bursts' mean delay); further below, the fit fails.
 fn overhead_not_negative(o: f64, rows: &[Row], notes: &mut Vec<String>) -> Result<f64, FitError> {
@@ -700,6 +699,7 @@ fn fit_gap(rows: &[Row], (o, ob): (f64, f64), m: f64, notes: &mut Vec<String>) -
     (gap, gap_hidden)
 }
 
+/// Fits one channel; `fixed_o` is `O` when it is not this channel's to fit.
 fn fit_channel(
     points: &[Measured],
     channel: Channel,

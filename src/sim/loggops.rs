@@ -1219,6 +1219,24 @@ impl<'p> Engine<'p> {
         }
     }
 
+    /// `u` on `dst`'s queue of unexpected messages, in a free slot if there is one.
+    fn queue_unexpected(&mut self, dst: u32, u: Unexpected) {
+        let slot = match self.free_msgs.pop() {
+            Some(i) => {
+                self.msgs[i as usize] = u;
+                i
+            }
+            None => {
+                self.msgs.push(u);
+                self.msg_next.push(NIL);
+                (self.msgs.len() - 1) as u32
+            }
+        };
+        self.queues[dst as usize]
+            .unexpected
+            .push_back(&mut self.msg_next, slot);
+    }
+
     /// The receiver `dst`, free at `t`, takes the message of `src`'s send `send`.
     fn take(&mut self, t: u64, dst: u32, src: u32, send: usize) {
         let (c, n) = (self.cpu_at(dst, 0), self.nic_recv_at(dst, 0));
@@ -1311,20 +1329,7 @@ impl<'p> Engine<'p> {
                     done,
                     why,
                 };
-                let slot = match self.free_msgs.pop() {
-                    Some(i) => {
-                        self.msgs[i as usize] = u;
-                        i
-                    }
-                    None => {
-                        self.msgs.push(u);
-                        self.msg_next.push(NIL);
-                        (self.msgs.len() - 1) as u32
-                    }
-                };
-                self.queues[dst as usize]
-                    .unexpected
-                    .push_back(&mut self.msg_next, slot);
+                self.queue_unexpected(dst, u);
             }
         }
     }

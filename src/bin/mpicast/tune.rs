@@ -474,7 +474,6 @@ const TOP: f64 = 40.0;
 const PLOT_W: f64 = 620.0;
 const PLOT_H: f64 = 330.0;
 
-/// Time against size, both logarithmic: the host MPI, eager and scouts, and the threshold.
 /// A grid line and a label at each decade of time from 10^`decades.0` to 10^`decades.1` ns
 /// (`y`: where a time goes).
 fn time_grid(s: &mut String, decades: (i32, i32), y: impl Fn(f64) -> f64) {
@@ -513,6 +512,7 @@ fn threshold_marker(s: &mut String, xx: f64, b: u64) {
     );
 }
 
+/// Time against size, both logarithmic: the host MPI, eager and scouts, and the threshold.
 fn plot(m: &Measured, c: &Choice, title: &str) -> String {
     let pts = &m.points;
     let (b0, b1) = (

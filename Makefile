@@ -222,7 +222,7 @@ build/%/bench/bcast_bench: bench/bcast_bench.c
 
 # MPICAST_Imcast against the flat tree and the host MPI's broadcast (bench/imcast.sh runs it):
 # linked with the flavour's libmpicast ahead of the MPI library, as examples/ are.
-build/%/bench/imcast_bench: bench/imcast_bench.c include/mpicast.h
+build/%/bench/imcast_bench: bench/imcast_bench.c bench/bench_common.h include/mpicast.h
 	@[ -e build/$*/lib/libmpicast.so ] || { echo "$@: build/$*/lib/libmpicast.so missing: run make lib-$*" >&2; exit 1; }
 	@mkdir -p $(@D)
 	$(mpicc_$*) -O2 -Wall -Wextra -Werror -Iinclude -o $@ $< -L$(CURDIR)/build/$*/lib -lmpicast \

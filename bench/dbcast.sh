@@ -72,7 +72,8 @@ for m in $mpis; do
   prog=build/$m/bench/dbcast_bench
   # Built here, as the Makefile builds imcast_bench: linked with the flavour's libmpicast
   # ahead of the MPI library.
-  if [ ! -x "$prog" ] || [ bench/dbcast_bench.c -nt "$prog" ] || [ include/mpicast.h -nt "$prog" ]; then
+  if [ ! -x "$prog" ] || [ bench/dbcast_bench.c -nt "$prog" ] || [ bench/bench_common.h -nt "$prog" ] \
+     || [ include/mpicast.h -nt "$prog" ]; then
     mkdir -p "build/$m/bench"
     "mpicc.$m" -O2 -Wall -Wextra -Werror -Iinclude -o "$prog" bench/dbcast_bench.c \
       -L"$TOP/build/$m/lib" -lmpicast -Wl,-rpath,"$TOP/build/$m/lib" -lm

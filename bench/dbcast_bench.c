@@ -49,103 +49,25 @@
  * and "# end" just before MPI_Finalize (cluster.sh run --done-marker). */
 #define _GNU_SOURCE
 #include <math.h>
-#include <mpi.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
 
-#include "mpicast.h"
+#define BENCH_NAME "dbcast_bench"
+#include "bench_common.h"
 
 enum { V_LINEAR, V_DBCAST, V_DBCAST_RAND, V_BCAST, V_MBCAST, NV };
 static const char *const VNAME[NV] = {"linear", "dbcast", "dbcast_rand", "bcast", "mbcast"};
 
-static int rank, nranks;
 static MPI_Comm dcomm; /* enabled for dynamic broadcast */
 static MPI_Comm lcomm; /* the linear sends */
 static MPI_Group world_group;
-static long errors;
-static int op_count; /* tags and patterns differ from operation to operation */
 
-static const char *arg(int argc, char **argv, const char *name) {
-  for (int i = 1; i + 1 < argc; i++)
-    if (strcmp(argv[i], name) == 0) return argv[i + 1];
-  return NULL;
-}
-
-static double num_arg(int argc, char **argv, const char *name, double dflt) {
-  const char *v = arg(argc, argv, name);
-  return v ? atof(v) : dflt;
-}
-
-static _Noreturn void die(const char *what) {
-  fprintf(stderr, "dbcast_bench: rank %d: %s\n", rank, what);
-  MPI_Abort(MPI_COMM_WORLD, 2);
-  exit(2);
-}
-
-static void ok(int rc, const char *what) {
-  if (rc != MPICAST_OK) {
-    char m[200];
-    snprintf(m, sizeof m, "%s returned %d (%s)", what, rc, MPICAST_Status_string(rc));
-    die(m);
-  }
-}
-
-static double mono(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static uint64_t mix(uint64_t x) { /* splitmix64's finaliser */
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-/* The pattern: 64-bit word w of operation `key` is mix(key * 2^32 + w). */
-static void fill(unsigned char *buf, size_t size, uint64_t key) {
-  size_t words = size / 8;
-  for (size_t w = 0; w < words; w++) {
-    uint64_t v = mix((key << 32) + w);
-    memcpy(buf + 8 * w, &v, 8);
-  }
-  uint64_t v = mix((key << 32) + words);
-  memcpy(buf + 8 * words, &v, size - 8 * words);
-}
-
-static long check(const unsigned char *buf, size_t size, uint64_t key) {
-  long bad = 0;
-  size_t words = size / 8;
-  for (size_t w = 0; w < words; w++) {
-    uint64_t v = mix((key << 32) + w);
-    bad += memcmp(buf + 8 * w, &v, 8) != 0;
-  }
-  uint64_t v = mix((key << 32) + words);
-  bad += memcmp(buf + 8 * words, &v, size - 8 * words) != 0;
-  return bad;
-}
-
-static void nap(void) {
-  struct timespec ts = {0, 50000};
-  nanosleep(&ts, NULL);
+/* A look of settle(): forwards dynamic broadcasts. */
+static void probe_dcomm(void) {
+  int flag;
+  MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, dcomm, &flag, MPI_STATUS_IGNORE);
 }
 
 /* Everyone waits for everyone, asleep; every look also forwards dynamic broadcasts. */
-static void settle(void) {
-  MPI_Request req;
-  int done = 0, flag;
-  PMPI_Ibarrier(MPI_COMM_WORLD, &req);
-  for (;;) {
-    MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, dcomm, &flag, MPI_STATUS_IGNORE);
-    PMPI_Test(&req, &done, MPI_STATUS_IGNORE);
-    if (done) return;
-    nap();
-  }
-}
+static void settle(void) { settle_with(probe_dcomm); }
 
 /* Shuffles a[0..n) from the state *st (Fisher-Yates). */
 static void shuffle(uint64_t *st, int *a, int n) {
@@ -166,12 +88,7 @@ static void draw_set(uint64_t *st, int k, int *set) {
   shuffle(st, pool, others);
   memcpy(set, pool, sizeof(int) * (size_t)k);
   free(pool);
-  for (int i = 1; i < k; i++) /* insertion sort: k is small */
-    for (int j = i; j > 0 && set[j - 1] > set[j]; j--) {
-      int t = set[j];
-      set[j] = set[j - 1];
-      set[j - 1] = t;
-    }
+  sort_ranks(set, k);
 }
 
 struct conf {
@@ -242,18 +159,6 @@ static double timed(int v, struct conf *c, uint64_t seed, double *span) {
   if (rank == 0) *span = slowest[1] - start;
   if (c->is_dest) errors += check(c->buf, c->size, key);
   return slowest[0];
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double quantile(const double *s, int n, double q) {
-  double pos = q * (n - 1);
-  int i = (int)pos;
-  if (i + 1 >= n) return s[n - 1];
-  return s[i] + (pos - i) * (s[i + 1] - s[i]);
 }
 
 static const char *label = "-", *tree = "-";
@@ -333,46 +238,17 @@ static void measure(const int *on, size_t size, int k, unsigned char *buf, uint6
   if (c.sub != MPI_COMM_NULL) MPI_Comm_free(&c.sub);
 }
 
-static size_t parse_size(const char *tok) {
-  char *end;
-  unsigned long long v = strtoull(tok, &end, 0);
-  if (*end == 'k' || *end == 'K') v <<= 10, end++;
-  else if (*end == 'm' || *end == 'M') v <<= 20, end++;
-  if (*end || v < 1 || v > (256ull << 20)) {
-    if (rank == 0) fprintf(stderr, "dbcast_bench: bad size '%s'\n", tok);
-    MPI_Abort(MPI_COMM_WORLD, 2);
-  }
-  return (size_t)v;
-}
-
-static const char *env_or(const char *name, const char *dflt) {
-  const char *v = getenv(name);
-  return v && *v ? v : dflt;
-}
-
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-  if (nranks < 2) die("needs at least 2 ranks");
+  bench_init();
   if (arg(argc, argv, "--label")) label = arg(argc, argv, "--label");
   tree = env_or("MPICAST_DBCAST_TREE", "binomial");
 
   int on[NV] = {0};
-  char *vl = strdup(arg(argc, argv, "--variants") ? arg(argc, argv, "--variants")
-                                                   : "linear,dbcast,bcast,mbcast");
-  for (char *tok = strtok(vl, ","); tok; tok = strtok(NULL, ",")) {
-    int found = 0;
-    for (int v = 0; v < NV; v++)
-      if (strcmp(tok, VNAME[v]) == 0) on[v] = found = 1;
-    if (!found) die("unknown variant (linear, dbcast, dbcast_rand, bcast, mbcast)");
-  }
-  free(vl);
-  size_t sizes[64], nsizes = 0, max = 8;
-  char *sl = strdup(arg(argc, argv, "--sizes") ? arg(argc, argv, "--sizes") : "8m");
-  for (char *tok = strtok(sl, ","); tok && nsizes < 64; tok = strtok(NULL, ","))
-    sizes[nsizes++] = parse_size(tok);
-  free(sl);
+  parse_variants(argc, argv, "linear,dbcast,bcast,mbcast", VNAME, NV, on,
+                 "unknown variant (linear, dbcast, dbcast_rand, bcast, mbcast)");
+  size_t sizes[64], max;
+  size_t nsizes = parse_sizes(argc, argv, "8m", sizes, &max);
   int ks[64], nks = 0;
   char *kl = strdup(arg(argc, argv, "--ks") ? arg(argc, argv, "--ks") : "all");
   for (char *tok = strtok(kl, ","); tok && nks < 64; tok = strtok(NULL, ",")) {
@@ -386,38 +262,18 @@ int main(int argc, char **argv) {
   if (reps < 1) reps = 1;
   if (warmup < 1) warmup = 1; /* mbcast's setup, the engine's connections */
   uint64_t seed = (uint64_t)num_arg(argc, argv, "--seed", 20261126);
-  for (size_t i = 0; i < nsizes; i++)
-    if (sizes[i] > max) max = sizes[i];
   unsigned char *buf = malloc(max);
   if (!buf) die("out of memory");
 
   MPI_Comm_group(MPI_COMM_WORLD, &world_group);
   MPI_Comm_dup(MPI_COMM_WORLD, &lcomm);
   MPI_Comm_dup(MPI_COMM_WORLD, &dcomm);
-  double e0 = mono();
-  ok(MPICAST_Dbcast_enable(dcomm), "MPICAST_Dbcast_enable");
-  double enable_s = mono() - e0, enable_max = 0;
-  PMPI_Reduce(&enable_s, &enable_max, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-  /* Every pair's connection once, outside any timed region. */
-  {
-    char *s = calloc((size_t)nranks, 64), *r = calloc((size_t)nranks, 64);
-    if (!s || !r) die("out of memory");
-    PMPI_Alltoall(s, 64, MPI_BYTE, r, 64, MPI_BYTE, lcomm);
-    PMPI_Alltoall(s, 64, MPI_BYTE, r, 64, MPI_BYTE, MPI_COMM_WORLD);
-    free(s);
-    free(r);
-  }
+  double enable_max =
+      enable_and_connect(MPICAST_Dbcast_enable, dcomm, "MPICAST_Dbcast_enable", lcomm);
 
   if (rank == 0) {
-    char version[MPI_MAX_LIBRARY_VERSION_STRING];
-    int vlen = 0;
-    MPI_Get_library_version(version, &vlen);
-    for (char *c = version; *c; c++)
-      if (*c == '\n' || *c == '\r') *c = ' ';
-    if (vlen > 80) version[80] = 0;
-    time_t now = time(NULL);
-    char date[32];
-    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+    char version[MPI_MAX_LIBRARY_VERSION_STRING], date[32];
+    run_facts(version, date);
     printf("# dbcast_bench: %s, %d ranks, root 0, %s, mpicast %s\n", label, nranks, date,
            MPICAST_Version());
     printf("# mpi: %s\n", version);
@@ -438,14 +294,7 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < nsizes; i++)
     for (int j = 0; j < nks; j++) measure(on, sizes[i], ks[j], buf, seed, warmup, reps);
 
-  long all = 0;
-  PMPI_Reduce(&errors, &all, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
-  if (rank == 0) {
-    printf("# data check: %ld errors\n", all);
-    printf("# end\n");
-    fflush(stdout);
-  }
-  PMPI_Bcast(&all, 1, MPI_LONG, 0, MPI_COMM_WORLD);
+  long all = bench_finish();
   MPI_Comm_free(&dcomm);
   MPI_Comm_free(&lcomm);
   MPI_Group_free(&world_group);

@@ -58,110 +58,29 @@
  * and "# end" just before MPI_Finalize (cluster.sh run --done-marker). */
 #define _GNU_SOURCE
 #include <math.h>
-#include <mpi.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/prctl.h>
-#include <time.h>
 
-#include "mpicast.h"
+#define BENCH_NAME "imcast_bench"
+#include "bench_common.h"
 
 enum { V_IMCAST, V_FLAT, V_BCAST, V_BCAST_CG, V_SPLIT, V_MBCAST, NV };
 static const char *const VNAME[NV] = {"imcast", "flat", "bcast", "bcast_cg", "split", "mbcast"};
 
-static int rank, nranks;
 static MPI_Comm ecomm;  /* enabled for MPICAST_Imcast */
 static MPI_Comm pcomm;  /* the flat tree's messages */
 static MPI_Comm mcomm;  /* mbcast: mpicast's MPI_Bcast */
 static MPI_Group world_group;
-static long errors;
-static int op_count;    /* tags and patterns differ from operation to operation */
 static int recv_spin;   /* --recv-spin */
 
-static const char *arg(int argc, char **argv, const char *name) {
-  for (int i = 1; i + 1 < argc; i++)
-    if (strcmp(argv[i], name) == 0) return argv[i + 1];
-  return NULL;
-}
-
-static double num_arg(int argc, char **argv, const char *name, double dflt) {
-  const char *v = arg(argc, argv, name);
-  return v ? atof(v) : dflt;
-}
-
-static _Noreturn void die(const char *what) {
-  fprintf(stderr, "imcast_bench: rank %d: %s\n", rank, what);
-  MPI_Abort(MPI_COMM_WORLD, 2);
-  exit(2);
-}
-
-static void ok(int rc, const char *what) {
-  if (rc != MPICAST_OK) {
-    char m[200];
-    snprintf(m, sizeof m, "%s returned %d (%s)", what, rc, MPICAST_Status_string(rc));
-    die(m);
-  }
-}
-
-static double mono(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static uint64_t mix(uint64_t x) { /* splitmix64's finaliser */
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-/* The pattern: 64-bit word w of operation `key` is mix(key * 2^32 + w). */
-static void fill(unsigned char *buf, size_t size, uint64_t key) {
-  size_t words = size / 8;
-  for (size_t w = 0; w < words; w++) {
-    uint64_t v = mix((key << 32) + w);
-    memcpy(buf + 8 * w, &v, 8);
-  }
-  uint64_t v = mix((key << 32) + words);
-  memcpy(buf + 8 * words, &v, size - 8 * words);
-}
-
-static long check(const unsigned char *buf, size_t size, uint64_t key) {
-  long bad = 0;
-  size_t words = size / 8;
-  for (size_t w = 0; w < words; w++) {
-    uint64_t v = mix((key << 32) + w);
-    bad += memcmp(buf + 8 * w, &v, 8) != 0;
-  }
-  uint64_t v = mix((key << 32) + words);
-  bad += memcmp(buf + 8 * words, &v, size - 8 * words) != 0;
-  return bad;
-}
-
-static void nap(void) {
-  struct timespec ts = {0, 50000};
-  nanosleep(&ts, NULL);
+/* A look of settle() in imcast: forwards multicasts. */
+static void probe_ecomm(void) {
+  int flag;
+  ok(MPICAST_Mcast_iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, ecomm, &flag, MPI_STATUS_IGNORE),
+     "MPICAST_Mcast_iprobe");
 }
 
 /* Everyone waits for everyone, asleep; in imcast every look also forwards. */
-static void settle(int forward) {
-  MPI_Request req;
-  int done = 0;
-  PMPI_Ibarrier(MPI_COMM_WORLD, &req);
-  for (;;) {
-    if (forward) {
-      int flag;
-      ok(MPICAST_Mcast_iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, ecomm, &flag, MPI_STATUS_IGNORE),
-         "MPICAST_Mcast_iprobe");
-    }
-    PMPI_Test(&req, &done, MPI_STATUS_IGNORE);
-    if (done) return;
-    nap();
-  }
-}
+static void settle(int forward) { settle_with(forward ? probe_ecomm : NULL); }
 
 /* A random set of k distinct ranks other than 0, sorted, from the state *st. */
 static void draw_dests(uint64_t *st, int k, int *dests) {
@@ -177,12 +96,7 @@ static void draw_dests(uint64_t *st, int k, int *dests) {
   }
   for (int i = 0; i < k; i++) dests[i] = pool[i];
   free(pool);
-  for (int i = 1; i < k; i++) /* insertion sort: k is small */
-    for (int j = i; j > 0 && dests[j - 1] > dests[j]; j--) {
-      int t = dests[j];
-      dests[j] = dests[j - 1];
-      dests[j - 1] = t;
-    }
+  sort_ranks(dests, k);
 }
 
 /* Root then the destinations: the group of the sub-communicator (the root is its rank 0). */
@@ -298,18 +212,6 @@ static double timed(int v, struct op *o, uint64_t seed, double *span) {
   return slowest[0];
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double quantile(const double *s, int n, double q) {
-  double pos = q * (n - 1);
-  int i = (int)pos;
-  if (i + 1 >= n) return s[n - 1];
-  return s[i] + (pos - i) * (s[i + 1] - s[i]);
-}
-
 static const char *label = "-", *mode = "fig5", *route = "-", *base = "-", *seg = "-";
 
 /* One configuration: a warm-up round, then reps rounds of every variant that is on. */
@@ -373,28 +275,9 @@ static void measure(const int *on, size_t size, int frac, unsigned char *buf, ui
   free(sp);
 }
 
-static size_t parse_size(const char *tok) {
-  char *end;
-  unsigned long long v = strtoull(tok, &end, 0);
-  if (*end == 'k' || *end == 'K') v <<= 10, end++;
-  else if (*end == 'm' || *end == 'M') v <<= 20, end++;
-  if (*end || v < 1 || v > (256ull << 20)) {
-    if (rank == 0) fprintf(stderr, "imcast_bench: bad size '%s'\n", tok);
-    MPI_Abort(MPI_COMM_WORLD, 2);
-  }
-  return (size_t)v;
-}
-
-static const char *env_or(const char *name, const char *dflt) {
-  const char *v = getenv(name);
-  return v && *v ? v : dflt;
-}
-
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-  if (nranks < 2) die("needs at least 2 ranks");
+  bench_init();
   label = env_or("IMCAST_BENCH_LABEL", "-");
   if (arg(argc, argv, "--label")) label = arg(argc, argv, "--label");
   if (arg(argc, argv, "--mode")) mode = arg(argc, argv, "--mode");
@@ -405,21 +288,10 @@ int main(int argc, char **argv) {
   seg = env_or("MPICAST_SEGMENT_BYTES", "8KiB");
 
   int on[NV] = {0};
-  char *vl = strdup(arg(argc, argv, "--variants") ? arg(argc, argv, "--variants")
-                    : fig4 ? "imcast" : "imcast,flat,bcast,bcast_cg,split");
-  for (char *tok = strtok(vl, ","); tok; tok = strtok(NULL, ",")) {
-    int found = 0;
-    for (int v = 0; v < NV; v++)
-      if (strcmp(tok, VNAME[v]) == 0) on[v] = found = 1;
-    if (!found) die("unknown variant (imcast, flat, bcast, bcast_cg, split, mbcast)");
-  }
-  free(vl);
-  size_t sizes[64], nsizes = 0, max = 8;
-  char *sl = strdup(arg(argc, argv, "--sizes") ? arg(argc, argv, "--sizes")
-                    : fig4 ? "512k,1m" : "1k,16k,256k,1m,4m");
-  for (char *tok = strtok(sl, ","); tok && nsizes < 64; tok = strtok(NULL, ","))
-    sizes[nsizes++] = parse_size(tok);
-  free(sl);
+  parse_variants(argc, argv, fig4 ? "imcast" : "imcast,flat,bcast,bcast_cg,split", VNAME, NV, on,
+                 "unknown variant (imcast, flat, bcast, bcast_cg, split, mbcast)");
+  size_t sizes[64], max;
+  size_t nsizes = parse_sizes(argc, argv, fig4 ? "512k,1m" : "1k,16k,256k,1m,4m", sizes, &max);
   int fracs[16], nfracs = 0;
   char *fl = strdup(arg(argc, argv, "--fracs") ? arg(argc, argv, "--fracs") : fig4 ? "100" : "25,50,100");
   for (char *tok = strtok(fl, ","); tok && nfracs < 16; tok = strtok(NULL, ",")) {
@@ -439,8 +311,6 @@ int main(int argc, char **argv) {
     if (strcmp(argv[i], "--recv-spin") == 0) recv_spin = 1;
   if (slack_ns >= 1 && prctl(PR_SET_TIMERSLACK, (unsigned long)slack_ns, 0, 0, 0) != 0)
     die("prctl(PR_SET_TIMERSLACK) failed");
-  for (size_t i = 0; i < nsizes; i++)
-    if (sizes[i] > max) max = sizes[i];
   unsigned char *buf = malloc(max);
   if (!buf) die("out of memory");
 
@@ -448,30 +318,12 @@ int main(int argc, char **argv) {
   MPI_Comm_dup(MPI_COMM_WORLD, &pcomm);
   MPI_Comm_dup(MPI_COMM_WORLD, &mcomm);
   MPI_Comm_dup(MPI_COMM_WORLD, &ecomm);
-  double e0 = mono();
-  ok(MPICAST_Mcast_enable(ecomm), "MPICAST_Mcast_enable");
-  double enable_s = mono() - e0, enable_max = 0;
-  PMPI_Reduce(&enable_s, &enable_max, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-  /* Every pair's connection once, outside any timed region. */
-  {
-    char *s = calloc((size_t)nranks, 64), *r = calloc((size_t)nranks, 64);
-    if (!s || !r) die("out of memory");
-    PMPI_Alltoall(s, 64, MPI_BYTE, r, 64, MPI_BYTE, pcomm);
-    PMPI_Alltoall(s, 64, MPI_BYTE, r, 64, MPI_BYTE, MPI_COMM_WORLD);
-    free(s);
-    free(r);
-  }
+  double enable_max =
+      enable_and_connect(MPICAST_Mcast_enable, ecomm, "MPICAST_Mcast_enable", pcomm);
 
   if (rank == 0) {
-    char version[MPI_MAX_LIBRARY_VERSION_STRING];
-    int vlen = 0;
-    MPI_Get_library_version(version, &vlen);
-    for (char *c = version; *c; c++)
-      if (*c == '\n' || *c == '\r') *c = ' ';
-    if (vlen > 80) version[80] = 0;
-    time_t now = time(NULL);
-    char date[32];
-    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+    char version[MPI_MAX_LIBRARY_VERSION_STRING], date[32];
+    run_facts(version, date);
     printf("# imcast_bench: %s, %d ranks, root 0, mode %s, %s, mpicast %s\n", label, nranks, mode,
            date, MPICAST_Version());
     printf("# mpi: %s\n", version);
@@ -491,14 +343,7 @@ int main(int argc, char **argv) {
     for (int f = 0; f < nfracs; f++)
       measure(on, sizes[i], fracs[f], buf, seed, budget, reps_min, reps_max);
 
-  long all = 0;
-  PMPI_Reduce(&errors, &all, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
-  if (rank == 0) {
-    printf("# data check: %ld errors\n", all);
-    printf("# end\n");
-    fflush(stdout);
-  }
-  PMPI_Bcast(&all, 1, MPI_LONG, 0, MPI_COMM_WORLD);
+  long all = bench_finish();
   MPI_Comm_free(&ecomm);
   MPI_Comm_free(&pcomm);
   MPI_Comm_free(&mcomm);

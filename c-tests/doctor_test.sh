@@ -14,50 +14,18 @@
 # tools/doctor_run.c into the work directory. Exit 0 pass, 1 fail, 77 skip.
 set -euo pipefail
 
-FLAVOUR=${1:-${TC_FLAVOUR:-}}
-case "$FLAVOUR" in
-  openmpi) MPICC=mpicc.openmpi LAUNCHER=mpirun.openmpi ;;
-  mpich) MPICC=mpicc.mpich LAUNCHER=mpiexec.mpich ;;
-  *) echo "usage: $0 openmpi|mpich (or TC_FLAVOUR)" >&2; exit 2 ;;
-esac
-TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# TOP, FLAVOUR, MPICC, LAUNCHER; loopback only; skip, fail, note; WORK.
+. "$(dirname "${BASH_SOURCE[0]}")/script-lib.sh"
+work_dir
 
-# Loopback only, whatever the caller had: refuse anything else.
-. "$TOP/c-tests/loopback_env.sh"
-
-skip() { echo "SKIP: $*"; exit 77; }
-fail() { echo "FAIL: $*" >&2; exit 1; }
-note() { echo "-- $*"; }
-
-WORK=${TC_WORK:-}
-if [ -z "$WORK" ]; then
-  WORK=$(mktemp -d)
-  trap 'rm -rf "$WORK"' EXIT
-else
-  rm -rf "$WORK"
-  mkdir -p "$WORK"
-fi
-
-CLI=${MPICAST_CLI:-}
-if [ -z "$CLI" ]; then
-  for c in "$TOP/build/$FLAVOUR/bin/mpicast" "$TOP/target/cli/release/mpicast" \
-           "$TOP/target/$FLAVOUR/release/mpicast" "$TOP/target/release/mpicast"; do
-    if [ -x "$c" ]; then CLI=$c; break; fi
-  done
-fi
-[ -n "$CLI" ] && [ -x "$CLI" ] || skip "no mpicast executable (make lib, or MPICAST_CLI)"
-command -v "$LAUNCHER" >/dev/null || skip "$LAUNCHER not installed"
-LIBDIR=$TOP/build/$FLAVOUR/lib
-[ -e "$LIBDIR/libmpicast.so" ] || skip "$LIBDIR/libmpicast.so missing (make lib)"
+find_cli "make lib, or MPICAST_CLI" "$TOP/build/$FLAVOUR/bin/mpicast" \
+  "$TOP/target/cli/release/mpicast" "$TOP/target/$FLAVOUR/release/mpicast" \
+  "$TOP/target/release/mpicast"
+need_lib
 note "CLI $CLI"
 
 cd "$TOP"
-if [ -z "${MPICAST_DOCTOR_RUNNER:-}" ] && [ ! -x "build/$FLAVOUR/bin/mpicast-doctor-run" ]; then
-  note "no build/$FLAVOUR/bin/mpicast-doctor-run: compiling one into $WORK"
-  "$MPICC" -O2 -Wall -Wextra -Werror -Iinclude tools/doctor_run.c -L"$LIBDIR" -lmpicast \
-    -Wl,-rpath,"$LIBDIR" -o "$WORK/mpicast-doctor-run"
-  export MPICAST_DOCTOR_RUNNER=$WORK/mpicast-doctor-run
-fi
+runner_or_compile mpicast-doctor-run MPICAST_DOCTOR_RUNNER tools/doctor_run.c
 
 # run NAME EXPECTED_STATUS COMMAND... : stdout in $WORK/NAME.out, stderr in NAME.err.
 run() {

@@ -12,13 +12,8 @@
 # CLI and runner as c-tests/goal_run_test.sh finds them. Exit 0 pass, 1 fail, 77 skip.
 set -euo pipefail
 
-FLAVOUR=${1:-${TC_FLAVOUR:-}}
-case "$FLAVOUR" in
-  openmpi | mpich) ;;
-  *) echo "usage: $0 openmpi|mpich (or TC_FLAVOUR)" >&2; exit 2 ;;
-esac
-TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-. "$TOP/c-tests/loopback_env.sh"
+# TOP, FLAVOUR; loopback only; skip, fail, note.
+. "$(dirname "${BASH_SOURCE[0]}")/script-lib.sh"
 CLI=${MPICAST_CLI:-}
 if [ -z "$CLI" ]; then
   for c in "$TOP/target/$FLAVOUR/release/mpicast" "$TOP/target/release/mpicast"; do

@@ -19,43 +19,18 @@
 # launcher). About 5 s per flavour.
 set -euo pipefail
 
-FLAVOUR=${1:-${TC_FLAVOUR:-}}
-case "$FLAVOUR" in
-  openmpi) LAUNCHER=mpirun.openmpi ;;
-  mpich) LAUNCHER=mpiexec.mpich ;;
-  *) echo "usage: $0 openmpi|mpich (or TC_FLAVOUR)" >&2; exit 2 ;;
-esac
-TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-
-# Loopback only, whatever the caller had: refuse anything else.
-. "$TOP/c-tests/loopback_env.sh"
+# TOP, FLAVOUR, LAUNCHER; loopback only; skip, fail, note; work_dir.
+. "$(dirname "${BASH_SOURCE[0]}")/script-lib.sh"
 # The settings tune measures under are the defaults (ctest's environment sets some).
 unset MPICAST_MIN_BYTES MPICAST_EAGER_BYTES MPICAST_CONFIG MPICAST_DISABLE MPICAST_VERBOSE
 # All ranks on this host: every one joins the multicast (as `mpicast tune` sets without
 # MPICAST_IFACE; here the interface is set, lo).
 export MPICAST_TOPO=flat
 
-skip() { echo "SKIP: $*"; exit 77; }
-fail() { echo "FAIL: $*" >&2; exit 1; }
-note() { echo "-- $*"; }
+work_dir
 
-WORK=${TC_WORK:-}
-if [ -z "$WORK" ]; then
-  WORK=$(mktemp -d)
-  trap 'rm -rf "$WORK"' EXIT
-else
-  rm -rf "$WORK"
-  mkdir -p "$WORK"
-fi
-
-CLI=${MPICAST_CLI:-}
-if [ -z "$CLI" ]; then
-  for c in "$TOP/build/$FLAVOUR/bin/mpicast" "$TOP/target/$FLAVOUR/release/mpicast" \
-           "$TOP/target/release/mpicast"; do
-    if [ -x "$c" ]; then CLI=$c; break; fi
-  done
-fi
-[ -n "$CLI" ] && [ -x "$CLI" ] || skip "no mpicast executable (make lib, or MPICAST_CLI)"
+find_cli "make lib, or MPICAST_CLI" "$TOP/build/$FLAVOUR/bin/mpicast" \
+  "$TOP/target/$FLAVOUR/release/mpicast" "$TOP/target/release/mpicast"
 command -v "$LAUNCHER" >/dev/null || skip "$LAUNCHER not installed"
 [ -e "$TOP/build/$FLAVOUR/lib/libmpicast.so" ] || skip "build/$FLAVOUR/lib/libmpicast.so missing (make lib)"
 cd "$TOP"

@@ -145,6 +145,18 @@ struct Probe {
 }
 
 impl Probe {
+    /// Reads the sockets until `until`, so that their buffers do not fill.
+    fn drain_until(&mut self, until: Instant) {
+        while Instant::now() < until {
+            let mut sink = vec![Vec::new()];
+            self.listen(
+                0,
+                &mut sink,
+                (until - Instant::now()).min(Duration::from_secs(1)),
+            );
+        }
+    }
+
     /// Reads every queued datagram from every socket, counting those of the rate test:
     /// counts[step][0].
     fn drain(&mut self, tag: u8, counts: &mut [Vec<u32>]) {
@@ -463,28 +475,43 @@ fn say(me: usize, what: &str) {
     }
 }
 
-fn run_on(c: MPI_Comm, opts: &Options) -> Result<Outcome, String> {
-    let n = comm::size(c).map_err(mpi)? as usize;
-    let me = comm::rank(c).map_err(mpi)? as usize;
-    let (cfg, cfg_err) = match Config::from_env() {
-        Ok(cfg) => (cfg, String::new()),
-        Err(e) => (Config::default(), e.to_string()),
-    };
-    let facts = host_facts::gather(&cfg);
-    let chosen = facts.chosen.as_ref().ok().cloned();
+/// Who is where: every rank's host, address, interface, MTU and datagram, gathered.
+struct Who {
+    /// Per rank: host name, address, interface, MTU, datagram size, settings error.
+    fields: Vec<Vec<String>>,
+    /// Per rank: what tells its host (its name and address).
+    keys: Vec<String>,
+    /// Per rank: its host as the report names it.
+    hosts_of: Vec<String>,
+    nhosts: usize,
+}
+
+impl Who {
+    /// `r` is the lowest rank of its host.
+    fn leader(&self, r: usize) -> bool {
+        self.keys.iter().position(|k| *k == self.keys[r]) == Some(r)
+    }
+}
+
+/// Gathers who is where (collective); `Err(outcome)` when some rank's settings would be
+/// refused, which ends the run.
+fn who_is_where(
+    c: MPI_Comm,
+    me: usize,
+    facts: &host_facts::HostFacts,
+    cfg_err: &str,
+) -> Result<Result<Who, Outcome>, String> {
+    let chosen = facts.chosen.as_ref().ok();
     let hostname = facts.hostname.clone().unwrap_or_else(|| "?".into());
     let mtu = facts.dev_state().map_or(0, |s| s.mtu);
-    let payload = chosen.as_ref().map_or(0, net::max_udp_payload);
-    let addr = chosen.as_ref().map(|i| i.addr);
-
-    // Who is where.
+    let payload = chosen.map_or(0, net::max_udp_payload);
     let mine = codec::join(&[
         &hostname,
-        &addr.map_or(String::new(), |a| a.to_string()),
-        chosen.as_ref().map_or("", |i| i.name.as_str()),
+        &chosen.map_or(String::new(), |i| i.addr.to_string()),
+        chosen.map_or("", |i| i.name.as_str()),
         &mtu.to_string(),
         &payload.to_string(),
-        &cfg_err,
+        cfg_err,
     ]);
     let all = allgather_var(c, &mine)?;
     let fields: Vec<Vec<String>> = all.iter().map(|b| codec::split(b)).collect();
@@ -505,10 +532,10 @@ fn run_on(c: MPI_Comm, opts: &Options) -> Result<Outcome, String> {
         } else {
             String::new()
         };
-        return Ok(Outcome {
+        return Ok(Err(Outcome {
             report,
             problems: true,
-        });
+        }));
     }
     let key = |f: &Vec<String>| format!("{}|{}", f[0], f[1]);
     let keys: Vec<String> = fields.iter().map(key).collect();
@@ -529,16 +556,28 @@ fn run_on(c: MPI_Comm, opts: &Options) -> Result<Outcome, String> {
         }
     };
     let hosts_of: Vec<String> = fields.iter().map(display).collect();
-    let leader = |r: usize| keys.iter().position(|k| *k == keys[r]) == Some(r);
-    let nhosts = distinct.len();
+    Ok(Ok(Who {
+        fields,
+        keys,
+        hosts_of,
+        nhosts: distinct.len(),
+    }))
+}
 
-    // Each host's facts and findings, from its lowest rank.
-    let section = if leader(me) {
-        let fs = diagnose_host(&facts, Some(nhosts));
+/// Each host's facts and findings, from its lowest rank (collective).
+fn host_sections(
+    c: MPI_Comm,
+    me: usize,
+    facts: &host_facts::HostFacts,
+    who: &Who,
+) -> Result<Vec<HostSection>, String> {
+    let n = who.keys.len();
+    let section = if who.leader(me) {
+        let fs = diagnose_host(facts, Some(who.nhosts));
         let enc: Vec<String> = fs.iter().map(encode_finding).collect();
         codec::join(&[
-            &report::facts_rows(&facts),
-            &report::to_json(&facts, &fs),
+            &report::facts_rows(facts),
+            &report::to_json(facts, &fs),
             &enc.join("\u{1e}"),
         ])
     } else {
@@ -546,15 +585,15 @@ fn run_on(c: MPI_Comm, opts: &Options) -> Result<Outcome, String> {
     };
     let sections = allgather_var(c, &section)?;
     let mut hosts: Vec<HostSection> = Vec::new();
-    for r in 0..n {
-        if !leader(r) {
+    for (r, section) in sections.iter().enumerate() {
+        if !who.leader(r) {
             continue;
         }
-        let f = codec::split(&sections[r]);
+        let f = codec::split(section);
         hosts.push(HostSection {
-            host: hosts_of[r].clone(),
+            host: who.hosts_of[r].clone(),
             ranks: (0..n)
-                .filter(|&q| keys[q] == keys[r])
+                .filter(|&q| who.keys[q] == who.keys[r])
                 .map(|q| q as u32)
                 .collect(),
             rows: f.first().cloned().unwrap_or_default(),
@@ -565,62 +604,44 @@ fn run_on(c: MPI_Comm, opts: &Options) -> Result<Outcome, String> {
                 .unwrap_or_default(),
         });
     }
+    Ok(hosts)
+}
 
-    // The watch for IGMP queries, one per host.
-    let stop = Arc::new(AtomicBool::new(false));
-    let watcher = leader(me).then(|| watch_igmp(stop.clone()));
-    let t_start = Instant::now();
-
-    let mut nb = nonce().to_le_bytes();
-    comm::bcast_bytes(c, &mut nb, 0).map_err(mpi)?;
-    let nonce = u64::from_le_bytes(nb);
-    let group = if cfg.group.1 >= 32 {
-        cfg.group.0
-    } else {
-        Ipv4Addr::from(u32::from(cfg.group.0) | 1)
-    };
-    let mut ports = vec![cfg.ports.0];
-    if cfg.ports.1 != cfg.ports.0 {
-        ports.push(cfg.ports.1);
-    }
-    let mut join_error = match &facts.chosen {
-        Err(e) => Some(e.trim_start_matches("mpicast: ").to_string()),
-        Ok(_) => None,
-    };
-    let open = |ttl: u8, join_error: &mut Option<String>| -> Vec<Option<McastSocket>> {
-        ports
-            .iter()
-            .map(|&port| {
-                let i = chosen.as_ref()?;
-                match McastSocket::open(i, group, port, ttl, cfg.rcvbuf) {
-                    Ok(s) => Some(s),
-                    Err(e) => {
-                        join_error.get_or_insert_with(|| {
-                            e.to_string().trim_start_matches("mpicast: ").into()
-                        });
-                        None
-                    }
+/// The sockets of the probes: one per port of the group on `chosen`, `None` where it could
+/// not be opened (the first error into `join_error`, unless one is there).
+fn open_socks(
+    chosen: Option<&net::Iface>,
+    group: Ipv4Addr,
+    ports: &[u16],
+    ttl: u8,
+    rcvbuf: usize,
+    join_error: &mut Option<String>,
+) -> Vec<Option<McastSocket>> {
+    ports
+        .iter()
+        .map(|&port| {
+            let i = chosen?;
+            match McastSocket::open(i, group, port, ttl, rcvbuf) {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    join_error.get_or_insert_with(|| {
+                        e.to_string().trim_start_matches("mpicast: ").into()
+                    });
+                    None
                 }
-            })
-            .collect()
-    };
-    let socks = open(cfg.ttl, &mut join_error);
-    let mut p = Probe {
-        nonce,
-        me,
-        n,
-        socks,
-        buf: vec![0u8; 65536],
-    };
-    let took_of = |rows: &[Vec<u32>]| -> Vec<bool> { rows.iter().map(|r| r[0] != 0).collect() };
-    let opened: Vec<u32> = p.socks.iter().map(|s| u32::from(s.is_some())).collect();
-    let opened_all = allgather_rows(c, &opened)?;
-    let join_errors = allgather_var(c, join_error.as_deref().unwrap_or("").as_bytes())?;
-    let ranks: Vec<RankInfo> = (0..n)
+            }
+        })
+        .collect()
+}
+
+/// Every rank's interface, datagram and join error, for the report (collective).
+fn rank_infos(c: MPI_Comm, who: &Who, join_error: Option<&str>) -> Result<Vec<RankInfo>, String> {
+    let join_errors = allgather_var(c, join_error.unwrap_or("").as_bytes())?;
+    Ok((0..who.fields.len())
         .map(|r| {
-            let f = &fields[r];
+            let f = &who.fields[r];
             RankInfo {
-                host: hosts_of[r].clone(),
+                host: who.hosts_of[r].clone(),
                 iface: (!f[2].is_empty())
                     .then(|| (f[2].clone(), f[1].parse().unwrap_or(Ipv4Addr::UNSPECIFIED))),
                 mtu: f[3].parse().unwrap_or(0),
@@ -629,135 +650,16 @@ fn run_on(c: MPI_Comm, opts: &Options) -> Result<Outcome, String> {
                     .then(|| String::from_utf8_lossy(&join_errors[r]).into_owned()),
             }
         })
-        .collect();
-    // The job's datagram: the smallest of every rank's largest.
-    let large = ranks
-        .iter()
-        .map(|r| r.payload)
-        .filter(|&s| s > 0)
-        .min()
-        .unwrap_or(0);
+        .collect())
+}
 
-    say(
-        me,
-        &format!(
-            "{n} ranks on {nhosts} host{}: who hears whom",
-            if nhosts == 1 { "" } else { "s" }
-        ),
-    );
-    let heard = hearing(
-        c,
-        nonce,
-        me,
-        n,
-        &p.socks,
-        TAG_HEAR,
-        opts.count,
-        (large >= HEADER).then_some(large),
-    )?;
-    let mut small = Vec::new();
-    for (k, &port) in ports.iter().enumerate() {
-        let took: Vec<bool> = opened_all.iter().map(|o| o[k] != 0).collect();
-        small.push(round(
-            "multicast",
-            port,
-            cfg.ttl,
-            SMALL,
-            opts.count,
-            &took,
-            heard[k].clone(),
-        ));
-    }
-    let large_round = (large >= HEADER).then(|| {
-        round(
-            "full-size multicast",
-            ports[0],
-            cfg.ttl,
-            large,
-            opts.count,
-            &small[0].took_part,
-            heard[ports.len()].clone(),
-        )
-    });
-    // Pairs on different hosts that heard nothing: would a higher TTL join them?
-    let cross_silent = small.iter().any(|rd| {
-        rd.silent()
-            .iter()
-            .any(|&(s, r)| ranks[s].host != ranks[r].host)
-    });
-    let retry = if cross_silent && cfg.ttl < opts.retry_ttl {
-        say(me, &format!("again with TTL {}", opts.retry_ttl));
-        let mut e = None;
-        let hi = open(opts.retry_ttl, &mut e);
-        let first = [hi.into_iter().next().flatten()];
-        let got = hearing(c, nonce, me, n, &first, TAG_RETRY, opts.count, None)?;
-        let took: Vec<bool> = took_of(&allgather_rows(c, &[u32::from(first[0].is_some())])?);
-        Some(round(
-            "multicast at a higher TTL",
-            ports[0],
-            opts.retry_ttl,
-            SMALL,
-            opts.count,
-            &took,
-            got[0].clone(),
-        ))
-    } else {
-        None
-    };
-
-    say(me, "loss by rate");
-    let link = chosen
-        .as_ref()
-        .and_then(|i| host_facts::link_speed_mbps(&i.name));
-    let mut lb = link.unwrap_or(0).to_le_bytes();
-    comm::bcast_bytes(c, &mut lb, 0).map_err(mpi)?;
-    let link0 = Some(u64::from_le_bytes(lb)).filter(|&l| l > 0);
-    let rate_size = large.clamp(HEADER, RATE_SIZE_CAP);
-    let steps = rates(c, &mut p, rate_size, opts.rate_count, link0)?;
-
-    say(me, "unicast between the ranks (the repair path)");
-    let (ugot, utook, hub) = unicast(c, &p, addr, opts.count.min(10))?;
-    let mut uround = round("unicast", 0, 64, SMALL, opts.count.min(10), &utook, ugot);
-    uround.hub = hub;
-
-    let after_long = if opts.long_secs > 0 {
-        say(
-            me,
-            &format!(
-                "listening for IGMP queries for {} s (--long), then who hears whom again",
-                opts.long_secs
-            ),
-        );
-        let until = t_start + Duration::from_secs(opts.long_secs);
-        while Instant::now() < until {
-            // Keep the sockets read, so that their buffers do not fill.
-            let mut sink = vec![Vec::new()];
-            p.listen(
-                0,
-                &mut sink,
-                (until - Instant::now()).min(Duration::from_secs(1)),
-            );
-        }
-        let first = [p.socks.first_mut().and_then(Option::take)];
-        let got = hearing(c, nonce, me, n, &first, TAG_AFTER, opts.count, None)?;
-        Some((
-            opts.long_secs,
-            round(
-                "multicast after the wait",
-                ports[0],
-                cfg.ttl,
-                SMALL,
-                opts.count,
-                &small[0].took_part,
-                got[0].clone(),
-            ),
-        ))
-    } else {
-        None
-    };
-
-    stop.store(true, Ordering::Relaxed);
-    let watch = watcher.and_then(|h| h.join().ok());
+/// What each host's watch for IGMP queries heard (collective; `watch`: this rank's, if it
+/// watched).
+fn querier_watches(
+    c: MPI_Comm,
+    who: &Who,
+    watch: Option<(u64, Vec<Ipv4Addr>, Option<String>)>,
+) -> Result<Vec<QuerierWatch>, String> {
     let wenc = match &watch {
         Some((ms, heard, err)) => codec::join(&[
             &ms.to_string(),
@@ -771,12 +673,12 @@ fn run_on(c: MPI_Comm, opts: &Options) -> Result<Outcome, String> {
         None => Vec::new(),
     };
     let watches = allgather_var(c, &wenc)?;
-    let queriers: Vec<QuerierWatch> = (0..n)
-        .filter(|&r| leader(r))
+    Ok((0..who.fields.len())
+        .filter(|&r| who.leader(r))
         .map(|r| {
             let f = codec::split(&watches[r]);
             QuerierWatch {
-                host: hosts_of[r].clone(),
+                host: who.hosts_of[r].clone(),
                 listened_ms: f.first().and_then(|v| v.parse().ok()).unwrap_or(0),
                 heard: f
                     .get(1)
@@ -785,7 +687,283 @@ fn run_on(c: MPI_Comm, opts: &Options) -> Result<Outcome, String> {
                 error: f.get(2).filter(|e| !e.is_empty()).cloned(),
             }
         })
-        .collect();
+        .collect())
+}
+
+/// Rank 0's `v` (collective).
+fn root_u64(c: MPI_Comm, v: u64) -> Result<u64, String> {
+    let mut b = v.to_le_bytes();
+    comm::bcast_bytes(c, &mut b, 0).map_err(mpi)?;
+    Ok(u64::from_le_bytes(b))
+}
+
+/// The group and ports the probes use: the settings' group (its first address but one for a
+/// range) and both ports of the range.
+fn probe_group(cfg: &Config) -> (Ipv4Addr, Vec<u16>) {
+    let group = if cfg.group.1 >= 32 {
+        cfg.group.0
+    } else {
+        Ipv4Addr::from(u32::from(cfg.group.0) | 1)
+    };
+    let mut ports = vec![cfg.ports.0];
+    if cfg.ports.1 != cfg.ports.0 {
+        ports.push(cfg.ports.1);
+    }
+    (group, ports)
+}
+
+/// Who hears whom: small datagrams on each port (`opened`: who opened which), and full-size
+/// ones (`large` bytes, the job's datagram) on the first, when there is such a size.
+fn first_rounds(
+    c: MPI_Comm,
+    p: &Probe,
+    opts: &Options,
+    ports: &[u16],
+    ttl: u8,
+    opened: &[Vec<u32>],
+    large: usize,
+) -> Result<(Vec<Round>, Option<Round>), String> {
+    let heard = hearing(
+        c,
+        p.nonce,
+        p.me,
+        p.n,
+        &p.socks,
+        TAG_HEAR,
+        opts.count,
+        (large >= HEADER).then_some(large),
+    )?;
+    let mut small = Vec::new();
+    for (k, &port) in ports.iter().enumerate() {
+        let took: Vec<bool> = opened.iter().map(|o| o[k] != 0).collect();
+        small.push(round(
+            "multicast",
+            port,
+            ttl,
+            SMALL,
+            opts.count,
+            &took,
+            heard[k].clone(),
+        ));
+    }
+    let large_round = (large >= HEADER).then(|| {
+        round(
+            "full-size multicast",
+            ports[0],
+            ttl,
+            large,
+            opts.count,
+            &small[0].took_part,
+            heard[ports.len()].clone(),
+        )
+    });
+    Ok((small, large_round))
+}
+
+/// A round of small datagrams again, on one socket: its name, TTL and tag.
+#[derive(Clone, Copy)]
+struct Again {
+    what: &'static str,
+    ttl: u8,
+    tag: u8,
+}
+
+/// Who hears whom again with small datagrams on `sock` (collective; `port` the one it is on).
+/// `took`: who takes part; `None`: who has a socket.
+fn round_again(
+    c: MPI_Comm,
+    p: &Probe,
+    opts: &Options,
+    again: Again,
+    port: u16,
+    sock: Option<McastSocket>,
+    took: Option<&[bool]>,
+) -> Result<Round, String> {
+    let first = [sock];
+    let got = hearing(c, p.nonce, p.me, p.n, &first, again.tag, opts.count, None)?;
+    let took: Vec<bool> = match took {
+        Some(t) => t.to_vec(),
+        None => allgather_rows(c, &[u32::from(first[0].is_some())])?
+            .iter()
+            .map(|r| r[0] != 0)
+            .collect(),
+    };
+    Ok(round(
+        again.what,
+        port,
+        again.ttl,
+        SMALL,
+        opts.count,
+        &took,
+        got[0].clone(),
+    ))
+}
+
+/// `--long`: listens for IGMP queries until `until` (the watch runs meanwhile; the sockets are
+/// kept read), then who hears whom again on the first socket (collective).
+fn after_wait(
+    c: MPI_Comm,
+    p: &mut Probe,
+    opts: &Options,
+    port: u16,
+    ttl: u8,
+    took: &[bool],
+    until: Instant,
+) -> Result<Round, String> {
+    say(
+        p.me,
+        &format!(
+            "listening for IGMP queries for {} s (--long), then who hears whom again",
+            opts.long_secs
+        ),
+    );
+    p.drain_until(until);
+    let first = p.socks.first_mut().and_then(Option::take);
+    let again = Again {
+        what: "multicast after the wait",
+        ttl,
+        tag: TAG_AFTER,
+    };
+    round_again(c, p, opts, again, port, first, Some(took))
+}
+
+/// Loss by rate, with datagrams of the job's size (`large`, within bounds): the size, rank 0's
+/// link speed if it knows it, and the steps (collective).
+fn rate_round(
+    c: MPI_Comm,
+    p: &mut Probe,
+    chosen: Option<&net::Iface>,
+    large: usize,
+    opts: &Options,
+) -> Result<(usize, Option<u64>, Vec<RateStep>), String> {
+    let link = chosen.and_then(|i| host_facts::link_speed_mbps(&i.name));
+    let link0 = Some(root_u64(c, link.unwrap_or(0))?).filter(|&l| l > 0);
+    let rate_size = large.clamp(HEADER, RATE_SIZE_CAP);
+    let steps = rates(c, p, rate_size, opts.rate_count, link0)?;
+    Ok((rate_size, link0, steps))
+}
+
+/// Unicast between the ranks, the repair path (collective; `addr`: this rank's).
+fn unicast_round(
+    c: MPI_Comm,
+    p: &Probe,
+    addr: Option<Ipv4Addr>,
+    opts: &Options,
+) -> Result<Round, String> {
+    let (ugot, utook, hub) = unicast(c, p, addr, opts.count.min(10))?;
+    let mut uround = round("unicast", 0, 64, SMALL, opts.count.min(10), &utook, ugot);
+    uround.hub = hub;
+    Ok(uround)
+}
+
+/// Pairs on different hosts that heard nothing: would a higher TTL join them? If the TTL
+/// (`at`: the first port and its TTL) is below `opts.retry_ttl`, who hears whom at that TTL on
+/// a socket of its own, from `open_hi` (collective).
+fn retry_round(
+    c: MPI_Comm,
+    p: &Probe,
+    opts: &Options,
+    at: (u16, u8),
+    small: &[Round],
+    ranks: &[RankInfo],
+    open_hi: impl FnOnce() -> Option<McastSocket>,
+) -> Result<Option<Round>, String> {
+    let cross_silent = small.iter().any(|rd| {
+        rd.silent()
+            .iter()
+            .any(|&(s, r)| ranks[s].host != ranks[r].host)
+    });
+    if !cross_silent || at.1 >= opts.retry_ttl {
+        return Ok(None);
+    }
+    say(p.me, &format!("again with TTL {}", opts.retry_ttl));
+    let again = Again {
+        what: "multicast at a higher TTL",
+        ttl: opts.retry_ttl,
+        tag: TAG_RETRY,
+    };
+    round_again(c, p, opts, again, at.0, open_hi(), None).map(Some)
+}
+
+fn run_on(c: MPI_Comm, opts: &Options) -> Result<Outcome, String> {
+    let n = comm::size(c).map_err(mpi)? as usize;
+    let me = comm::rank(c).map_err(mpi)? as usize;
+    let (cfg, cfg_err) = match Config::from_env() {
+        Ok(cfg) => (cfg, String::new()),
+        Err(e) => (Config::default(), e.to_string()),
+    };
+    let facts = host_facts::gather(&cfg);
+    let chosen = facts.chosen.as_ref().ok().cloned();
+
+    let who = match who_is_where(c, me, &facts, &cfg_err)? {
+        Ok(who) => who,
+        Err(refused) => return Ok(refused),
+    };
+    let hosts = host_sections(c, me, &facts, &who)?;
+
+    // The watch for IGMP queries, one per host.
+    let stop = Arc::new(AtomicBool::new(false));
+    let watcher = who.leader(me).then(|| watch_igmp(stop.clone()));
+    let t_start = Instant::now();
+
+    let nonce = root_u64(c, nonce())?;
+    let (group, ports) = probe_group(&cfg);
+    let mut join_error = match &facts.chosen {
+        Err(e) => Some(e.trim_start_matches("mpicast: ").to_string()),
+        Ok(_) => None,
+    };
+    let open = |ttl: u8, join_error: &mut Option<String>| {
+        open_socks(chosen.as_ref(), group, &ports, ttl, cfg.rcvbuf, join_error)
+    };
+    let socks = open(cfg.ttl, &mut join_error);
+    let mut p = Probe {
+        nonce,
+        me,
+        n,
+        socks,
+        buf: vec![0u8; 65536],
+    };
+    let opened: Vec<u32> = p.socks.iter().map(|s| u32::from(s.is_some())).collect();
+    let opened_all = allgather_rows(c, &opened)?;
+    let ranks = rank_infos(c, &who, join_error.as_deref())?;
+    // The job's datagram: the smallest of every rank's largest.
+    let large = ranks.iter().map(|r| r.payload).filter(|&s| s > 0).min();
+    let large = large.unwrap_or(0);
+
+    let hosts_said = match who.nhosts {
+        1 => "1 host".to_string(),
+        h => format!("{h} hosts"),
+    };
+    say(me, &format!("{n} ranks on {hosts_said}: who hears whom"));
+    let (small, large_round) = first_rounds(c, &p, opts, &ports, cfg.ttl, &opened_all, large)?;
+    let open_hi = || open(opts.retry_ttl, &mut None).into_iter().next().flatten();
+    let retry = retry_round(c, &p, opts, (ports[0], cfg.ttl), &small, &ranks, open_hi)?;
+
+    say(me, "loss by rate");
+    let (rate_size, link0, steps) = rate_round(c, &mut p, chosen.as_ref(), large, opts)?;
+
+    say(me, "unicast between the ranks (the repair path)");
+    let uround = unicast_round(c, &p, chosen.as_ref().map(|i| i.addr), opts)?;
+
+    let after_long = if opts.long_secs > 0 {
+        let until = t_start + Duration::from_secs(opts.long_secs);
+        let round = after_wait(
+            c,
+            &mut p,
+            opts,
+            ports[0],
+            cfg.ttl,
+            &small[0].took_part,
+            until,
+        )?;
+        Some((opts.long_secs, round))
+    } else {
+        None
+    };
+
+    stop.store(true, Ordering::Relaxed);
+    let watch = watcher.and_then(|h| h.join().ok());
+    let queriers = querier_watches(c, &who, watch)?;
 
     let results = JobResults {
         ranks,
@@ -803,16 +981,21 @@ fn run_on(c: MPI_Comm, opts: &Options) -> Result<Outcome, String> {
         queriers,
         after_long,
     };
-    let findings = job::diagnose(&results);
+    Ok(outcome(me, opts, &results))
+}
+
+/// The findings of the job's results, and their report (rank 0's; empty elsewhere).
+fn outcome(me: usize, opts: &Options, results: &JobResults) -> Outcome {
+    let findings = job::diagnose(results);
     let problems = findings.iter().any(|f| f.severity == Severity::Problem);
     let report = if me == 0 {
         if opts.json {
-            job::to_json(&results, &findings)
+            job::to_json(results, &findings)
         } else {
-            job::to_text(&results, &findings)
+            job::to_text(results, &findings)
         }
     } else {
         String::new()
     };
-    Ok(Outcome { report, problems })
+    Outcome { report, problems }
 }

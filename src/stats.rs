@@ -1,93 +1,139 @@
 //! Process-wide counters: what `MPICAST_Get_stats` returns and what `MPICAST_STATS=1`
 //! prints at finalize. Relaxed atomics: they are statistics, not synchronisation.
+//!
+//! The counters are named once, in [`with_counters`]: from its rows come the fields of
+//! [`Counters`] and [`COUNTERS`], [`N`], [`NAMES`] (the order of the report line and of a
+//! [`snapshot`]), [`Values`] (a snapshot by name) and the copy into the C struct
+//! `MPICAST_Stats` (`ffi::ext::stats`, whose fields are the rows of `c`: the struct is written
+//! out there because cbindgen reads it from the source, and a test holds it to the rows).
 
 use crate::config::{Config, MinBytes, Topo};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 
-#[derive(Default)]
-pub struct Counters {
-    pub bcast_mcast: AtomicU64,
-    pub bcast_pmpi: AtomicU64,
-    pub barrier_mcast: AtomicU64,
-    pub barrier_pmpi: AtomicU64,
-    pub bytes_mcast: AtomicU64,
-    pub dgrams_sent: AtomicU64,
-    pub dgrams_recv: AtomicU64,
-    pub repairs: AtomicU64,
-    pub rejected: AtomicU64,
-    pub fallbacks: AtomicU64,
-    /// `MPICAST_Imcast` calls that started a multicast.
-    pub imcast: AtomicU64,
-    /// Dynamic broadcasts started: `MPICAST_Dbcast` calls, and the releases of
-    /// `MPICAST_Send_release` that went to several recipients at once.
-    pub dbcast: AtomicU64,
-    /// `MPICAST_Mmcast` calls this rank completed.
-    pub mmcast: AtomicU64,
-    /// Messages of a broadcast's (or an IP `MPICAST_Imcast`'s) data sent by the host MPI to
-    /// a receiver that multicast no longer reached (`transport::heal::serve`, `serve_on`).
-    pub unicast: AtomicU64,
-    /// Communicators that left multicast for the host MPI mid-job (and roots whose
-    /// `MPICAST_Imcast` multicasts moved to point-to-point, `transport::imcast_ip`), ...
-    pub heal_host: AtomicU64,
-    /// ... that went on with smaller datagrams, ...
-    pub heal_step: AtomicU64,
-    /// ... and that came back to multicast (or to a larger size) after a probe (or a root's
-    /// trial by IP that needed no repair).
-    pub heal_return: AtomicU64,
+/// The table of counters: calls `$then!` with its rows. Each row is a counter's doc comment
+/// and name, then optionally `+ expr`: a value added to it in a [`snapshot`] (kept
+/// elsewhere). The rows of `c { .. }` are the fields of the C struct `MPICAST_Stats`, in its
+/// order (its layout is fixed: never reorder them or add to them); those of `line { .. }` are
+/// in the `MPICAST_STATS=1` line only, where a new counter goes, at the end. The order of all
+/// of them is the order of the report line, which scripts parse (`STATS_RE` of
+/// scripts/test-lib.sh).
+macro_rules! with_counters {
+    ($then:ident) => {
+        $then! {
+            c {
+                /// MPI_Bcast calls that took the multicast path.
+                bcast_mcast,
+                /// MPI_Bcast calls handed to the host MPI (and those the fast path handed
+                /// over without an MPI_Bcast of ours).
+                bcast_pmpi + crate::fastpath::FAST.host_calls(),
+                /// MPI_Barrier calls that took the multicast path.
+                barrier_mcast,
+                /// MPI_Barrier calls handed to the host MPI.
+                barrier_pmpi,
+                /// Bytes this process multicast as a broadcast root.
+                bytes_mcast,
+                /// Datagrams sent (data, retransmissions, releases).
+                dgrams_sent,
+                /// Datagrams accepted.
+                dgrams_recv,
+                /// Repairs: fragments retransmitted, and release queries sent.
+                repairs,
+                /// Datagrams dropped because they failed authentication or were malformed.
+                rejected,
+                /// Communicators that fell back to the host MPI because multicast did not work.
+                fallbacks,
+            }
+            line {
+                /// `MPICAST_Imcast` calls that started a multicast.
+                imcast,
+                /// Dynamic broadcasts started: `MPICAST_Dbcast` calls, and the releases of
+                /// `MPICAST_Send_release` that went to several recipients at once.
+                dbcast,
+                /// `MPICAST_Mmcast` calls this rank completed.
+                mmcast,
+                /// Messages of a broadcast's (or an IP `MPICAST_Imcast`'s) data sent by the
+                /// host MPI to a receiver that multicast no longer reached
+                /// (`transport::heal::serve`, `serve_on`).
+                unicast,
+                /// Communicators that left multicast for the host MPI mid-job (and roots whose
+                /// `MPICAST_Imcast` multicasts moved to point-to-point,
+                /// `transport::imcast_ip`), ...
+                heal_host,
+                /// ... that went on with smaller datagrams, ...
+                heal_step,
+                /// ... and that came back to multicast (or to a larger size) after a probe (or
+                /// a root's trial by IP that needed no repair).
+                heal_return,
+            }
+        }
+    };
 }
+pub(crate) use with_counters;
 
-pub static COUNTERS: Counters = Counters {
-    bcast_mcast: AtomicU64::new(0),
-    bcast_pmpi: AtomicU64::new(0),
-    barrier_mcast: AtomicU64::new(0),
-    barrier_pmpi: AtomicU64::new(0),
-    bytes_mcast: AtomicU64::new(0),
-    dgrams_sent: AtomicU64::new(0),
-    dgrams_recv: AtomicU64::new(0),
-    repairs: AtomicU64::new(0),
-    rejected: AtomicU64::new(0),
-    fallbacks: AtomicU64::new(0),
-    imcast: AtomicU64::new(0),
-    dbcast: AtomicU64::new(0),
-    mmcast: AtomicU64::new(0),
-    unicast: AtomicU64::new(0),
-    heal_host: AtomicU64::new(0),
-    heal_step: AtomicU64::new(0),
-    heal_return: AtomicU64::new(0),
-};
+/// Everything of this module that the rows of [`with_counters`] give.
+macro_rules! counters {
+    (
+        c { $( $(#[doc = $cdoc:literal])* $c:ident $(+ $cextra:expr)? ),* $(,)? }
+        line { $( $(#[doc = $ldoc:literal])* $l:ident $(+ $lextra:expr)? ),* $(,)? }
+    ) => {
+        /// How many counters the C struct `MPICAST_Stats` has: the first of [`NAMES`].
+        pub const IN_C: usize = [$(stringify!($c),)*].len();
 
-/// How many counters there are (the fields of `MPICAST_Stats`, in its order).
-pub const N: usize = 17;
+        counters! {
+            @all $( $(#[doc = $cdoc])* $c $(+ $cextra)?, )* $( $(#[doc = $ldoc])* $l $(+ $lextra)?, )*
+        }
+    };
+    (@all $( $(#[doc = $doc:literal])* $name:ident $(+ $extra:expr)?, )*) => {
+        #[derive(Default)]
+        #[cfg_attr(test, derive(Debug))]
+        pub struct Counters {
+            $( $(#[doc = $doc])* pub $name: AtomicU64, )*
+        }
 
-/// The names, in the order of `snapshot` (and of the fields of `MPICAST_Stats`, which only
-/// ever grows at its end), as printed in the report.
-pub const NAMES: [&str; N] = [
-    "bcast_mcast",
-    "bcast_pmpi",
-    "barrier_mcast",
-    "barrier_pmpi",
-    "bytes_mcast",
-    "dgrams_sent",
-    "dgrams_recv",
-    "repairs",
-    "rejected",
-    "fallbacks",
-    "imcast",
-    "dbcast",
-    "mmcast",
-    "unicast",
-    "heal_host",
-    "heal_step",
-    "heal_return",
-];
+        pub static COUNTERS: Counters = Counters {
+            $( $name: AtomicU64::new(0), )*
+        };
 
-/// The counter `name` (one of [`NAMES`]) of a snapshot.
-pub fn value(vals: &[u64; N], name: &str) -> u64 {
-    match NAMES.iter().position(|n| *n == name) {
-        Some(i) => vals[i],
-        None => panic!("stats: no counter {name}"),
-    }
+        /// How many counters there are.
+        pub const N: usize = NAMES.len();
+
+        /// The names, in the order of `snapshot` (and of the fields of `MPICAST_Stats`, which
+        /// are the first of them), as printed in the report.
+        pub const NAMES: [&str; [$(stringify!($name),)*].len()] =
+            [$(stringify!($name),)*];
+
+        /// A snapshot by name.
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+        pub struct Values {
+            $( $(#[doc = $doc])* pub $name: u64, )*
+        }
+
+        impl Values {
+            pub fn of(vals: &[u64; N]) -> Values {
+                let [$($name,)*] = *vals;
+                Values { $($name,)* }
+            }
+
+            /// The values in the order of [`NAMES`].
+            pub fn all(&self) -> [u64; N] {
+                [$(self.$name,)*]
+            }
+        }
+
+        /// The counters of `c`, in the order of [`NAMES`]; with `extra`, each with what its
+        /// row adds.
+        fn load(c: &Counters, extra: bool) -> [u64; N] {
+            [$( c.$name.load(Relaxed) $(+ if extra { $extra } else { 0 })?, )*]
+        }
+
+        /// Each counter of `c`, in the order of [`NAMES`].
+        #[cfg(test)]
+        fn each(c: &Counters) -> [&AtomicU64; N] {
+            [$( &c.$name, )*]
+        }
+    };
 }
+with_counters!(counters);
 
 /// Set when a communicator found all its ranks on one host under `MPICAST_TOPO=auto`, and so
 /// left its collectives to the host MPI (for the note of the report).
@@ -104,27 +150,9 @@ pub fn note_one_host() {
     ONE_HOST.store(true, Relaxed);
 }
 
+/// This process's counters, in the order of [`NAMES`].
 pub fn snapshot() -> [u64; N] {
-    let c = &COUNTERS;
-    [
-        c.bcast_mcast.load(Relaxed),
-        c.bcast_pmpi.load(Relaxed) + crate::fastpath::FAST.host_calls(),
-        c.barrier_mcast.load(Relaxed),
-        c.barrier_pmpi.load(Relaxed),
-        c.bytes_mcast.load(Relaxed),
-        c.dgrams_sent.load(Relaxed),
-        c.dgrams_recv.load(Relaxed),
-        c.repairs.load(Relaxed),
-        c.rejected.load(Relaxed),
-        c.fallbacks.load(Relaxed),
-        c.imcast.load(Relaxed),
-        c.dbcast.load(Relaxed),
-        c.mmcast.load(Relaxed),
-        c.unicast.load(Relaxed),
-        c.heal_host.load(Relaxed),
-        c.heal_step.load(Relaxed),
-        c.heal_return.load(Relaxed),
-    ]
+    load(&COUNTERS, true)
 }
 
 /// What to try on one machine (LD_PRELOAD.md, "On one machine").
@@ -151,8 +179,14 @@ pub fn report_line(rank: u32, vals: &[u64; N], cfg: &Config) -> String {
 /// were made. `one_host`: the ranks share one host (found by a communicator's setup, or the
 /// launcher says so).
 fn host_only(vals: &[u64; N], cfg: &Config, one_host: bool) -> Option<String> {
-    let [bcast_mcast, bcast_pmpi, barrier_mcast, barrier_pmpi, _, _, _, _, _, fallbacks, ..] =
-        *vals;
+    let Values {
+        bcast_mcast,
+        bcast_pmpi,
+        barrier_mcast,
+        barrier_pmpi,
+        fallbacks,
+        ..
+    } = Values::of(vals);
     if bcast_mcast + barrier_mcast > 0 || bcast_pmpi + barrier_pmpi == 0 {
         return None;
     }
@@ -244,12 +278,11 @@ pub fn start_note(cfg: &Config) -> Option<String> {
 mod tests {
     use super::*;
 
-    fn vals(v: &[(usize, u64)]) -> [u64; N] {
-        let mut a = [0; N];
-        for &(i, x) in v {
-            a[i] = x;
-        }
-        a
+    /// A snapshot with the counters `set` sets, and every other 0.
+    fn v(set: impl FnOnce(&mut Values)) -> [u64; N] {
+        let mut v = Values::default();
+        set(&mut v);
+        v.all()
     }
 
     /// The report gives every counter, by its name, with its own value, in order, and
@@ -270,68 +303,89 @@ mod tests {
         assert_eq!(said, want, "{line}");
     }
 
-    /// The words between `open` and the next `}` of `src` that come before `sep`, one per
-    /// line: the field names of a struct, or the names a struct literal sets.
-    fn names_in(src: &str, open: &str, sep: &str) -> Vec<String> {
-        let at = src.find(open).unwrap_or_else(|| panic!("no {open:?}"));
-        let body = &src[at + open.len()..];
-        body[..body.find('}').unwrap()]
+    /// The counters of the report as scripts match them: the names of `STATS_RE` in
+    /// scripts/test-lib.sh, which the C tests use on the `MPICAST_STATS=1` line.
+    fn names_scripts_expect() -> Vec<String> {
+        let lib = include_str!("../scripts/test-lib.sh");
+        let re = lib
             .lines()
-            .map(str::trim)
-            .filter(|l| !l.starts_with("//") && l.contains(sep))
-            .map(|l| {
-                let name = l.split(sep).next().unwrap();
-                name.trim_start_matches("pub ").trim().to_string()
-            })
+            .find_map(|l| l.strip_prefix("STATS_RE="))
+            .expect("no STATS_RE in scripts/test-lib.sh");
+        re.split(' ')
+            .filter_map(|w| w.strip_suffix("=[0-9]+").or(w.strip_suffix("=[0-9]+(;")))
+            .filter(|n| *n != "rank")
+            .map(str::to_string)
             .collect()
     }
 
-    /// The counters are kept by position in three places besides NAMES: the fields of
-    /// `Counters`, the loads of `snapshot`, and the C struct `MPICAST_Stats` (its first
-    /// fields; `MPICAST_Get_stats` fills them by name). Each agrees with NAMES, name by name.
+    /// The scripts that read the report expect every counter, in its order.
     #[test]
-    fn every_list_of_the_counters_is_in_the_order_of_names() {
+    fn scripts_expect_every_counter() {
         let names: Vec<String> = NAMES.iter().map(|n| n.to_string()).collect();
+        assert_eq!(names_scripts_expect(), names);
         let mut distinct = names.clone();
         distinct.sort();
         distinct.dedup();
         assert_eq!(distinct.len(), N, "a name twice");
+    }
 
-        let here = include_str!("stats.rs");
-        assert_eq!(
-            names_in(here, "pub struct Counters {", ": AtomicU64"),
-            names
-        );
-        let snap = &here[here.find("pub fn snapshot()").unwrap()..];
-        let loaded: Vec<String> = snap[..snap.find("\n}").unwrap()]
-            .lines()
-            .filter_map(|l| l.trim().strip_prefix("c.")?.split('.').next())
-            .map(str::to_string)
-            .collect();
-        assert_eq!(loaded, names);
-
-        let header = include_str!("../include/mpicast.h");
-        let c_fields: Vec<String> = names_in(header, "typedef struct MPICAST_Stats {", ";")
+    /// A snapshot holds each counter in the place of its name, and [`Values`] gives it back
+    /// by that name.
+    #[test]
+    fn snapshot_places_each_counter_at_its_name() {
+        let c = Counters::default();
+        for (i, a) in each(&c).iter().enumerate() {
+            add(a, 100 + i as u64);
+        }
+        let said = format!("{c:?}");
+        let by_name: Vec<String> = NAMES
             .iter()
-            .filter_map(|f| Some(f.strip_prefix("uint64_t ")?.to_string()))
+            .zip(100..)
+            .map(|(n, v)| format!("{n}: {v}"))
             .collect();
-        assert!(!c_fields.is_empty() && c_fields.len() <= N, "{c_fields:?}");
-        assert_eq!(c_fields, names[..c_fields.len()]);
+        assert_eq!(said, format!("Counters {{ {} }}", by_name.join(", ")));
+        let vals = load(&c, false);
+        let want: [u64; N] = std::array::from_fn(|i| 100 + i as u64);
+        assert_eq!(vals, want);
+        let v = Values::of(&vals);
+        assert_eq!(
+            format!("{v:?}"),
+            format!("Values {{ {} }}", by_name.join(", "))
+        );
+        assert_eq!(v.all(), vals);
+    }
+
+    /// The C struct `MPICAST_Stats` of the header is the first [`IN_C`] counters, in order
+    /// (`MPICAST_Get_stats` fills them by name: `ffi::ext::stats`).
+    #[test]
+    fn the_c_struct_is_the_first_counters() {
+        let header = include_str!("../include/mpicast.h");
+        let open = "typedef struct MPICAST_Stats {";
+        let body = &header[header.find(open).unwrap() + open.len()..];
+        let c_fields: Vec<&str> = body[..body.find('}').unwrap()]
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("uint64_t ")?.strip_suffix(';'))
+            .collect();
+        assert_eq!(c_fields, NAMES[..IN_C]);
+        assert_eq!(IN_C, 10, "the layout of MPICAST_Stats is fixed");
     }
 
     #[test]
     fn host_only_says_why() {
         let cfg = Config::default();
         // Some multicast, or nothing at all: no note.
-        assert_eq!(host_only(&vals(&[(0, 1), (1, 5)]), &cfg, true), None);
-        assert_eq!(host_only(&vals(&[(10, 3)]), &cfg, true), None);
+        assert_eq!(
+            host_only(&v(|v| (v.bcast_mcast, v.bcast_pmpi) = (1, 5)), &cfg, true),
+            None
+        );
+        assert_eq!(host_only(&v(|v| v.imcast = 3), &cfg, true), None);
         // One host under the defaults: say so, and what to set.
-        let w = host_only(&vals(&[(1, 3), (3, 1)]), &cfg, true).unwrap();
+        let w = host_only(&v(|v| (v.bcast_pmpi, v.barrier_pmpi) = (3, 1)), &cfg, true).unwrap();
         assert!(w.starts_with("all ranks run on one host"), "{w}");
         assert!(w.contains("MPICAST_TOPO=flat MPICAST_MIN_BYTES=0"), "{w}");
         assert!(!w.contains("MPICAST_VERBOSE=2"), "{w}");
         // Several hosts, small broadcasts: the threshold.
-        let w = host_only(&vals(&[(1, 3)]), &cfg, false).unwrap();
+        let w = host_only(&v(|v| v.bcast_pmpi = 3), &cfg, false).unwrap();
         assert!(
             w.starts_with("broadcasts smaller than the threshold"),
             "{w}"
@@ -347,7 +401,7 @@ mod tests {
             min_bytes: MinBytes::Fixed(0),
             ..Config::default()
         };
-        let w = host_only(&vals(&[(3, 1), (9, 1)]), &flat, true).unwrap();
+        let w = host_only(&v(|v| (v.barrier_pmpi, v.fallbacks) = (1, 1)), &flat, true).unwrap();
         assert!(
             w.starts_with("multicast did not work on 1 communicator"),
             "{w}"
@@ -357,7 +411,7 @@ mod tests {
             ..Config::default()
         };
         assert_eq!(
-            host_only(&vals(&[(1, 1)]), &off, true).as_deref(),
+            host_only(&v(|v| v.bcast_pmpi = 1), &off, true).as_deref(),
             Some("MPICAST_DISABLE is set")
         );
     }

@@ -224,8 +224,53 @@ pub fn mmcast(
         None => check_local(rank, size, dests, recvs),
     };
 
-    // 1: flag, the algorithm (its place in MMCAST_ALGOS: every rank must plan alike), bytes,
-    // number of destinations; 2: the destinations, padded to the longest list.
+    let (ndests, bytes) = exchange_heads(dup, (rank, size), &algo_name, local, dests, &send)?;
+    let mcasts = gather_multicasts(dup, dests, &ndests)?;
+    agree_expected(dup, (rank, size), &mcasts, &bytes, recvs)?;
+    if mcasts.is_empty() {
+        return Ok(());
+    }
+    if mcasts.len() > MAX_TAG as usize + 1 {
+        return Err(MmcastError::Arg(format!(
+            "mpicast: MPICAST_Mmcast: {} ranks multicast at once; at most {} can (one MPI tag each)",
+            mcasts.len(),
+            MAX_TAG + 1
+        )));
+    }
+    let topo = m
+        .topo
+        .as_ref()
+        .map_err(|e| MmcastError::Topology(e.clone()))?;
+    let auto = agents::auto_choice(mcasts.len(), topo.net.switches.len());
+    let algo = if algo_name == "auto" {
+        auto
+    } else {
+        MmcastAlgo::from_name(&algo_name).unwrap_or(auto)
+    };
+    let plan = agents::plan(
+        &topo.net,
+        &topo.updown,
+        &topo.switch_of_rank,
+        &mcasts,
+        algo,
+        1,
+    )
+    .map_err(|e| MmcastError::Arg(format!("mpicast: MPICAST_Mmcast: {e}")))?;
+    run_part(dup, rank, &plan, &mcasts, &bytes, send, recvs)
+}
+
+/// 1: every rank's flag (its own arguments refused), the algorithm (its place in
+/// MMCAST_ALGOS: every rank must plan alike), bytes and number of destinations, gathered
+/// (collective); an error on every rank if any rank refused its arguments or plans otherwise.
+/// Returns each rank's number of destinations and bytes.
+fn exchange_heads(
+    dup: MPI_Comm,
+    (rank, size): (u32, u32),
+    algo_name: &str,
+    local: Result<(), String>,
+    dests: &[u32],
+    send: &Region,
+) -> Result<(Vec<usize>, Vec<u64>), MmcastError> {
     let algo_no = MMCAST_ALGOS
         .iter()
         .position(|a| *a == algo_name)
@@ -267,6 +312,16 @@ pub fn mmcast(
             ),
         }));
     }
+    Ok((ndests, bytes))
+}
+
+/// 2: every rank's destinations (`ndests` of each), padded to the longest list and gathered
+/// (collective): the multicasts, by source.
+fn gather_multicasts(
+    dup: MPI_Comm,
+    dests: &[u32],
+    ndests: &[usize],
+) -> Result<Vec<Multicast>, MmcastError> {
     let widest = ndests.iter().copied().max().unwrap_or(0);
     let mut list = Vec::with_capacity(4 * widest);
     for &d in dests {
@@ -295,9 +350,19 @@ pub fn mmcast(
             dests,
         });
     }
+    Ok(mcasts)
+}
 
-    // 3: does what this rank expects match what is sent to it?
-    let agree = check_expected(rank, &mcasts, &bytes, recvs);
+/// 3: does what this rank expects match what is sent to it? Every rank learns whether every
+/// rank agreed (collective).
+fn agree_expected(
+    dup: MPI_Comm,
+    (rank, size): (u32, u32),
+    mcasts: &[Multicast],
+    bytes: &[u64],
+    recvs: &[MmcastRecv],
+) -> Result<(), MmcastError> {
+    let agree = check_expected(rank, mcasts, bytes, recvs);
     let flags = host::comm::allgather_bytes(dup, &[u8::from(agree.is_err())])?;
     let bad: Vec<u32> = (0..size).filter(|&r| flags[r as usize] != 0).collect();
     if !bad.is_empty() {
@@ -311,37 +376,20 @@ pub fn mmcast(
             ),
         }));
     }
-    if mcasts.is_empty() {
-        return Ok(());
-    }
-    if mcasts.len() > MAX_TAG as usize + 1 {
-        return Err(MmcastError::Arg(format!(
-            "mpicast: MPICAST_Mmcast: {} ranks multicast at once; at most {} can (one MPI tag each)",
-            mcasts.len(),
-            MAX_TAG + 1
-        )));
-    }
-    let topo = m
-        .topo
-        .as_ref()
-        .map_err(|e| MmcastError::Topology(e.clone()))?;
-    let auto = agents::auto_choice(mcasts.len(), topo.net.switches.len());
-    let algo = if algo_name == "auto" {
-        auto
-    } else {
-        MmcastAlgo::from_name(&algo_name).unwrap_or(auto)
-    };
-    let plan = agents::plan(
-        &topo.net,
-        &topo.updown,
-        &topo.switch_of_rank,
-        &mcasts,
-        algo,
-        1,
-    )
-    .map_err(|e| MmcastError::Arg(format!("mpicast: MPICAST_Mmcast: {e}")))?;
+    Ok(())
+}
 
-    // Slot 0: this rank's own buffer; slot 1 + i: the i-th expected message.
+/// This rank's part of `plan`, run to its end by the GOAL executor on `dup`: slot 0 is this
+/// rank's own buffer, slot 1 + i the i-th expected message.
+fn run_part(
+    dup: MPI_Comm,
+    rank: u32,
+    plan: &agents::Plan,
+    mcasts: &[Multicast],
+    bytes: &[u64],
+    send: Region,
+    recvs: &[MmcastRecv],
+) -> Result<(), MmcastError> {
     let mine = mcasts.iter().position(|mc| mc.source == rank);
     let slot_of = |mc: u32| -> BufRef {
         let src = mcasts[mc as usize].source;
@@ -361,7 +409,7 @@ pub fn mmcast(
             len,
         }
     };
-    let schedule = agents::schedule(&plan, rank, slot_of);
+    let schedule = agents::schedule(plan, rank, slot_of);
     let mut memory = BackendMemory::default();
     memory.slots.push(Some(send));
     memory.slots.extend(recvs.iter().map(|r| Some(r.region)));

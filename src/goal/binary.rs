@@ -567,6 +567,33 @@ fn read_buf(r: &mut Reader, num_buffers: usize) -> Result<BufRef, LoadError> {
     Ok(BufRef { slot, offset, len })
 }
 
+/// The function of an `exec` action: a predefined one (opcode, datatype) or a user's.
+fn read_func(r: &mut Reader) -> Result<Func, LoadError> {
+    let fpos = r.pos;
+    Ok(match r.u8("function kind")? {
+        0 => {
+            let op = r.u8("opcode")?;
+            let ty = r.u8("datatype")?;
+            Opcode::ALL
+                .get(op as usize)
+                .zip(Dtype::ALL.get(ty as usize))
+                .and_then(|(&o, &t)| Predef::new(o, t))
+                .map(Func::Predef)
+                .ok_or_else(|| LoadError {
+                    offset: r.base + fpos,
+                    message: format!("no predefined function {op}/{ty}"),
+                })?
+        }
+        1 => Func::User(r.u16("user function")?),
+        k => {
+            return Err(LoadError {
+                offset: r.base + fpos,
+                message: format!("unknown function kind {k}"),
+            })
+        }
+    })
+}
+
 fn read_action(r: &mut Reader, num_buffers: usize) -> Result<RawAction, LoadError> {
     let at = r.pos;
     let sources = r.u32("sources counter")?;
@@ -593,29 +620,7 @@ fn read_action(r: &mut Reader, num_buffers: usize) -> Result<RawAction, LoadErro
             }
         }
         T_EXEC => {
-            let fpos = r.pos;
-            let func = match r.u8("function kind")? {
-                0 => {
-                    let op = r.u8("opcode")?;
-                    let ty = r.u8("datatype")?;
-                    Opcode::ALL
-                        .get(op as usize)
-                        .zip(Dtype::ALL.get(ty as usize))
-                        .and_then(|(&o, &t)| Predef::new(o, t))
-                        .map(Func::Predef)
-                        .ok_or_else(|| LoadError {
-                            offset: r.base + fpos,
-                            message: format!("no predefined function {op}/{ty}"),
-                        })?
-                }
-                1 => Func::User(r.u16("user function")?),
-                k => {
-                    return Err(LoadError {
-                        offset: r.base + fpos,
-                        message: format!("unknown function kind {k}"),
-                    })
-                }
-            };
+            let func = read_func(r)?;
             let src = read_buf(r, num_buffers)?;
             let dst = read_buf(r, num_buffers)?;
             Op::Exec { func, src, dst }
@@ -769,6 +774,28 @@ pub fn stream_rank(bytes: &[u8], rank: u32) -> Result<(StreamInfo, Stream<'_>), 
     stream_rank_releasing(bytes, rank, &mut |_| {})
 }
 
+/// A streamed section lists every action before its dependents: each of `a`'s lists of
+/// dependents ascends, past `a` itself (`base`: the section's offset in the file).
+fn dependents_come_after(a: &RawAction, base: usize) -> Result<(), LoadError> {
+    for (list, what) in [(&a.deps, "dependent"), (&a.sdeps, "start dependent")] {
+        let mut prev = a.at as u32;
+        for &(at, o) in list.iter() {
+            if o <= prev {
+                return Err(LoadError {
+                    offset: base + at,
+                    message: format!(
+                        "{what} offset {o} does not come after the action and the ones \
+                         listed before it: a streamed section lists every action before \
+                         its dependents"
+                    ),
+                });
+            }
+            prev = o;
+        }
+    }
+    Ok(())
+}
+
 /// `stream_rank`, calling `release(offset)` every few MiB of the checking pass with the file
 /// offset below which it will not read again (a mapped file can then give those pages back).
 pub fn stream_rank_releasing<'a>(
@@ -824,22 +851,7 @@ pub fn stream_rank_releasing<'a>(
             released = r.base + r.pos;
             release(released);
         }
-        for (list, what) in [(&a.deps, "dependent"), (&a.sdeps, "start dependent")] {
-            let mut prev = a.at as u32;
-            for &(at, o) in list.iter() {
-                if o <= prev {
-                    return Err(LoadError {
-                        offset: r.base + at,
-                        message: format!(
-                            "{what} offset {o} does not come after the action and the ones \
-                             listed before it: a streamed section lists every action before \
-                             its dependents"
-                        ),
-                    });
-                }
-                prev = o;
-            }
-        }
+        dependents_come_after(&a, r.base)?;
         let mut note = |b: &BufRef| {
             if b.slot == SCRATCH_SLOT {
                 info.scratch_len = info.scratch_len.max(b.len);

@@ -427,80 +427,7 @@ impl<'a> Parser<'a> {
                 }
                 Op::Calc { nanos }
             }
-            Kind::Send | Kind::Recv => {
-                let is_send = matches!(kind, Kind::Send);
-                let (size, size_loc, _) = self.int("an integer (the size in bytes)")?;
-                let len = usize::try_from(size).map_err(|_| {
-                    Diagnostic::error(
-                        size_loc,
-                        "size does not fit in this machine's address space",
-                    )
-                })?;
-                self.ws();
-                if !self.keyword("b") {
-                    return Err(self.expected("`b` after the size"));
-                }
-                self.ws();
-                if is_send && !self.keyword("to") {
-                    return Err(self.expected("`to`"));
-                }
-                if !is_send && !self.keyword("from") {
-                    return Err(self.expected("`from`"));
-                }
-                self.ws();
-                let peer = if self.rest().starts_with(b"-1") {
-                    if is_send {
-                        return Err(self.expected("an integer (a send has no wildcard target)"));
-                    }
-                    self.pos += 2;
-                    ANY_PEER
-                } else {
-                    let what = if is_send {
-                        "an integer (the target rank)"
-                    } else {
-                        "an integer or -1 (the source rank)"
-                    };
-                    let (v, loc, _) = self.int(what)?;
-                    self.narrow(v, loc, "rank", 32)
-                };
-                let mut tag = 0u32;
-                self.ws();
-                let mut expect = "`tag`, `cpu`, `nic` or a line end";
-                if self.keyword("tag") {
-                    self.ws();
-                    if self.rest().starts_with(b"-1") {
-                        self.pos += 2;
-                        tag = ANY_TAG;
-                    } else {
-                        let (v, loc, _) = self.int("an integer or -1 (the tag)")?;
-                        tag = self.narrow(v, loc, "tag", 32);
-                    }
-                    self.ws();
-                    expect = "`cpu`, `nic` or a line end";
-                }
-                if self.keyword("cpu") {
-                    let (v, loc, _) = self.int("an integer (the cpu)")?;
-                    hint.cpu = self.narrow(v, loc, "cpu", 8);
-                    self.ws();
-                    expect = "`nic` or a line end";
-                }
-                if self.keyword("nic") {
-                    let (v, loc, _) = self.int("an integer (the nic)")?;
-                    hint.nic = self.narrow(v, loc, "nic", 8);
-                    expect = "a line end";
-                }
-                self.end_of_statement(expect)?;
-                let buf = BufRef {
-                    slot: SCRATCH_SLOT,
-                    offset: 0,
-                    len,
-                };
-                if is_send {
-                    Op::Send { peer, tag, buf }
-                } else {
-                    Op::Recv { peer, tag, buf }
-                }
-            }
+            Kind::Send | Kind::Recv => self.message(matches!(kind, Kind::Send), &mut hint)?,
         };
         let b = &mut self.block;
         let id = b.builder.add(op);
@@ -528,6 +455,82 @@ impl<'a> Parser<'a> {
         }
         self.block.labels.push(label_slot);
         Ok(())
+    }
+
+    /// The rest of a `send` (`is_send`) or `recv`: size, peer, and the optional tag, cpu and
+    /// nic (those two into `hint`).
+    fn message(&mut self, is_send: bool, hint: &mut Hint) -> Result<Op, Diagnostic> {
+        let (size, size_loc, _) = self.int("an integer (the size in bytes)")?;
+        let len = usize::try_from(size).map_err(|_| {
+            Diagnostic::error(
+                size_loc,
+                "size does not fit in this machine's address space",
+            )
+        })?;
+        self.ws();
+        if !self.keyword("b") {
+            return Err(self.expected("`b` after the size"));
+        }
+        self.ws();
+        if is_send && !self.keyword("to") {
+            return Err(self.expected("`to`"));
+        }
+        if !is_send && !self.keyword("from") {
+            return Err(self.expected("`from`"));
+        }
+        self.ws();
+        let peer = if self.rest().starts_with(b"-1") {
+            if is_send {
+                return Err(self.expected("an integer (a send has no wildcard target)"));
+            }
+            self.pos += 2;
+            ANY_PEER
+        } else {
+            let what = if is_send {
+                "an integer (the target rank)"
+            } else {
+                "an integer or -1 (the source rank)"
+            };
+            let (v, loc, _) = self.int(what)?;
+            self.narrow(v, loc, "rank", 32)
+        };
+        let mut tag = 0u32;
+        self.ws();
+        let mut expect = "`tag`, `cpu`, `nic` or a line end";
+        if self.keyword("tag") {
+            self.ws();
+            if self.rest().starts_with(b"-1") {
+                self.pos += 2;
+                tag = ANY_TAG;
+            } else {
+                let (v, loc, _) = self.int("an integer or -1 (the tag)")?;
+                tag = self.narrow(v, loc, "tag", 32);
+            }
+            self.ws();
+            expect = "`cpu`, `nic` or a line end";
+        }
+        if self.keyword("cpu") {
+            let (v, loc, _) = self.int("an integer (the cpu)")?;
+            hint.cpu = self.narrow(v, loc, "cpu", 8);
+            self.ws();
+            expect = "`nic` or a line end";
+        }
+        if self.keyword("nic") {
+            let (v, loc, _) = self.int("an integer (the nic)")?;
+            hint.nic = self.narrow(v, loc, "nic", 8);
+            expect = "a line end";
+        }
+        self.end_of_statement(expect)?;
+        let buf = BufRef {
+            slot: SCRATCH_SLOT,
+            offset: 0,
+            len,
+        };
+        Ok(if is_send {
+            Op::Send { peer, tag, buf }
+        } else {
+            Op::Recv { peer, tag, buf }
+        })
     }
 
     fn dependency(

@@ -208,6 +208,53 @@ fn expected(what: &str, (tok, loc): (Tok, Loc)) -> Diagnostic {
     Diagnostic::error(loc, format!("expected {what}, found {}", tok.describe()))
 }
 
+/// The ranks of a file of `rank` blocks (`owner`: each named rank's block) and their sources:
+/// ranks 0 to `num_ranks` (`declared`) or to the highest named, a rank without a block empty.
+fn ranks_of_blocks(
+    owner: &HashMap<u32, (usize, Loc)>,
+    blocks: &[Finished],
+    declared: Option<(u32, Loc)>,
+) -> Result<(Vec<RankProgram>, SourceMap), Diagnostic> {
+    let highest = owner.keys().copied().max().unwrap_or(0);
+    let n = match declared {
+        Some((n, _)) => {
+            let mut bad: Vec<(u32, Loc)> = owner
+                .iter()
+                .filter(|(&r, _)| r >= n)
+                .map(|(&r, &(_, l))| (r, l))
+                .collect();
+            bad.sort_by_key(|&(_, l)| l);
+            if let Some(&(r, l)) = bad.first() {
+                return Err(Diagnostic::error(
+                    l,
+                    format!("rank {r} is not below num_ranks {n}"),
+                ));
+            }
+            n
+        }
+        None => highest + 1,
+    };
+    let mut ranks = Vec::with_capacity(n as usize);
+    let mut source = SourceMap::default();
+    let empty = RankProgram::bare(Builder::new().build().expect("empty schedule"));
+    for r in 0..n {
+        match owner.get(&r) {
+            Some(&(i, _)) => {
+                let (rp, locs, edges) = &blocks[i];
+                ranks.push(rp.clone());
+                source.actions.push(locs.clone());
+                source.edges.push(edges.clone());
+            }
+            None => {
+                ranks.push(empty.clone());
+                source.actions.push(Vec::new());
+                source.edges.push(Vec::new());
+            }
+        }
+    }
+    Ok((ranks, source))
+}
+
 impl<'a> Parser<'a> {
     fn next(&mut self) -> Result<(Tok<'a>, Loc), Diagnostic> {
         self.lex.next(false)
@@ -264,21 +311,7 @@ impl<'a> Parser<'a> {
             let (tok, loc) = self.peek()?;
             match tok {
                 Tok::Eof => break,
-                Tok::Ident(b"num_ranks") => {
-                    self.next()?;
-                    let n = self.int_below("number of ranks", u64::from(MAX_RANKS) + 1)? as u32;
-                    if n == 0 {
-                        return Err(Diagnostic::error(loc, "num_ranks must be at least 1"));
-                    }
-                    if let Some((_, l)) = declared {
-                        return Err(Diagnostic::error(
-                            loc,
-                            format!("num_ranks was already declared at {}:{}", l.line, l.col),
-                        ));
-                    }
-                    declared = Some((n, loc));
-                    self.sym(b';')?;
-                }
+                Tok::Ident(b"num_ranks") => declared = Some(self.num_ranks(loc, declared)?),
                 Tok::Ident(b"rank") => {
                     if let Some((_, l)) = local {
                         return Err(Diagnostic::error(
@@ -292,40 +325,7 @@ impl<'a> Parser<'a> {
                         ));
                     }
                     first_block_loc.get_or_insert(loc);
-                    self.next()?;
-                    let ranks = self.rank_list()?;
-                    self.sym(b'{')?;
-                    let mut block = Block::default();
-                    loop {
-                        match self.peek()? {
-                            (Tok::Sym(b'}'), _) => {
-                                self.next()?;
-                                break;
-                            }
-                            (Tok::Eof, _) => {
-                                return Err(expected("a statement or `}`", self.peek()?))
-                            }
-                            _ => self.statement(&mut block)?,
-                        }
-                    }
-                    if matches!(self.peek()?, (Tok::Sym(b';'), _)) {
-                        self.next()?;
-                    }
-                    let first_rank = ranks[0].0;
-                    let (rp, locs, edges) = finish_block(block, first_rank)?;
-                    for &(r, rloc) in &ranks {
-                        if let Some((_, prev)) = owner.get(&r) {
-                            return Err(Diagnostic::error(
-                                rloc,
-                                format!(
-                                    "rank {r} already has a block (named at {}:{})",
-                                    prev.line, prev.col
-                                ),
-                            ));
-                        }
-                        owner.insert(r, (blocks.len(), rloc));
-                    }
-                    blocks.push((rp, locs, edges));
+                    self.rank_block(&mut owner, &mut blocks)?;
                 }
                 _ => {
                     if let Some(l) = first_block_loc {
@@ -378,43 +378,7 @@ impl<'a> Parser<'a> {
                 "empty program: expected `rank #N {`, `num_ranks N;` or a statement",
             ));
         }
-        let highest = owner.keys().copied().max().unwrap_or(0);
-        let n = match declared {
-            Some((n, _)) => {
-                let mut bad: Vec<(u32, Loc)> = owner
-                    .iter()
-                    .filter(|(&r, _)| r >= n)
-                    .map(|(&r, &(_, l))| (r, l))
-                    .collect();
-                bad.sort_by_key(|&(_, l)| l);
-                if let Some(&(r, l)) = bad.first() {
-                    return Err(Diagnostic::error(
-                        l,
-                        format!("rank {r} is not below num_ranks {n}"),
-                    ));
-                }
-                n
-            }
-            None => highest + 1,
-        };
-        let mut ranks = Vec::with_capacity(n as usize);
-        let mut source = SourceMap::default();
-        let empty = RankProgram::bare(Builder::new().build().expect("empty schedule"));
-        for r in 0..n {
-            match owner.get(&r) {
-                Some(&(i, _)) => {
-                    let (rp, locs, edges) = &blocks[i];
-                    ranks.push(rp.clone());
-                    source.actions.push(locs.clone());
-                    source.edges.push(edges.clone());
-                }
-                None => {
-                    ranks.push(empty.clone());
-                    source.actions.push(Vec::new());
-                    source.edges.push(Vec::new());
-                }
-            }
-        }
+        let (ranks, source) = ranks_of_blocks(&owner, &blocks, declared)?;
         Ok(Parsed {
             program: Program {
                 dialect: Dialect::Paper,
@@ -425,6 +389,69 @@ impl<'a> Parser<'a> {
             source,
             warnings,
         })
+    }
+
+    /// `num_ranks N;` (at `loc`; `declared`: an earlier one): N, at least 1.
+    fn num_ranks(
+        &mut self,
+        loc: Loc,
+        declared: Option<(u32, Loc)>,
+    ) -> Result<(u32, Loc), Diagnostic> {
+        self.next()?;
+        let n = self.int_below("number of ranks", u64::from(MAX_RANKS) + 1)? as u32;
+        if n == 0 {
+            return Err(Diagnostic::error(loc, "num_ranks must be at least 1"));
+        }
+        if let Some((_, l)) = declared {
+            return Err(Diagnostic::error(
+                loc,
+                format!("num_ranks was already declared at {}:{}", l.line, l.col),
+            ));
+        }
+        self.sym(b';')?;
+        Ok((n, loc))
+    }
+
+    /// The rest of a `rank #.. { .. }` block, after `rank`: its program, recorded in `owner` for
+    /// each rank it names (once each).
+    fn rank_block(
+        &mut self,
+        owner: &mut HashMap<u32, (usize, Loc)>,
+        blocks: &mut Vec<Finished>,
+    ) -> Result<(), Diagnostic> {
+        self.next()?;
+        let ranks = self.rank_list()?;
+        self.sym(b'{')?;
+        let mut block = Block::default();
+        loop {
+            match self.peek()? {
+                (Tok::Sym(b'}'), _) => {
+                    self.next()?;
+                    break;
+                }
+                (Tok::Eof, _) => return Err(expected("a statement or `}`", self.peek()?)),
+                _ => self.statement(&mut block)?,
+            }
+        }
+        if matches!(self.peek()?, (Tok::Sym(b';'), _)) {
+            self.next()?;
+        }
+        let first_rank = ranks[0].0;
+        let (rp, locs, edges) = finish_block(block, first_rank)?;
+        for &(r, rloc) in &ranks {
+            if let Some((_, prev)) = owner.get(&r) {
+                return Err(Diagnostic::error(
+                    rloc,
+                    format!(
+                        "rank {r} already has a block (named at {}:{})",
+                        prev.line, prev.col
+                    ),
+                ));
+            }
+            owner.insert(r, (blocks.len(), rloc));
+        }
+        blocks.push((rp, locs, edges));
+        Ok(())
     }
 
     fn rank_ref(&mut self) -> Result<(u32, Loc), Diagnostic> {

@@ -170,92 +170,133 @@ fn op_len(op: &Op) -> usize {
     }
 }
 
+/// Where a rank's diagnostics go, if anywhere.
+type Out<'a> = Option<&'a mut Vec<Diagnostic>>;
+
+/// The messages of a program by kind, in program order, before pairing.
+#[derive(Default)]
+struct Messages {
+    /// (src, dst, tag) -> sends; BTreeMap for a deterministic report.
+    sends: BTreeMap<(u32, u32, u32), VecDeque<ActionId>>,
+    /// (src, dst, tag) -> receives that name their source and tag.
+    recvs: BTreeMap<(u32, u32, u32), VecDeque<ActionId>>,
+    /// Per rank: its wildcard receives (action, source, tag).
+    wild: Vec<Vec<(ActionId, u32, u32)>>,
+    /// Per rank: its multicasts.
+    roots: Vec<Vec<ActionId>>,
+    /// (receiver, root) -> multicast receives.
+    mrecvs: BTreeMap<(u32, u32), VecDeque<ActionId>>,
+}
+
+impl Messages {
+    fn of(p: &Program) -> Messages {
+        let n = p.num_ranks();
+        let mut m = Messages {
+            wild: vec![Vec::new(); n as usize],
+            roots: vec![Vec::new(); n as usize],
+            ..Messages::default()
+        };
+        for (rank, rp) in p.ranks.iter().enumerate() {
+            let rank = rank as u32;
+            for (id, op) in rp.schedule.actions() {
+                match *op {
+                    Op::Send { peer, tag, .. } if peer < n => {
+                        m.sends.entry((rank, peer, tag)).or_default().push_back(id)
+                    }
+                    Op::Recv { peer, tag, .. } if peer == ANY_PEER || tag == ANY_TAG => {
+                        m.wild[rank as usize].push((id, peer, tag))
+                    }
+                    Op::Recv { peer, tag, .. } if peer < n => {
+                        m.recvs.entry((peer, rank, tag)).or_default().push_back(id)
+                    }
+                    Op::McastSend { .. } => m.roots[rank as usize].push(id),
+                    Op::McastRecv { root, .. } if root < n && root != rank => {
+                        m.mrecvs.entry((rank, root)).or_default().push_back(id)
+                    }
+                    _ => {}
+                }
+            }
+        }
+        m
+    }
+}
+
 /// Pairs sends with receives and multicasts with their receives. With `out`, reports what
 /// does not pair and size mismatches.
-pub fn match_messages(
+pub fn match_messages(p: &Program, src: &SourceMap, mut out: Out<'_>) -> Matching {
+    let mut m = Matching::default();
+    let mut msgs = Messages::of(p);
+    pair_p2p(p, src, &mut msgs, &mut m, &mut out);
+    pair_mcasts(p, src, &mut msgs, &mut m, &mut out);
+    m
+}
+
+/// With `out`, a matched pair's sizes: a message `s` larger than its receive `d` is an error
+/// (MPI would truncate it), a smaller one a warning.
+fn size_check(
     p: &Program,
     src: &SourceMap,
-    mut out: Option<&mut Vec<Diagnostic>>,
-) -> Matching {
-    let n = p.num_ranks();
-    let mut m = Matching::default();
-    // (src, dst, tag) -> actions in program order; BTreeMap for a deterministic report.
-    let mut sends: BTreeMap<(u32, u32, u32), VecDeque<ActionId>> = BTreeMap::new();
-    let mut recvs: BTreeMap<(u32, u32, u32), VecDeque<ActionId>> = BTreeMap::new();
-    let mut wild: Vec<Vec<(ActionId, u32, u32)>> = vec![Vec::new(); n as usize];
-    let mut roots: Vec<Vec<ActionId>> = vec![Vec::new(); n as usize];
-    // (receiver, root) -> mrecvs in order
-    let mut mrecvs: BTreeMap<(u32, u32), VecDeque<ActionId>> = BTreeMap::new();
-    for (rank, rp) in p.ranks.iter().enumerate() {
-        let rank = rank as u32;
-        for (id, op) in rp.schedule.actions() {
-            match *op {
-                Op::Send { peer, tag, .. } if peer < n => {
-                    sends.entry((rank, peer, tag)).or_default().push_back(id)
-                }
-                Op::Recv { peer, tag, .. } if peer == ANY_PEER || tag == ANY_TAG => {
-                    wild[rank as usize].push((id, peer, tag))
-                }
-                Op::Recv { peer, tag, .. } if peer < n => {
-                    recvs.entry((peer, rank, tag)).or_default().push_back(id)
-                }
-                Op::McastSend { .. } => roots[rank as usize].push(id),
-                Op::McastRecv { root, .. } if root < n && root != rank => {
-                    mrecvs.entry((rank, root)).or_default().push_back(id)
-                }
-                _ => {}
-            }
+    out: &mut Out<'_>,
+    s: (u32, ActionId),
+    d: (u32, ActionId),
+    kind: &str,
+) {
+    let op = |r: u32, id: ActionId| p.ranks[r as usize].schedule.op(id);
+    let (sl, dl) = (op_len(op(s.0, s.1)), op_len(op(d.0, d.1)));
+    if let Some(out) = out.as_deref_mut() {
+        if sl > dl {
+            out.push(
+                Diagnostic::error(
+                    at(src, d.0, d.1),
+                    format!(
+                        "{kind} of {sl} bytes from rank {} (at {}) into a receive of {dl} \
+                         bytes: the message would be truncated",
+                        s.0,
+                        fmt_loc(at(src, s.0, s.1))
+                    ),
+                )
+                .on_rank(d.0),
+            );
+        } else if sl < dl {
+            out.push(
+                Diagnostic::warning(
+                    at(src, d.0, d.1),
+                    format!(
+                        "receive of {dl} bytes gets a {kind} of only {sl} bytes from rank {} \
+                         (at {})",
+                        s.0,
+                        fmt_loc(at(src, s.0, s.1))
+                    ),
+                )
+                .on_rank(d.0),
+            );
         }
     }
-    let op = |r: u32, id: ActionId| p.ranks[r as usize].schedule.op(id);
-    let size_check = |out: &mut Option<&mut Vec<Diagnostic>>,
-                      s: (u32, ActionId),
-                      d: (u32, ActionId),
-                      kind: &str| {
-        let (sl, dl) = (op_len(op(s.0, s.1)), op_len(op(d.0, d.1)));
-        if let Some(out) = out.as_deref_mut() {
-            if sl > dl {
-                out.push(
-                    Diagnostic::error(
-                        at(src, d.0, d.1),
-                        format!(
-                            "{kind} of {sl} bytes from rank {} (at {}) into a receive of {dl} \
-                             bytes: the message would be truncated",
-                            s.0,
-                            fmt_loc(at(src, s.0, s.1))
-                        ),
-                    )
-                    .on_rank(d.0),
-                );
-            } else if sl < dl {
-                out.push(
-                    Diagnostic::warning(
-                        at(src, d.0, d.1),
-                        format!(
-                            "receive of {dl} bytes gets a {kind} of only {sl} bytes from rank {} \
-                             (at {})",
-                            s.0,
-                            fmt_loc(at(src, s.0, s.1))
-                        ),
-                    )
-                    .on_rank(d.0),
-                );
-            }
-        }
-    };
+}
+
+/// Point to point: per (source, destination, tag) the k-th send with the k-th receive, then
+/// the leftover sends with the wildcard receives; with `out`, what is left unpaired.
+fn pair_p2p(
+    p: &Program,
+    src: &SourceMap,
+    msgs: &mut Messages,
+    m: &mut Matching,
+    out: &mut Out<'_>,
+) {
     let mut unmatched_sends: Vec<((u32, u32, u32), ActionId)> = Vec::new();
-    for (&key, ss) in sends.iter_mut() {
-        let rs = recvs.entry(key).or_default();
+    for (&key, ss) in msgs.sends.iter_mut() {
+        let rs = msgs.recvs.entry(key).or_default();
         while let (Some(&s), Some(&r)) = (ss.front(), rs.front()) {
             ss.pop_front();
             rs.pop_front();
             m.p2p.push((key.0, s, key.1, r));
-            size_check(&mut out, (key.0, s), (key.1, r), "send");
+            size_check(p, src, out, (key.0, s), (key.1, r), "send");
         }
         unmatched_sends.extend(ss.drain(..).map(|s| (key, s)));
     }
     // Leftover sends go to wildcard receives, each wildcard receive taking the first
     // compatible send in (source, tag, program) order.
+    let wild = &msgs.wild;
     let mut wild_used: Vec<Vec<bool>> = wild.iter().map(|w| vec![false; w.len()]).collect();
     let mut still: Vec<((u32, u32, u32), ActionId)> = Vec::new();
     for ((from, to, tag), s) in unmatched_sends {
@@ -272,60 +313,71 @@ pub fn match_messages(
             Some((i, r)) => {
                 wild_used[to as usize][i] = true;
                 m.p2p.push((from, s, to, r));
-                size_check(&mut out, (from, s), (to, r), "send");
+                size_check(p, src, out, (from, s), (to, r), "send");
             }
             None => still.push(((from, to, tag), s)),
         }
     }
-    if let Some(out) = out.as_deref_mut() {
-        for ((from, to, tag), s) in still {
+    let Some(out) = out.as_deref_mut() else {
+        return;
+    };
+    for ((from, to, tag), s) in still {
+        out.push(
+            Diagnostic::error(
+                at(src, from, s),
+                format!("send to rank {to} with tag {tag} has no matching receive on rank {to}"),
+            )
+            .on_rank(from),
+        );
+    }
+    for (&(from, to, tag), rs) in &msgs.recvs {
+        for &r in rs {
             out.push(
                 Diagnostic::error(
-                    at(src, from, s),
+                    at(src, to, r),
                     format!(
-                        "send to rank {to} with tag {tag} has no matching receive on rank {to}"
+                        "receive from rank {from} with tag {tag} has no matching send on rank \
+                         {from}"
                     ),
                 )
-                .on_rank(from),
+                .on_rank(to),
             );
         }
-        for (&(from, to, tag), rs) in &recvs {
-            for &r in rs {
+    }
+    for (to, w) in wild.iter().enumerate() {
+        for (i, &(r, _, _)) in w.iter().enumerate() {
+            if !wild_used[to][i] {
                 out.push(
                     Diagnostic::error(
-                        at(src, to, r),
-                        format!(
-                            "receive from rank {from} with tag {tag} has no matching send on rank \
-                             {from}"
-                        ),
+                        at(src, to as u32, r),
+                        "wildcard receive that no send is left for",
                     )
-                    .on_rank(to),
+                    .on_rank(to as u32),
                 );
             }
         }
-        for (to, w) in wild.iter().enumerate() {
-            for (i, &(r, _, _)) in w.iter().enumerate() {
-                if !wild_used[to][i] {
-                    out.push(
-                        Diagnostic::error(
-                            at(src, to as u32, r),
-                            "wildcard receive that no send is left for",
-                        )
-                        .on_rank(to as u32),
-                    );
-                }
-            }
-        }
     }
-    for (root, ms) in roots.iter().enumerate() {
+}
+
+/// Multicasts: the k-th `mcast` of a root with the k-th `mrecv ... from root` on every other
+/// rank; with `out`, what is left unpaired.
+fn pair_mcasts(
+    p: &Program,
+    src: &SourceMap,
+    msgs: &mut Messages,
+    m: &mut Matching,
+    out: &mut Out<'_>,
+) {
+    let n = p.num_ranks();
+    for (root, ms) in msgs.roots.iter().enumerate() {
         let root = root as u32;
         for rank in (0..n).filter(|&q| q != root) {
-            let got = mrecvs.remove(&(rank, root)).unwrap_or_default();
+            let got = msgs.mrecvs.remove(&(rank, root)).unwrap_or_default();
             for (k, &s) in ms.iter().enumerate() {
                 match got.get(k) {
                     Some(&r) => {
                         m.mcast.push((root, s, rank, r));
-                        size_check(&mut out, (root, s), (rank, r), "multicast");
+                        size_check(p, src, out, (root, s), (rank, r), "multicast");
                     }
                     None => {
                         if let Some(out) = out.as_deref_mut() {
@@ -359,8 +411,8 @@ pub fn match_messages(
             }
         }
     }
-    if let Some(out) = out {
-        for (&(rank, root), rs) in &mrecvs {
+    if let Some(out) = out.as_deref_mut() {
+        for (&(rank, root), rs) in &msgs.mrecvs {
             for &r in rs {
                 out.push(
                     Diagnostic::error(
@@ -372,7 +424,6 @@ pub fn match_messages(
             }
         }
     }
-    m
 }
 
 fn fmt_loc(l: Loc) -> String {

@@ -464,6 +464,26 @@ struct Row {
 /// A relative slack for checks on measured data: timers and medians are not exact.
 const SLACK: f64 = 0.02;
 
+/// A measurement the fit can use: a finite time above 0, a size within the eager limit.
+fn usable(m: &Measured) -> Result<(), FitError> {
+    if !(m.ns.is_finite() && m.ns > 0.0) {
+        return Err(FitError::Inconsistent {
+            probe: m.probe,
+            why: format!("a time of {} ns", m.ns),
+        });
+    }
+    if m.probe.size > MAX_SIZE {
+        return Err(FitError::Inconsistent {
+            probe: m.probe,
+            why: format!(
+                "{} bytes is above the eager limit S = {MAX_SIZE} that the fit assumes",
+                m.probe.size
+            ),
+        });
+    }
+    Ok(())
+}
+
 fn rows(points: &[Measured], channel: Channel) -> Result<Vec<Row>, FitError> {
     let mut sizes: Vec<u64> = points
         .iter()
@@ -489,21 +509,7 @@ fn rows(points: &[Measured], channel: Channel) -> Result<Vec<Row>, FitError> {
             ))
         })?;
         for m in [single, burst, delayed] {
-            if !(m.ns.is_finite() && m.ns > 0.0) {
-                return Err(FitError::Inconsistent {
-                    probe: m.probe,
-                    why: format!("a time of {} ns", m.ns),
-                });
-            }
-            if m.probe.size > MAX_SIZE {
-                return Err(FitError::Inconsistent {
-                    probe: m.probe,
-                    why: format!(
-                        "{} bytes is above the eager limit S = {MAX_SIZE} that the fit assumes",
-                        m.probe.size
-                    ),
-                });
-            }
+            usable(m)?;
         }
         let per = |m: &Measured| (m.probe.n.max(2) - 1) as f64;
         let b = (burst.ns - single.ns) / per(burst);
@@ -607,6 +613,92 @@ fn intercept(v: &Series, b: f64) -> f64 {
     ym - b * xm
 }
 
+/// The CPU overhead o as fitted, or 0 where it fell below 0 within the timers' noise (half a
+/// nanosecond, or SLACK of the bursts' mean delay); further below, the fit fails.
+fn overhead_not_negative(o: f64, rows: &[Row], notes: &mut Vec<String>) -> Result<f64, FitError> {
+    if o < 0.0 && o > -0.5 {
+        return Ok(0.0);
+    }
+    if o < 0.0 {
+        let d = rows.iter().map(|r| r.delayed.delay as f64).sum::<f64>() / rows.len() as f64;
+        if -o > SLACK * d {
+            let worst = rows
+                .iter()
+                .min_by(|a, b| a.c.total_cmp(&b.c))
+                .expect("two rows");
+            return Err(FitError::Inconsistent {
+                probe: worst.delayed,
+                why: format!(
+                    "the delayed burst took {:.0} ns less than its delays alone: the CPU \
+                     overhead came out negative (o = {o:.0} ns)",
+                    -worst.c * (worst.delayed.n.max(2) - 1) as f64
+                ),
+            });
+        }
+        notes.push(format!(
+            "o: {o:.0} ns is within the timers' noise of 0; o is 0"
+        ));
+        return Ok(0.0);
+    }
+    Ok(o)
+}
+
+/// L, from the single messages' intercept `k` (L + 2o) and `m` (their slope): 0 where it falls
+/// below 0 within the timers' noise; further below, the fit fails.
+fn latency(k: f64, o: f64, m: f64, rows: &[Row], notes: &mut Vec<String>) -> Result<f64, FitError> {
+    let mut l = k - 2.0 * o;
+    if l < 0.0 && l > -0.5 {
+        l = 0.0;
+    }
+    if l < 0.0 {
+        if -l > 0.1 * k {
+            // The size whose round trip is furthest below the common line.
+            let worst = rows
+                .iter()
+                .min_by(|a, b| (a.a - m * a.x).total_cmp(&(b.a - m * b.x)))
+                .expect("two rows");
+            return Err(FitError::Inconsistent {
+                probe: worst.single,
+                why: format!(
+                    "one message's way there ({:.0} ns) is shorter than the two CPU overheads \
+                     and the per-byte cost the other series show (o = {o:.0} ns, {m:.3} ns/B): \
+                     L would be {l:.0} ns",
+                    worst.a
+                ),
+            });
+        }
+        notes.push(format!(
+            "L: {l:.0} ns is within the timers' noise of 0; L is 0"
+        ));
+        l = 0.0;
+    }
+    Ok(l)
+}
+
+/// g and whether it is hidden behind o (`o`: o and O; `m`: G).
+fn fit_gap(rows: &[Row], (o, ob): (f64, f64), m: f64, notes: &mut Vec<String>) -> (f64, bool) {
+    // g: the bursts whose pace is the NIC's (B = g + X G above the CPU's o + X O); each
+    // gives g = B - X G. None: the CPU paces every burst and g is hidden behind o.
+    let (mut gw, mut gs) = (0.0, 0.0);
+    for r in rows {
+        if nic_paces(r.b, o + r.x * ob) {
+            gw += r.wb;
+            gs += r.wb * (r.b - r.x * m);
+        }
+    }
+    let gap_hidden = gw == 0.0;
+    let gap = if gap_hidden {
+        notes.push(format!(
+            "g: hidden behind o (every burst is paced by the CPU): written as o = {o:.0} ns, \
+             its upper bound"
+        ));
+        o
+    } else {
+        (gs / gw).max(0.0)
+    };
+    (gap, gap_hidden)
+}
+
 /// Fits one channel; `fixed_o` is `O` when it is not this channel's to fit.
 fn fit_channel(
     points: &[Measured],
@@ -664,30 +756,7 @@ fn fit_channel(
     }
     let k = intercept(&sa, m);
 
-    if o < 0.0 && o > -0.5 {
-        o = 0.0;
-    }
-    if o < 0.0 {
-        let d = rows.iter().map(|r| r.delayed.delay as f64).sum::<f64>() / rows.len() as f64;
-        if -o > SLACK * d {
-            let worst = rows
-                .iter()
-                .min_by(|a, b| a.c.total_cmp(&b.c))
-                .expect("two rows");
-            return Err(FitError::Inconsistent {
-                probe: worst.delayed,
-                why: format!(
-                    "the delayed burst took {:.0} ns less than its delays alone: the CPU \
-                     overhead came out negative (o = {o:.0} ns)",
-                    -worst.c * (worst.delayed.n.max(2) - 1) as f64
-                ),
-            });
-        }
-        notes.push(format!(
-            "o: {o:.0} ns is within the timers' noise of 0; o is 0"
-        ));
-        o = 0.0;
-    }
+    o = overhead_not_negative(o, &rows, &mut notes)?;
     if ob > m {
         notes.push(format!(
             "O: the sender's {ob:.3} ns/B exceeds the round trip's {m:.3} ns/B, which the model \
@@ -698,51 +767,8 @@ fn fit_channel(
             o = intercept(&sc, ob);
         }
     }
-    let mut l = k - 2.0 * o;
-    if l < 0.0 && l > -0.5 {
-        l = 0.0;
-    }
-    if l < 0.0 {
-        if -l > 0.1 * k {
-            // The size whose round trip is furthest below the common line.
-            let worst = rows
-                .iter()
-                .min_by(|a, b| (a.a - m * a.x).total_cmp(&(b.a - m * b.x)))
-                .expect("two rows");
-            return Err(FitError::Inconsistent {
-                probe: worst.single,
-                why: format!(
-                    "one message's way there ({:.0} ns) is shorter than the two CPU overheads \
-                     and the per-byte cost the other series show (o = {o:.0} ns, {m:.3} ns/B): \
-                     L would be {l:.0} ns",
-                    worst.a
-                ),
-            });
-        }
-        notes.push(format!(
-            "L: {l:.0} ns is within the timers' noise of 0; L is 0"
-        ));
-        l = 0.0;
-    }
-    // g: the bursts whose pace is the NIC's (B = g + X G above the CPU's o + X O); each
-    // gives g = B - X G. None: the CPU paces every burst and g is hidden behind o.
-    let (mut gw, mut gs) = (0.0, 0.0);
-    for r in &rows {
-        if nic_paces(r.b, o + r.x * ob) {
-            gw += r.wb;
-            gs += r.wb * (r.b - r.x * m);
-        }
-    }
-    let gap_hidden = gw == 0.0;
-    let gap = if gap_hidden {
-        notes.push(format!(
-            "g: hidden behind o (every burst is paced by the CPU): written as o = {o:.0} ns, \
-             its upper bound"
-        ));
-        o
-    } else {
-        (gs / gw).max(0.0)
-    };
+    let l = latency(k, o, m, &rows, &mut notes)?;
+    let (gap, gap_hidden) = fit_gap(&rows, (o, ob), m, &mut notes);
     if (ob - m).abs() <= SLACK * m.max(f64::MIN_POSITIVE) && m > 0.0 {
         notes.push(format!(
             "G: as large as O ({m:.3} ns/B); a smaller G would look the same in a ping-pong"

@@ -1014,140 +1014,157 @@ impl<'p> Engine<'p> {
     fn try_start(&mut self, t: u64, rank: u32, g: usize) -> Result<(), SimError> {
         let a = *self.p.act(g);
         let c = self.cpu_at(rank, a.cpu);
-        let cpu = self.res.get(c);
         match a.kind {
-            FlatKind::Send | FlatKind::Mcast => {
-                let n = self.nic_send_at(rank, a.nic);
-                let nic = self.res.get(n);
-                let busy = cpu.until.max(nic.until);
-                if busy > t {
-                    let owner = if cpu.until >= nic.until {
-                        Link {
-                            via: Via::Cpu,
-                            ..cpu.owner
-                        }
-                    } else {
-                        Link {
-                            via: Via::NicSend,
-                            ..nic.owner
-                        }
-                    };
-                    self.set_start_pred(g, owner);
-                    self.push(busy, Ev::Try { rank, g: g as u32 });
-                    return Ok(());
-                }
-                let mcast = a.kind == FlatKind::Mcast;
-                let k = self.costs(mcast);
-                let me = self.point(rank, g, false, Via::Cpu);
-                let cpu_end = t + k.o + k.ob.time(extra(a.arg));
-                self.res.hold(c, cpu_end, me);
-                self.res.hold(
-                    n,
-                    t + k.g + k.gb.time(extra(a.arg)),
-                    Link {
-                        via: Via::NicSend,
-                        ..me
-                    },
-                );
-                self.started(rank, g, t);
-                let arrive = t + k.o + k.l;
-                let nranks = self.p.num_ranks();
-                let ev = |dst| Ev::Arrive {
-                    dst,
-                    src: rank,
-                    g: g as u32,
-                };
-                if mcast {
-                    // With a network, each receiver's arrival is the network's (contention.rs).
-                    if self.net.is_some() {
-                        let id = self.local(rank, g);
-                        let net = self.net.as_deref_mut().expect("a network");
-                        net.multicast(rank, id, t + k.o, a.arg, arrive);
-                    }
-                    for q in (0..nranks).filter(|&q| q != rank) {
-                        let arrive = self.net.as_deref().map_or(arrive, |net| net.arrival(q));
-                        // Datagrams lost on the way to q and their NACK repair (repair.rs).
-                        let r = repair(&self.prm, rank, g as u64, q, a.arg);
-                        self.mcast_lost += r.lost;
-                        self.mcast_rounds += r.rounds as u64;
-                        self.push(arrive + r.delay, ev(q));
-                    }
-                } else {
-                    if a.peer >= nranks {
-                        return Err(SimError::BadPeer {
-                            rank,
-                            action: self.local(rank, g),
-                            peer: a.peer,
-                        });
-                    }
-                    let arrive = match self.net.is_some() {
-                        true => {
-                            let id = self.local(rank, g);
-                            let net = self.net.as_deref_mut().expect("a network");
-                            net.deliver(rank, id, a.peer, t + k.o, a.arg, arrive)
-                        }
-                        false => arrive,
-                    };
-                    self.push(arrive, ev(a.peer));
-                }
-                if !self.is_rendezvous(&a) {
-                    self.complete(rank, g, cpu_end, Link::NONE);
-                }
-            }
-            FlatKind::Recv | FlatKind::Mrecv => {
-                // Posting is free and needs no CPU: o is paid when the message arrives.
-                self.started(rank, g, t);
-                let p = self.p;
-                let msgs = &self.msgs;
-                let unexpected = &mut self.queues[rank as usize].unexpected;
-                let hit = unexpected.find(&self.msg_next, |i| {
-                    let u = &msgs[i as usize];
-                    Self::compatible(&a, u.src, p.act(u.send as usize))
-                });
-                match hit {
-                    Some((prev, i)) => {
-                        unexpected.remove(&mut self.msg_next, prev, i);
-                        self.free_msgs.push(i);
-                        let u = self.msgs[i as usize];
-                        let send = u.send as usize;
-                        self.record_match(g, u.src, send);
-                        if self.is_rendezvous(p.act(send)) {
-                            let why = self.point(rank, g, false, Via::Rendezvous);
-                            self.rendezvous(u.src, send, t, why);
-                        }
-                        if u.done > t {
-                            self.complete(rank, g, u.done, u.why);
-                        } else {
-                            self.complete(rank, g, t, Link::NONE);
-                        }
-                    }
-                    None => self.queues[rank as usize]
-                        .posted
-                        .push_back(&mut self.posted_next, g as u32),
-                }
-            }
-            FlatKind::Exec | FlatKind::Calc => {
-                if cpu.until > t {
-                    self.set_start_pred(
-                        g,
-                        Link {
-                            via: Via::Cpu,
-                            ..cpu.owner
-                        },
-                    );
-                    self.push(cpu.until, Ev::Try { rank, g: g as u32 });
-                    return Ok(());
-                }
-                let nanos = if a.kind == FlatKind::Calc { a.arg } else { 0 };
-                if nanos > 0 {
-                    let me = self.point(rank, g, false, Via::Cpu);
-                    self.res.hold(c, t + nanos, me);
-                }
-                self.started(rank, g, t);
-                self.complete(rank, g, t + nanos, Link::NONE);
-            }
+            FlatKind::Send | FlatKind::Mcast => return self.try_send(t, rank, g, c),
+            FlatKind::Recv | FlatKind::Mrecv => self.post_recv(t, rank, g),
+            FlatKind::Exec | FlatKind::Calc => self.try_compute(t, rank, g, c),
         }
         Ok(())
+    }
+
+    /// A send or multicast of `rank` (action `g`, on CPU `c`) at `t`: started when its CPU and
+    /// NIC are free, else tried again then.
+    fn try_send(&mut self, t: u64, rank: u32, g: usize, c: usize) -> Result<(), SimError> {
+        let a = *self.p.act(g);
+        let cpu = self.res.get(c);
+        let n = self.nic_send_at(rank, a.nic);
+        let nic = self.res.get(n);
+        let busy = cpu.until.max(nic.until);
+        if busy > t {
+            let owner = if cpu.until >= nic.until {
+                Link {
+                    via: Via::Cpu,
+                    ..cpu.owner
+                }
+            } else {
+                Link {
+                    via: Via::NicSend,
+                    ..nic.owner
+                }
+            };
+            self.set_start_pred(g, owner);
+            self.push(busy, Ev::Try { rank, g: g as u32 });
+            return Ok(());
+        }
+        let mcast = a.kind == FlatKind::Mcast;
+        let k = self.costs(mcast);
+        let me = self.point(rank, g, false, Via::Cpu);
+        let cpu_end = t + k.o + k.ob.time(extra(a.arg));
+        self.res.hold(c, cpu_end, me);
+        self.res.hold(
+            n,
+            t + k.g + k.gb.time(extra(a.arg)),
+            Link {
+                via: Via::NicSend,
+                ..me
+            },
+        );
+        self.started(rank, g, t);
+        let arrive = t + k.o + k.l;
+        let nranks = self.p.num_ranks();
+        let ev = |dst| Ev::Arrive {
+            dst,
+            src: rank,
+            g: g as u32,
+        };
+        if mcast {
+            // With a network, each receiver's arrival is the network's (contention.rs).
+            if self.net.is_some() {
+                let id = self.local(rank, g);
+                let net = self.net.as_deref_mut().expect("a network");
+                net.multicast(rank, id, t + k.o, a.arg, arrive);
+            }
+            for q in (0..nranks).filter(|&q| q != rank) {
+                let arrive = self.net.as_deref().map_or(arrive, |net| net.arrival(q));
+                // Datagrams lost on the way to q and their NACK repair (repair.rs).
+                let r = repair(&self.prm, rank, g as u64, q, a.arg);
+                self.mcast_lost += r.lost;
+                self.mcast_rounds += r.rounds as u64;
+                self.push(arrive + r.delay, ev(q));
+            }
+        } else {
+            if a.peer >= nranks {
+                return Err(SimError::BadPeer {
+                    rank,
+                    action: self.local(rank, g),
+                    peer: a.peer,
+                });
+            }
+            let arrive = match self.net.is_some() {
+                true => {
+                    let id = self.local(rank, g);
+                    let net = self.net.as_deref_mut().expect("a network");
+                    net.deliver(rank, id, a.peer, t + k.o, a.arg, arrive)
+                }
+                false => arrive,
+            };
+            self.push(arrive, ev(a.peer));
+        }
+        if !self.is_rendezvous(&a) {
+            self.complete(rank, g, cpu_end, Link::NONE);
+        }
+        Ok(())
+    }
+
+    /// A receive of `rank` (action `g`) posted at `t`: matched with a message that came
+    /// already, else queued.
+    fn post_recv(&mut self, t: u64, rank: u32, g: usize) {
+        let a = *self.p.act(g);
+        // Posting is free and needs no CPU: o is paid when the message arrives.
+        self.started(rank, g, t);
+        let p = self.p;
+        let msgs = &self.msgs;
+        let unexpected = &mut self.queues[rank as usize].unexpected;
+        let hit = unexpected.find(&self.msg_next, |i| {
+            let u = &msgs[i as usize];
+            Self::compatible(&a, u.src, p.act(u.send as usize))
+        });
+        match hit {
+            Some((prev, i)) => {
+                unexpected.remove(&mut self.msg_next, prev, i);
+                self.free_msgs.push(i);
+                let u = self.msgs[i as usize];
+                let send = u.send as usize;
+                self.record_match(g, u.src, send);
+                if self.is_rendezvous(p.act(send)) {
+                    let why = self.point(rank, g, false, Via::Rendezvous);
+                    self.rendezvous(u.src, send, t, why);
+                }
+                if u.done > t {
+                    self.complete(rank, g, u.done, u.why);
+                } else {
+                    self.complete(rank, g, t, Link::NONE);
+                }
+            }
+            None => self.queues[rank as usize]
+                .posted
+                .push_back(&mut self.posted_next, g as u32),
+        }
+    }
+
+    /// A computation of `rank` (action `g`, on CPU `c`) at `t`: started when its CPU is free,
+    /// else tried again then.
+    fn try_compute(&mut self, t: u64, rank: u32, g: usize, c: usize) {
+        let a = *self.p.act(g);
+        let cpu = self.res.get(c);
+        if cpu.until > t {
+            self.set_start_pred(
+                g,
+                Link {
+                    via: Via::Cpu,
+                    ..cpu.owner
+                },
+            );
+            self.push(cpu.until, Ev::Try { rank, g: g as u32 });
+            return;
+        }
+        let nanos = if a.kind == FlatKind::Calc { a.arg } else { 0 };
+        if nanos > 0 {
+            let me = self.point(rank, g, false, Via::Cpu);
+            self.res.hold(c, t + nanos, me);
+        }
+        self.started(rank, g, t);
+        self.complete(rank, g, t + nanos, Link::NONE);
     }
 
     fn arrive(&mut self, t: u64, seq: u64, dst: u32, src: u32, send: usize) {
@@ -1200,6 +1217,24 @@ impl<'p> Engine<'p> {
                 },
             );
         }
+    }
+
+    /// `u` on `dst`'s queue of unexpected messages, in a free slot if there is one.
+    fn queue_unexpected(&mut self, dst: u32, u: Unexpected) {
+        let slot = match self.free_msgs.pop() {
+            Some(i) => {
+                self.msgs[i as usize] = u;
+                i
+            }
+            None => {
+                self.msgs.push(u);
+                self.msg_next.push(NIL);
+                (self.msgs.len() - 1) as u32
+            }
+        };
+        self.queues[dst as usize]
+            .unexpected
+            .push_back(&mut self.msg_next, slot);
     }
 
     /// The receiver `dst`, free at `t`, takes the message of `src`'s send `send`.
@@ -1294,20 +1329,7 @@ impl<'p> Engine<'p> {
                     done,
                     why,
                 };
-                let slot = match self.free_msgs.pop() {
-                    Some(i) => {
-                        self.msgs[i as usize] = u;
-                        i
-                    }
-                    None => {
-                        self.msgs.push(u);
-                        self.msg_next.push(NIL);
-                        (self.msgs.len() - 1) as u32
-                    }
-                };
-                self.queues[dst as usize]
-                    .unexpected
-                    .push_back(&mut self.msg_next, slot);
+                self.queue_unexpected(dst, u);
             }
         }
     }

@@ -477,6 +477,15 @@ const FORMS: [(&str, &str); 6] = [
     ("routing", "routing shortest | routing updown [ROOT]"),
 ];
 
+/// What pass 1 keeps for the later passes: the statements after `switch`, in line order, and
+/// the lines of `ranks-per-host` and `routing` (each may be given once).
+#[derive(Default)]
+struct Statements<'t> {
+    stmts: Vec<(usize, Stmt<'t>)>,
+    per_host: Option<usize>,
+    routing: Option<usize>,
+}
+
 struct Parser<'f> {
     file: &'f str,
     net: Network,
@@ -525,167 +534,16 @@ impl<'f> Parser<'f> {
 
     fn run(mut self, text: &str) -> Result<Network, String> {
         // Pass 1, in line order: the form of each statement, its numbers, and the switches.
-        let mut stmts: Vec<(usize, Stmt)> = Vec::new();
-        let mut per_host: Option<usize> = None;
-        let mut routing: Option<usize> = None;
+        let mut seen = Statements::default();
         for (i, raw) in text.lines().enumerate() {
-            let line = i + 1;
             let words: Vec<&str> = raw
                 .split('#')
                 .next()
                 .unwrap_or("")
                 .split_whitespace()
                 .collect();
-            let Some(&kw) = words.first() else { continue };
-            let Some(&(_, form)) = FORMS.iter().find(|f| f.0 == kw) else {
-                let known: Vec<&str> = FORMS.iter().map(|f| f.0).collect();
-                return Err(self.at(
-                    line,
-                    format!("unknown statement `{kw}` (known: {})", known.join(", ")),
-                ));
-            };
-            let n = words.len();
-            let arity_ok = match kw {
-                "switch" => n >= 2,
-                "link" => n == 4 || n == 5,
-                "host" => (3..=5).contains(&n),
-                "ranks-per-host" => n == 2,
-                "routing" => n == 2 || n == 3,
-                _ => n == 3,
-            };
-            if !arity_ok {
-                return Err(self.at(
-                    line,
-                    format!("expected `{form}`, got `{}`", words.join(" ")),
-                ));
-            }
-            let latency = |w: Option<&&str>| match w {
-                Some(w) => parse_latency(w).map_err(|m| self.at(line, m)),
-                None => Ok(0),
-            };
-            match kw {
-                "switch" => {
-                    for &name in &words[1..] {
-                        if let Some(&s) = self.switch_ids.get(name) {
-                            let first = self.net.switches[s as usize].line;
-                            return Err(self.at(
-                                line,
-                                format!(
-                                    "switch `{name}` is declared twice (first on line {first})"
-                                ),
-                            ));
-                        }
-                        self.switch_ids
-                            .insert(name.to_string(), self.net.switches.len() as SwitchId);
-                        self.net.switches.push(Switch {
-                            name: name.to_string(),
-                            line,
-                            out: Vec::new(),
-                        });
-                    }
-                }
-                "link" => {
-                    if words[1] == words[2] {
-                        return Err(
-                            self.at(line, format!("link from switch `{}` to itself", words[1]))
-                        );
-                    }
-                    let rate = Rate::Bits(parse_bandwidth(words[3]).map_err(|m| self.at(line, m))?);
-                    let latency = latency(words.get(4))?;
-                    stmts.push((
-                        line,
-                        Stmt::Link {
-                            a: words[1],
-                            b: words[2],
-                            rate,
-                            latency,
-                        },
-                    ));
-                }
-                "host" => {
-                    let rate = match words.get(3) {
-                        None => Rate::Nic,
-                        Some(w) if w.eq_ignore_ascii_case("nic") => Rate::Nic,
-                        Some(w) => Rate::Bits(parse_bandwidth(w).map_err(|m| self.at(line, m))?),
-                    };
-                    let latency = latency(words.get(4))?;
-                    stmts.push((
-                        line,
-                        Stmt::Host {
-                            name: words[1],
-                            switch: words[2],
-                            rate,
-                            latency,
-                        },
-                    ));
-                }
-                "ranks-per-host" => {
-                    if let Some(first) = per_host {
-                        return Err(self.at(
-                            line,
-                            format!("ranks-per-host is given twice (first on line {first})"),
-                        ));
-                    }
-                    let k = words[1]
-                        .parse::<u32>()
-                        .ok()
-                        .filter(|&k| k > 0)
-                        .ok_or_else(|| {
-                            self.at(
-                                line,
-                                format!(
-                                    "ranks-per-host wants a positive integer, not `{}`",
-                                    words[1]
-                                ),
-                            )
-                        })?;
-                    per_host = Some(line);
-                    self.net.placement = Placement::PerHost { ranks: k, line };
-                }
-                "routing" => {
-                    if let Some(first) = routing {
-                        return Err(self.at(
-                            line,
-                            format!("routing is given twice (first on line {first})"),
-                        ));
-                    }
-                    routing = Some(line);
-                    match words[1] {
-                        "shortest" if n == 2 => self.net.routing = RoutingKind::Shortest,
-                        "shortest" => {
-                            return Err(self.at(
-                                line,
-                                format!(
-                                    "`routing shortest` has no root: expected `{form}`, got `{}`",
-                                    words.join(" ")
-                                ),
-                            ))
-                        }
-                        "updown" => {
-                            self.net.routing = RoutingKind::UpDown { root: 0 };
-                            if let Some(&root) = words.get(2) {
-                                stmts.push((line, Stmt::Root(root)));
-                            }
-                        }
-                        other => {
-                            return Err(self.at(
-                                line,
-                                format!("unknown routing `{other}` (known: shortest, updown)"),
-                            ))
-                        }
-                    }
-                }
-                _ => {
-                    let (lo, hi) = parse_ranks(words[1]).map_err(|m| self.at(line, m))?;
-                    stmts.push((
-                        line,
-                        Stmt::Rank {
-                            lo,
-                            hi,
-                            host: words[2],
-                        },
-                    ));
-                }
+            if !words.is_empty() {
+                self.statement(i + 1, &words, &mut seen)?;
             }
         }
         if self.net.switches.is_empty() {
@@ -694,7 +552,7 @@ impl<'f> Parser<'f> {
 
         // Pass 2, in line order: links and hosts, now that every switch is known.
         let mut cables: HashMap<(SwitchId, SwitchId), usize> = HashMap::new();
-        for (line, st) in &stmts {
+        for (line, st) in &seen.stmts {
             let line = *line;
             match *st {
                 Stmt::Link {
@@ -702,70 +560,13 @@ impl<'f> Parser<'f> {
                     b,
                     rate,
                     latency,
-                } => {
-                    let (sa, sb) = (self.switch(line, a)?, self.switch(line, b)?);
-                    if let Some(first) = cables.insert((sa.min(sb), sa.max(sb)), line) {
-                        return Err(self.at(
-                            line,
-                            format!(
-                                "a second link between `{a}` and `{b}` (the first is on line \
-                                 {first})"
-                            ),
-                        ));
-                    }
-                    let ab = self.add_link(Node::Switch(sa), Node::Switch(sb), rate, latency, line);
-                    let ba = self.add_link(Node::Switch(sb), Node::Switch(sa), rate, latency, line);
-                    self.net.switches[sa as usize].out.push(ab);
-                    self.net.switches[sb as usize].out.push(ba);
-                }
+                } => self.connect(line, (a, b), rate, latency, &mut cables)?,
                 Stmt::Host {
                     name,
                     switch,
                     rate,
                     latency,
-                } => {
-                    if let Some(&s) = self.switch_ids.get(name) {
-                        let first = self.net.switches[s as usize].line;
-                        return Err(self.at(
-                            line,
-                            format!(
-                                "`{name}` is a switch (line {first}); a host needs a name of its \
-                                 own"
-                            ),
-                        ));
-                    }
-                    let sw = self.switch(line, switch)?;
-                    if let Some(&h) = self.host_ids.get(name) {
-                        let old = &self.net.hosts[h as usize];
-                        let on = &self.net.switches[old.switch as usize].name;
-                        return Err(self.at(
-                            line,
-                            if old.switch == sw {
-                                format!(
-                                    "host `{name}` is declared twice (first on line {})",
-                                    old.line
-                                )
-                            } else {
-                                format!(
-                                    "host `{name}` is on switch `{on}` already (line {}); a host \
-                                     hangs on one switch",
-                                    old.line
-                                )
-                            },
-                        ));
-                    }
-                    let h = self.net.hosts.len() as HostId;
-                    let up = self.add_link(Node::Host(h), Node::Switch(sw), rate, latency, line);
-                    let down = self.add_link(Node::Switch(sw), Node::Host(h), rate, latency, line);
-                    self.host_ids.insert(name.to_string(), h);
-                    self.net.hosts.push(Host {
-                        name: name.to_string(),
-                        switch: sw,
-                        up,
-                        down,
-                        line,
-                    });
-                }
+                } => self.hang_host(line, name, switch, rate, latency)?,
                 Stmt::Root(name) => {
                     let root = self.switch(line, name)?;
                     self.net.routing = RoutingKind::UpDown { root };
@@ -780,8 +581,259 @@ impl<'f> Parser<'f> {
                 Node::Host(_) => unreachable!("only switch links are listed"),
             });
         }
+        self.check_connected()?;
 
-        // Every switch must reach every other (links go both ways: one search suffices).
+        // Pass 3: ranks, now that every host is known.
+        self.place_ranks(&seen)?;
+        Ok(self.net)
+    }
+
+    /// Pass 1 of one statement (`words`, not empty, on `line`): its form and numbers checked;
+    /// switches declared; the rest kept in `seen` for the later passes.
+    fn statement<'t>(
+        &mut self,
+        line: usize,
+        words: &[&'t str],
+        seen: &mut Statements<'t>,
+    ) -> Result<(), String> {
+        let kw = words[0];
+        let Some(&(_, form)) = FORMS.iter().find(|f| f.0 == kw) else {
+            let known: Vec<&str> = FORMS.iter().map(|f| f.0).collect();
+            return Err(self.at(
+                line,
+                format!("unknown statement `{kw}` (known: {})", known.join(", ")),
+            ));
+        };
+        let n = words.len();
+        let arity_ok = match kw {
+            "switch" => n >= 2,
+            "link" => n == 4 || n == 5,
+            "host" => (3..=5).contains(&n),
+            "ranks-per-host" => n == 2,
+            "routing" => n == 2 || n == 3,
+            _ => n == 3,
+        };
+        if !arity_ok {
+            return Err(self.at(
+                line,
+                format!("expected `{form}`, got `{}`", words.join(" ")),
+            ));
+        }
+        let latency = |w: Option<&&str>| match w {
+            Some(w) => parse_latency(w).map_err(|m| self.at(line, m)),
+            None => Ok(0),
+        };
+        match kw {
+            "switch" => self.declare_switches(line, &words[1..])?,
+            "link" => {
+                if words[1] == words[2] {
+                    return Err(self.at(line, format!("link from switch `{}` to itself", words[1])));
+                }
+                let rate = Rate::Bits(parse_bandwidth(words[3]).map_err(|m| self.at(line, m))?);
+                let latency = latency(words.get(4))?;
+                seen.stmts.push((
+                    line,
+                    Stmt::Link {
+                        a: words[1],
+                        b: words[2],
+                        rate,
+                        latency,
+                    },
+                ));
+            }
+            "host" => {
+                let rate = match words.get(3) {
+                    None => Rate::Nic,
+                    Some(w) if w.eq_ignore_ascii_case("nic") => Rate::Nic,
+                    Some(w) => Rate::Bits(parse_bandwidth(w).map_err(|m| self.at(line, m))?),
+                };
+                let latency = latency(words.get(4))?;
+                seen.stmts.push((
+                    line,
+                    Stmt::Host {
+                        name: words[1],
+                        switch: words[2],
+                        rate,
+                        latency,
+                    },
+                ));
+            }
+            "ranks-per-host" => self.ranks_per_host(line, words[1], seen)?,
+            "routing" => self.routing(line, words, form, seen)?,
+            _ => {
+                let (lo, hi) = parse_ranks(words[1]).map_err(|m| self.at(line, m))?;
+                seen.stmts.push((
+                    line,
+                    Stmt::Rank {
+                        lo,
+                        hi,
+                        host: words[2],
+                    },
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// `switch NAME [NAME...]`.
+    fn declare_switches(&mut self, line: usize, names: &[&str]) -> Result<(), String> {
+        for &name in names {
+            if let Some(&s) = self.switch_ids.get(name) {
+                let first = self.net.switches[s as usize].line;
+                return Err(self.at(
+                    line,
+                    format!("switch `{name}` is declared twice (first on line {first})"),
+                ));
+            }
+            self.switch_ids
+                .insert(name.to_string(), self.net.switches.len() as SwitchId);
+            self.net.switches.push(Switch {
+                name: name.to_string(),
+                line,
+                out: Vec::new(),
+            });
+        }
+        Ok(())
+    }
+
+    /// A statement `kw` that may be given once: `first` is the line it was given on.
+    fn once(&self, line: usize, kw: &str, first: &mut Option<usize>) -> Result<(), String> {
+        if let Some(first) = *first {
+            return Err(self.at(line, format!("{kw} is given twice (first on line {first})")));
+        }
+        *first = Some(line);
+        Ok(())
+    }
+
+    /// `ranks-per-host K`.
+    fn ranks_per_host(
+        &mut self,
+        line: usize,
+        k: &str,
+        seen: &mut Statements<'_>,
+    ) -> Result<(), String> {
+        self.once(line, "ranks-per-host", &mut seen.per_host)?;
+        let k = k.parse::<u32>().ok().filter(|&k| k > 0).ok_or_else(|| {
+            self.at(
+                line,
+                format!("ranks-per-host wants a positive integer, not `{k}`"),
+            )
+        })?;
+        self.net.placement = Placement::PerHost { ranks: k, line };
+        Ok(())
+    }
+
+    /// `routing shortest` or `routing updown [ROOT]` (the root is looked up in pass 2).
+    fn routing<'t>(
+        &mut self,
+        line: usize,
+        words: &[&'t str],
+        form: &str,
+        seen: &mut Statements<'t>,
+    ) -> Result<(), String> {
+        self.once(line, "routing", &mut seen.routing)?;
+        match words[1] {
+            "shortest" if words.len() == 2 => self.net.routing = RoutingKind::Shortest,
+            "shortest" => {
+                return Err(self.at(
+                    line,
+                    format!(
+                        "`routing shortest` has no root: expected `{form}`, got `{}`",
+                        words.join(" ")
+                    ),
+                ))
+            }
+            "updown" => {
+                self.net.routing = RoutingKind::UpDown { root: 0 };
+                if let Some(&root) = words.get(2) {
+                    seen.stmts.push((line, Stmt::Root(root)));
+                }
+            }
+            other => {
+                return Err(self.at(
+                    line,
+                    format!("unknown routing `{other}` (known: shortest, updown)"),
+                ))
+            }
+        }
+        Ok(())
+    }
+
+    /// Pass 2 of `link A B ...`: a link each way (`cables`: the line of each pair linked).
+    fn connect(
+        &mut self,
+        line: usize,
+        (a, b): (&str, &str),
+        rate: Rate,
+        latency: u64,
+        cables: &mut HashMap<(SwitchId, SwitchId), usize>,
+    ) -> Result<(), String> {
+        let (sa, sb) = (self.switch(line, a)?, self.switch(line, b)?);
+        if let Some(first) = cables.insert((sa.min(sb), sa.max(sb)), line) {
+            return Err(self.at(
+                line,
+                format!("a second link between `{a}` and `{b}` (the first is on line {first})"),
+            ));
+        }
+        let ab = self.add_link(Node::Switch(sa), Node::Switch(sb), rate, latency, line);
+        let ba = self.add_link(Node::Switch(sb), Node::Switch(sa), rate, latency, line);
+        self.net.switches[sa as usize].out.push(ab);
+        self.net.switches[sb as usize].out.push(ba);
+        Ok(())
+    }
+
+    /// Pass 2 of `host NAME SWITCH ...`: the host, and its links up and down.
+    fn hang_host(
+        &mut self,
+        line: usize,
+        name: &str,
+        switch: &str,
+        rate: Rate,
+        latency: u64,
+    ) -> Result<(), String> {
+        if let Some(&s) = self.switch_ids.get(name) {
+            let first = self.net.switches[s as usize].line;
+            return Err(self.at(
+                line,
+                format!("`{name}` is a switch (line {first}); a host needs a name of its own"),
+            ));
+        }
+        let sw = self.switch(line, switch)?;
+        if let Some(&h) = self.host_ids.get(name) {
+            let old = &self.net.hosts[h as usize];
+            let on = &self.net.switches[old.switch as usize].name;
+            return Err(self.at(
+                line,
+                if old.switch == sw {
+                    format!(
+                        "host `{name}` is declared twice (first on line {})",
+                        old.line
+                    )
+                } else {
+                    format!(
+                        "host `{name}` is on switch `{on}` already (line {}); a host hangs on \
+                         one switch",
+                        old.line
+                    )
+                },
+            ));
+        }
+        let h = self.net.hosts.len() as HostId;
+        let up = self.add_link(Node::Host(h), Node::Switch(sw), rate, latency, line);
+        let down = self.add_link(Node::Switch(sw), Node::Host(h), rate, latency, line);
+        self.host_ids.insert(name.to_string(), h);
+        self.net.hosts.push(Host {
+            name: name.to_string(),
+            switch: sw,
+            up,
+            down,
+            line,
+        });
+        Ok(())
+    }
+
+    /// Every switch must reach every other (links go both ways: one search suffices).
+    fn check_connected(&self) -> Result<(), String> {
         let tree = ShortestPaths::new(&self.net);
         let enter = tree.tree(&self.net, 0);
         if let Some(s) = (1..self.net.switches.len()).find(|&s| enter[s] == NO_LINK) {
@@ -795,16 +847,19 @@ impl<'f> Parser<'f> {
                 ),
             ));
         }
+        Ok(())
+    }
 
-        // Pass 3: ranks, now that every host is known.
+    /// Pass 3: the `rank` lines, now that every host is known.
+    fn place_ranks(&mut self, seen: &Statements<'_>) -> Result<(), String> {
         let mut listed: Vec<Option<HostId>> = Vec::new();
         let mut listed_on: Vec<usize> = Vec::new();
-        for (line, st) in &stmts {
+        for (line, st) in &seen.stmts {
             let Stmt::Rank { lo, hi, host } = *st else {
                 continue;
             };
             let line = *line;
-            if let Some(first) = per_host {
+            if let Some(first) = seen.per_host {
                 return Err(self.at(
                     line,
                     format!("`rank` lines and `ranks-per-host` (line {first}) exclude each other"),
@@ -835,6 +890,6 @@ impl<'f> Parser<'f> {
         if !listed.is_empty() {
             self.net.placement = Placement::Listed(listed);
         }
-        Ok(self.net)
+        Ok(())
     }
 }

@@ -12,7 +12,7 @@ use crate::run::{self, Launch, Mpi};
 use crate::Fail;
 use std::ffi::OsString;
 use std::io::BufRead;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 /// `mpicast doctor --help`.
@@ -244,24 +244,7 @@ fn job(o: &JobOpts) -> Result<(), Fail> {
         );
     }
     let limit = Duration::from_secs(o.timeout.unwrap_or(120) + o.long.unwrap_or(0));
-    let mut child = Command::new(&l.program)
-        .args(&l.args)
-        .envs(l.env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .map_err(|e| {
-            Fail::Io(format!(
-                "cannot run {}: {e}{}",
-                l.program,
-                if e.kind() == std::io::ErrorKind::NotFound {
-                    " (is that MPI installed? --mpi chooses openmpi or mpich)"
-                } else {
-                    ""
-                }
-            ))
-        })?;
+    let mut child = run::spawn(&l, Stdio::inherit()).map_err(Fail::Io)?;
     let so = child.stdout.take().expect("piped");
     // Lines as they come, so that a launcher that hangs after the report (MPICH's MPI_Finalize
     // does on the emulated cluster) can be stopped once the verdict is in.

@@ -371,6 +371,27 @@ pub fn render(l: &Launch) -> String {
     words.join(" ")
 }
 
+/// Starts `l`: no stdin, stdout piped, stderr to `stderr`. The error says what could not be run
+/// (and, when it is not there, that its MPI may not be installed).
+pub fn spawn(l: &Launch, stderr: std::process::Stdio) -> Result<std::process::Child, String> {
+    use std::process::Stdio;
+    std::process::Command::new(&l.program)
+        .args(&l.args)
+        .envs(l.env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(stderr)
+        .spawn()
+        .map_err(|e| {
+            let hint = if e.kind() == std::io::ErrorKind::NotFound {
+                " (is that MPI installed? --mpi chooses openmpi or mpich)"
+            } else {
+                ""
+            };
+            format!("cannot run {}: {e}{hint}", l.program)
+        })
+}
+
 /// Ends a launcher: SIGTERM, which it passes on to its ranks (SIGKILL would leave them
 /// behind), then, after 5 s, SIGKILL; waits for it.
 pub fn stop(child: &mut std::process::Child) {

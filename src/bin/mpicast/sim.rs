@@ -7,11 +7,11 @@ use crate::goal::{binary, gen, Dialect};
 use crate::progress::Progress;
 use crate::sim::{
     critical_path, simulate_flat_on, simulate_flat_with, Contention, Flat, Network, Options,
-    Params, SimError,
+    Outcome, Params, SimError,
 };
 use crate::{load_bytes, num, parse_func, read_input, Fail};
 use std::fmt::Write;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// `mpicast sim --help`.
 pub const USAGE: &str = "\
@@ -236,6 +236,50 @@ fn sim_opts(args: &[String]) -> Result<SimOpts, Fail> {
     Ok(o)
 }
 
+/// The program is built: what the run adds (`traced`: with the trace) must fit in what is left.
+fn check_run_memory(name: &str, flat: &Flat, traced: bool) -> Result<(), Fail> {
+    let more = crate::sim::loggops::run_bytes(
+        u64::from(flat.num_ranks()),
+        flat.action_count() as u64,
+        flat.cpus() as u64,
+        flat.nics() as u64,
+        traced,
+    );
+    crate::limits::check_memory(
+        &format!(
+            "simulating {name} ({} ranks, {} actions)",
+            flat.num_ranks(),
+            flat.action_count()
+        ),
+        more,
+    )
+    .map_err(Fail::UsageLine)
+}
+
+/// `--timing`: how long building `flat` and simulating it took (`cpu`: CPU seconds of the
+/// run, if known), and the rate of events.
+fn say_timing(flat: &Flat, out: &Outcome, built: Duration, ran: Duration, cpu: Option<f64>) {
+    let per_cpu = cpu
+        .filter(|&c| c > 0.0)
+        .map(|c| {
+            format!(
+                "; {c:.2} s of CPU: {:.2} M events per CPU second",
+                out.events as f64 / c / 1e6
+            )
+        })
+        .unwrap_or_default();
+    eprintln!(
+        "timing: program built in {:.3} s ({} actions, {:.1} MiB in the simulator's \
+         form); simulated in {:.3} s: {} events, {:.2} M events/s{per_cpu}",
+        built.as_secs_f64(),
+        flat.action_count(),
+        flat.bytes() as f64 / (1 << 20) as f64,
+        ran.as_secs_f64(),
+        out.events,
+        out.events as f64 / ran.as_secs_f64().max(1e-9) / 1e6
+    );
+}
+
 /// `mpicast sim ...`.
 pub fn run(args: &[String]) -> Result<(), Fail> {
     if args.is_empty() {
@@ -271,23 +315,7 @@ pub fn run(args: &[String]) -> Result<(), Fail> {
         (None, Some(algo)) => (algo.clone(), generated(&o, algo)?),
     };
     let built = built.elapsed();
-    // The program is built; what the run adds must fit in what is left.
-    let more = crate::sim::loggops::run_bytes(
-        u64::from(flat.num_ranks()),
-        flat.action_count() as u64,
-        flat.cpus() as u64,
-        flat.nics() as u64,
-        traced,
-    );
-    crate::limits::check_memory(
-        &format!(
-            "simulating {name} ({} ranks, {} actions)",
-            flat.num_ranks(),
-            flat.action_count()
-        ),
-        more,
-    )
-    .map_err(Fail::UsageLine)?;
+    check_run_memory(&name, &flat, traced)?;
     let ran = Instant::now();
     let cpu_before = cpu_seconds();
     let mut bar = Progress::new("simulating", o.progress);
@@ -324,25 +352,7 @@ pub fn run(args: &[String]) -> Result<(), Fail> {
                 std::fs::write(path, svg).map_err(|e| Fail::Io(format!("{path}: {e}")))?;
             }
             if o.timing {
-                let per_cpu = cpu
-                    .filter(|&c| c > 0.0)
-                    .map(|c| {
-                        format!(
-                            "; {c:.2} s of CPU: {:.2} M events per CPU second",
-                            out.events as f64 / c / 1e6
-                        )
-                    })
-                    .unwrap_or_default();
-                eprintln!(
-                    "timing: program built in {:.3} s ({} actions, {:.1} MiB in the simulator's \
-                     form); simulated in {:.3} s: {} events, {:.2} M events/s{per_cpu}",
-                    built.as_secs_f64(),
-                    flat.action_count(),
-                    flat.bytes() as f64 / (1 << 20) as f64,
-                    ran.as_secs_f64(),
-                    out.events,
-                    out.events as f64 / ran.as_secs_f64().max(1e-9) / 1e6
-                );
+                say_timing(&flat, &out, built, ran, cpu);
             }
             Ok(())
         }

@@ -10,7 +10,7 @@ use crate::Fail;
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Read, Write as _};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 /// `mpicast sim calibrate --help`.
@@ -318,21 +318,7 @@ struct Finished {
 
 /// Runs `l` with its output captured; ends it (SIGTERM, then SIGKILL) after `limit`.
 fn run_captured(l: &Launch, limit: Duration) -> Result<Finished, String> {
-    let mut child = Command::new(&l.program)
-        .args(&l.args)
-        .envs(l.env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| {
-            let hint = if e.kind() == std::io::ErrorKind::NotFound {
-                " (is that MPI installed? --mpi chooses openmpi or mpich)"
-            } else {
-                ""
-            };
-            format!("cannot run {}: {e}{hint}", l.program)
-        })?;
+    let mut child = run::spawn(l, Stdio::piped())?;
     let reader = |mut r: Box<dyn Read + Send>| {
         std::thread::spawn(move || {
             let mut v = Vec::new();
@@ -682,6 +668,45 @@ struct McastFacts {
     counted: bool,
 }
 
+/// The notes of the report: the closed forms', the fit's, what the library said of its
+/// multicast channel and datagrams, and the simulator's (`sim_notes`).
+fn all_notes(o: &CalOpts, fit: &Fit, facts: &McastFacts, sim_notes: &[String]) -> Vec<String> {
+    let mut notes: Vec<String> = fit
+        .p2p
+        .notes
+        .iter()
+        .map(|n| format!("p2p closed form, {n}"))
+        .collect();
+    if let Some(m) = &fit.mcast {
+        notes.extend(m.notes.iter().map(|n| format!("mcast closed form, {n}")));
+    }
+    notes.extend(fit.notes.iter().cloned());
+    if o.mcast {
+        match &facts.channel {
+            Some((iface, frag)) => notes.push(format!(
+                "mcast: multicast over {iface}, {frag} B per datagram (mF {frag})"
+            )),
+            None => notes.push(
+                "mcast: the library reported no multicast channel: the multicasts went point \
+                 to point (MPICAST_TOPO, or multicast unavailable), and mL mo mg mG describe \
+                 that"
+                    .into(),
+            ),
+        }
+        if facts.counted {
+            notes.push(format!(
+                "mcast mloss: rank 0 sent {} datagrams, {} of them repairs (an upper bound of \
+                 the loss: a late acknowledgement also causes a repeat)",
+                facts.sent, facts.repairs
+            ));
+        } else {
+            notes.push("mcast mloss: no datagram counters from rank 0; mloss left at 0".into());
+        }
+    }
+    notes.extend(sim_notes.iter().cloned());
+    notes
+}
+
 /// The printed report: the fitted values, the notes, each point against the model.
 fn report(o: &CalOpts, fit: &Fit, facts: &McastFacts, sim_notes: &[String]) -> String {
     let mut s = String::new();
@@ -744,39 +769,7 @@ fn report(o: &CalOpts, fit: &Fit, facts: &McastFacts, sim_notes: &[String]) -> S
             p.mcast_nack
         );
     }
-    let mut notes: Vec<String> = fit
-        .p2p
-        .notes
-        .iter()
-        .map(|n| format!("p2p closed form, {n}"))
-        .collect();
-    if let Some(m) = &fit.mcast {
-        notes.extend(m.notes.iter().map(|n| format!("mcast closed form, {n}")));
-    }
-    notes.extend(fit.notes.iter().cloned());
-    if o.mcast {
-        match &facts.channel {
-            Some((iface, frag)) => notes.push(format!(
-                "mcast: multicast over {iface}, {frag} B per datagram (mF {frag})"
-            )),
-            None => notes.push(
-                "mcast: the library reported no multicast channel: the multicasts went point \
-                 to point (MPICAST_TOPO, or multicast unavailable), and mL mo mg mG describe \
-                 that"
-                    .into(),
-            ),
-        }
-        if facts.counted {
-            notes.push(format!(
-                "mcast mloss: rank 0 sent {} datagrams, {} of them repairs (an upper bound of \
-                 the loss: a late acknowledgement also causes a repeat)",
-                facts.sent, facts.repairs
-            ));
-        } else {
-            notes.push("mcast mloss: no datagram counters from rank 0; mloss left at 0".into());
-        }
-    }
-    notes.extend(sim_notes.iter().cloned());
+    let notes = all_notes(o, fit, facts, sim_notes);
     if !notes.is_empty() {
         let _ = writeln!(s, "notes:");
         for n in &notes {
@@ -867,6 +860,48 @@ fn params_file(o: &CalOpts, fit: &Fit, facts: &McastFacts, command: &str) -> Str
     s
 }
 
+/// The fit of the measurements of `m`, measuring a probe again where they do not fit the model
+/// (up to `o.retries` times), with the multicast channel's datagram size and loss from what
+/// the library said (its facts, returned too).
+fn fitted(mut m: Measurements<'_>, o: &CalOpts) -> Result<(Fit, McastFacts), Fail> {
+    let mut retried = 0;
+    let mut fit = loop {
+        match calibrate::fit(&m.times(), &Params::default()) {
+            Ok(f) => break f,
+            Err(calibrate::FitError::Inconsistent { probe, why }) if retried < o.retries => {
+                retried += 1;
+                m.progress.finish();
+                eprintln!(
+                    "mpicast: calibrate: {probe}: {why}\nmpicast: calibrate: measuring {} at \
+                     {} bytes again ({retried} of {} retries)",
+                    probe.channel.name(),
+                    probe.size,
+                    o.retries
+                );
+                m.again(probe.channel, probe.size, o.passes)?;
+            }
+            Err(e) => {
+                m.progress.finish();
+                return Err(Fail::Io(format!(
+                    "calibrate: the measurements do not fit the model: {e}"
+                )));
+            }
+        }
+    };
+    m.progress.finish();
+    let facts = m.facts;
+    if o.mcast {
+        if let Some((_, frag)) = &facts.channel {
+            fit.params.mcast_frag = (*frag).max(1);
+        }
+        if facts.counted {
+            let p = calibrate::loss_from_counts(facts.sent, facts.repairs, o.ranks - 1);
+            fit.params.mcast_loss_ppm = (p * 1e6).round().min(999_999.0) as u32;
+        }
+    }
+    Ok((fit, facts))
+}
+
 /// `mpicast sim calibrate ...` (`args` after `calibrate`).
 pub fn run(args: &[String]) -> Result<(), Fail> {
     if args.iter().any(|a| a == "-h" || a == "--help") {
@@ -949,41 +984,7 @@ pub fn run(args: &[String]) -> Result<(), Fail> {
     m.measure_all(&first, o.passes)?;
     let second = calibrate::second_round(&m.times());
     m.measure_all(&second, o.passes)?;
-    let mut retried = 0;
-    let mut fit = loop {
-        match calibrate::fit(&m.times(), &Params::default()) {
-            Ok(f) => break f,
-            Err(calibrate::FitError::Inconsistent { probe, why }) if retried < o.retries => {
-                retried += 1;
-                m.progress.finish();
-                eprintln!(
-                    "mpicast: calibrate: {probe}: {why}\nmpicast: calibrate: measuring {} at \
-                     {} bytes again ({retried} of {} retries)",
-                    probe.channel.name(),
-                    probe.size,
-                    o.retries
-                );
-                m.again(probe.channel, probe.size, o.passes)?;
-            }
-            Err(e) => {
-                m.progress.finish();
-                return Err(Fail::Io(format!(
-                    "calibrate: the measurements do not fit the model: {e}"
-                )));
-            }
-        }
-    };
-    m.progress.finish();
-    let facts = m.facts;
-    if o.mcast {
-        if let Some((_, frag)) = &facts.channel {
-            fit.params.mcast_frag = (*frag).max(1);
-        }
-        if facts.counted {
-            let p = calibrate::loss_from_counts(facts.sent, facts.repairs, o.ranks - 1);
-            fit.params.mcast_loss_ppm = (p * 1e6).round().min(999_999.0) as u32;
-        }
-    }
+    let (fit, facts) = fitted(m, &o)?;
     let sim_notes = check_against_simulator(&fit, o.ranks);
     print!("{}", report(&o, &fit, &facts, &sim_notes));
     let command = std::iter::once("mpicast".to_string())

@@ -3,7 +3,7 @@
 //! program is dropped before the next is generated, so memory is that of the largest point.
 
 use crate::goal::gen;
-use crate::sim::{simulate_flat, Flat, Options, Params};
+use crate::sim::{simulate_flat, Flat, Options, Outcome, Params, SimError};
 use crate::sim_cmd::{algo_named, ParamOpts};
 use crate::svg::{self, num, Key};
 use crate::{num as parse_num, parse_func, Fail};
@@ -134,6 +134,30 @@ fn time_ticks(lo: i32, hi: i32) -> Vec<f64> {
     t
 }
 
+/// The plot's scales: ranks from 2^x0 to 2^x1 across, time from 10^y0 to 10^y1 ns up.
+#[derive(Clone, Copy)]
+struct Axes {
+    x0: f64,
+    x1: f64,
+    y0: i32,
+    y1: i32,
+}
+
+impl Axes {
+    fn x(&self, r: u32) -> f64 {
+        LEFT + ((r.max(1) as f64).log2() - self.x0) / (self.x1 - self.x0) * PLOT_W
+    }
+
+    fn y(&self, v: f64) -> f64 {
+        TOP + PLOT_H - (v.log10() - self.y0 as f64) / (self.y1 - self.y0) as f64 * PLOT_H
+    }
+}
+
+/// A time of 0 (a program with nothing to do) is drawn at 1 ns: a log axis has no 0.
+fn drawn_ns(ns: u64) -> f64 {
+    ns.max(1) as f64
+}
+
 /// The plot of `series`: simulated time (log10) against ranks (log2), a legend and the
 /// parameters.
 pub fn plot(series: &[Series], prm: &Params) -> String {
@@ -144,8 +168,7 @@ pub fn plot(series: &[Series], prm: &Params) -> String {
     if x1 - x0 < 1.0 {
         (x0, x1) = (x0 - 0.5, x1 + 0.5);
     }
-    // A time of 0 (a program with nothing to do) is drawn at 1 ns: a log axis has no 0.
-    let t = |ns: u64| ns.max(1) as f64;
+    let t = drawn_ns;
     let (tmin, tmax) = all().fold((f64::MAX, 1.0f64), |(a, b), &(_, ns)| {
         (a.min(t(ns)), b.max(t(ns)))
     });
@@ -155,8 +178,7 @@ pub fn plot(series: &[Series], prm: &Params) -> String {
     if y1 == y0 {
         y1 += 1;
     }
-    let x = |r: u32| LEFT + ((r.max(1) as f64).log2() - x0) / (x1 - x0) * PLOT_W;
-    let y = |v: f64| TOP + PLOT_H - (v.log10() - y0 as f64) / (y1 - y0) as f64 * PLOT_H;
+    let axes = Axes { x0, x1, y0, y1 };
     let (bottom, right) = (TOP + PLOT_H, LEFT + PLOT_W);
     let width = right + LEGEND_W;
     let legend_h = series.len() as f64 * 16.0;
@@ -187,13 +209,29 @@ pub fn plot(series: &[Series], prm: &Params) -> String {
         num(PLOT_W),
         num(PLOT_H)
     );
+    rank_axis(&mut s, axes);
+    time_axis(&mut s, axes);
+    let keys = curves(&mut s, axes, series);
+    svg::legend(
+        &mut s,
+        right + 16.0,
+        TOP,
+        &keys,
+        keys.len().max(1),
+        LEGEND_W,
+    );
+    svg::close(&mut s);
+    s
+}
 
-    // Rank ticks at the powers of two, labelled at most about twelve times.
+/// Rank ticks at the powers of two, labelled at most about twelve times.
+fn rank_axis(s: &mut String, axes: Axes) {
+    let bottom = TOP + PLOT_H;
     let _ = writeln!(s, "<g class=\"x-axis\">");
-    let ks: Vec<i32> = (x0.ceil() as i32..=x1.floor() as i32).collect();
+    let ks: Vec<i32> = (axes.x0.ceil() as i32..=axes.x1.floor() as i32).collect();
     let every = ks.len().div_ceil(12).max(1);
     for (i, &k) in ks.iter().enumerate() {
-        let tx = x(1u32 << k);
+        let tx = axes.x(1u32 << k);
         let _ = writeln!(
             s,
             "<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"#dddddd\"/>",
@@ -203,7 +241,7 @@ pub fn plot(series: &[Series], prm: &Params) -> String {
         );
         if i % every == 0 {
             svg::text(
-                &mut s,
+                s,
                 tx,
                 bottom + 16.0,
                 "middle",
@@ -213,7 +251,7 @@ pub fn plot(series: &[Series], prm: &Params) -> String {
         }
     }
     svg::text(
-        &mut s,
+        s,
         LEFT + PLOT_W / 2.0,
         bottom + 36.0,
         "middle",
@@ -221,25 +259,21 @@ pub fn plot(series: &[Series], prm: &Params) -> String {
         "ranks (log scale)",
     );
     let _ = writeln!(s, "</g>");
+}
 
+/// The time axis: its ticks ([`time_ticks`]) with grid lines, and its label.
+fn time_axis(s: &mut String, axes: Axes) {
     let _ = writeln!(s, "<g class=\"y-axis\">");
-    for v in time_ticks(y0, y1) {
-        let ty = y(v);
+    for v in time_ticks(axes.y0, axes.y1) {
+        let ty = axes.y(v);
         let _ = writeln!(
             s,
             "<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"#dddddd\"/>",
             num(LEFT - 4.0),
             num(ty),
-            num(right)
+            num(LEFT + PLOT_W)
         );
-        svg::text(
-            &mut s,
-            LEFT - 6.0,
-            ty + 4.0,
-            "end",
-            "y-tick",
-            &svg::duration(v),
-        );
+        svg::text(s, LEFT - 6.0, ty + 4.0, "end", "y-tick", &svg::duration(v));
     }
     let (lx, ly) = (16.0, TOP + PLOT_H / 2.0);
     let _ = writeln!(
@@ -250,7 +284,11 @@ pub fn plot(series: &[Series], prm: &Params) -> String {
         num(ly)
     );
     let _ = writeln!(s, "</g>");
+}
 
+/// Each series' line and points, in the colours of the palette (dashed after each round of
+/// it); returns their keys for the legend.
+fn curves(s: &mut String, axes: Axes, series: &[Series]) -> Vec<Key<'static>> {
     let mut keys = Vec::new();
     for (i, se) in series.iter().enumerate() {
         let colour = PALETTE[i % PALETTE.len()];
@@ -265,8 +303,8 @@ pub fn plot(series: &[Series], prm: &Params) -> String {
                 d,
                 "{}{},{}",
                 if j == 0 { "M" } else { " L" },
-                num(x(r)),
-                num(y(t(ns)))
+                num(axes.x(r)),
+                num(axes.y(drawn_ns(ns)))
             );
         }
         let _ = writeln!(
@@ -277,8 +315,8 @@ pub fn plot(series: &[Series], prm: &Params) -> String {
             let _ = writeln!(
                 s,
                 "<circle class=\"point\" cx=\"{}\" cy=\"{}\" r=\"3\" fill=\"{colour}\"><title>{}: {r} ranks, {ns} ns</title></circle>",
-                num(x(r)),
-                num(y(t(ns))),
+                num(axes.x(r)),
+                num(axes.y(drawn_ns(ns))),
                 svg::escape(&se.label)
             );
         }
@@ -288,16 +326,7 @@ pub fn plot(series: &[Series], prm: &Params) -> String {
             label: se.label.clone(),
         });
     }
-    svg::legend(
-        &mut s,
-        right + 16.0,
-        TOP,
-        &keys,
-        keys.len().max(1),
-        LEGEND_W,
-    );
-    svg::close(&mut s);
-    s
+    keys
 }
 
 struct SweepOpts {
@@ -380,18 +409,9 @@ fn csv_out(path: Option<&str>) -> Result<Box<dyn Write>, Fail> {
     })
 }
 
-/// `mpicast sim sweep ...`.
-pub fn run(args: &[String]) -> Result<(), Fail> {
-    if args.is_empty() {
-        return Err(Fail::UsageText(USAGE));
-    }
-    if args.iter().any(|a| a == "-h" || a == "--help") {
-        println!("{USAGE}");
-        return Ok(());
-    }
-    let o = sweep_opts(args)?;
-    let prm = o.prm.params()?;
-    // Rows and legends use the generators' full names, whichever alias was given.
+/// The algorithms of `o`, each once, by the generators' full names (which rows and legends
+/// use), whichever alias was given.
+fn full_names(o: &SweepOpts) -> Result<Vec<(&str, gen::Algo)>, Fail> {
     let mut algos: Vec<(&str, gen::Algo)> = Vec::new();
     for name in &o.algos {
         let algo = algo_named(name, o.ways, o.op, o.segment, o.ppn)?;
@@ -408,6 +428,13 @@ pub fn run(args: &[String]) -> Result<(), Fail> {
             algos.push((full, algo));
         }
     }
+    Ok(algos)
+}
+
+/// What can be found wrong before the first point rather than hours into the sweep: a root
+/// outside the smallest job, sizes a generator refuses, a point too large for memory, a plot
+/// that cannot be written.
+fn check_before_running(o: &SweepOpts, algos: &[(&str, gen::Algo)]) -> Result<(), Fail> {
     let smallest = o.ranks[0];
     if let Some(root) = o.root {
         if root as u64 >= smallest {
@@ -418,7 +445,7 @@ pub fn run(args: &[String]) -> Result<(), Fail> {
     }
     // Sizes a generator refuses (say, an allreduce of 3 bytes of int32) are refused before
     // anything runs: one rank is enough to find out.
-    for &(name, algo) in &algos {
+    for &(name, algo) in algos {
         for &size in &o.sizes {
             gen::generate(algo, 1, 0, size as usize)
                 .map_err(|e| Fail::Usage(format!("{name} with --size {size}: {e}")))?;
@@ -426,7 +453,7 @@ pub fn run(args: &[String]) -> Result<(), Fail> {
     }
     // The largest point must fit in memory (points run one at a time), and the plot must be
     // writable: both found before the first point rather than hours into the sweep.
-    for &(name, algo) in &algos {
+    for &(name, algo) in algos {
         for &size in &o.sizes {
             for &n in &o.ranks {
                 let n = n as u32;
@@ -445,6 +472,50 @@ pub fn run(args: &[String]) -> Result<(), Fail> {
         crate::limits::check_writable(path).map_err(Fail::Io)?;
     }
 
+    Ok(())
+}
+
+/// One point: the program of `algo` on `n` ranks with messages of `size` bytes, simulated;
+/// and how long that took, in seconds.
+fn simulate_point(
+    algo: gen::Algo,
+    n: u32,
+    size: u64,
+    o: &SweepOpts,
+    prm: &Params,
+    what: &str,
+) -> Result<(Result<Outcome, SimError>, f64), Fail> {
+    // Streamed into the simulator's form: at 2^20 ranks the whole Program would
+    // take several times the memory.
+    let mut program = Flat::new();
+    let (actions, deps) = crate::limits::program_size(algo, n, size as usize);
+    crate::limits::reserve(&mut program, n, actions, deps)
+        .map_err(|e| Fail::Io(format!("{what}: {e}")))?;
+    gen::generate_each(algo, n, o.root.unwrap_or(0), size as usize, |s| {
+        program.push_schedule(&s, &[])
+    })
+    .map_err(Fail::Usage)?;
+    let clock = Instant::now();
+    let result = simulate_flat(&program, prm, Options { trace: false });
+    let seconds = clock.elapsed().as_secs_f64();
+    drop(program);
+    Ok((result, seconds))
+}
+
+/// `mpicast sim sweep ...`.
+pub fn run(args: &[String]) -> Result<(), Fail> {
+    if args.is_empty() {
+        return Err(Fail::UsageText(USAGE));
+    }
+    if args.iter().any(|a| a == "-h" || a == "--help") {
+        println!("{USAGE}");
+        return Ok(());
+    }
+    let o = sweep_opts(args)?;
+    let prm = o.prm.params()?;
+    let algos = full_names(&o)?;
+    check_before_running(&o, &algos)?;
+
     let io = |what: &str, e: std::io::Error| Fail::Io(format!("{what}: {e}"));
     let csv_name = o.csv.as_deref().unwrap_or("standard output");
     let mut csv = csv_out(o.csv.as_deref())?;
@@ -462,20 +533,7 @@ pub fn run(args: &[String]) -> Result<(), Fail> {
                 if tty {
                     eprint!("\r\x1b[Ksweep [{}/{total}] {what} ...", done + 1);
                 }
-                // Streamed into the simulator's form: at 2^20 ranks the whole Program would
-                // take several times the memory.
-                let mut program = Flat::new();
-                let (actions, deps) = crate::limits::program_size(algo, n, size as usize);
-                crate::limits::reserve(&mut program, n, actions, deps)
-                    .map_err(|e| Fail::Io(format!("{what}: {e}")))?;
-                gen::generate_each(algo, n, o.root.unwrap_or(0), size as usize, |s| {
-                    program.push_schedule(&s, &[])
-                })
-                .map_err(Fail::Usage)?;
-                let clock = Instant::now();
-                let result = simulate_flat(&program, &prm, Options { trace: false });
-                let seconds = clock.elapsed().as_secs_f64();
-                drop(program);
+                let (result, seconds) = simulate_point(algo, n, size, &o, &prm, &what)?;
                 let out = match result {
                     Ok(out) => out,
                     Err(e) => {

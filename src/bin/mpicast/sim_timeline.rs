@@ -224,6 +224,23 @@ const PLOT_W: f64 = 960.0;
 const RIGHT: f64 = 24.0;
 const TOP: f64 = 44.0;
 
+/// Where things go on the plot: `end` ns across, `lane_h` pixels a rank.
+#[derive(Clone, Copy)]
+struct Frame {
+    end: u64,
+    lane_h: f64,
+}
+
+impl Frame {
+    fn x(&self, t: u64) -> f64 {
+        LEFT + t as f64 * PLOT_W / self.end as f64
+    }
+
+    fn lane_y(&self, r: u32) -> f64 {
+        TOP + r as f64 * self.lane_h
+    }
+}
+
 /// The SVG of a run of `p` called `name` (a file name or a generator).
 pub fn render(name: &str, p: &Flat, prm: &Params, out: &Outcome) -> String {
     let n = p.num_ranks().max(1) as usize;
@@ -235,10 +252,8 @@ pub fn render(name: &str, p: &Flat, prm: &Params, out: &Outcome) -> String {
         .fold(out.max, u64::max)
         .max(1);
     let lane_h = (720.0 / n as f64).clamp(4.0, 28.0);
-    let plot_h = lane_h * n as f64;
-    let x = |t: u64| LEFT + t as f64 * PLOT_W / end as f64;
-    let lane_y = |r: u32| TOP + r as f64 * lane_h;
-    let axis_y = TOP + plot_h;
+    let f = Frame { end, lane_h };
+    let axis_y = TOP + lane_h * n as f64;
     let legend_y = axis_y + 48.0;
     let per_col = 3;
     let keys: Vec<Key> = Kind::ALL
@@ -280,9 +295,18 @@ pub fn render(name: &str, p: &Flat, prm: &Params, out: &Outcome) -> String {
         "params",
         &format!("{prm} (ns; S in bytes)"),
     );
+    lanes(&mut s, f, n);
+    time_axis(&mut s, f, axis_y);
+    actions(&mut s, f, &groups);
+    messages(&mut s, f, &lines);
+    svg::legend(&mut s, LEFT, legend_y, &keys, per_col, 240.0);
+    svg::close(&mut s);
+    s
+}
 
-    // Lanes, and a rank label wherever there is room for one (at least 12 px apart).
-    let label_every = (12.0 / lane_h).ceil().max(1.0) as usize;
+/// Lanes, and a rank label wherever there is room for one (at least 12 px apart).
+fn lanes(s: &mut String, f: Frame, n: usize) {
+    let label_every = (12.0 / f.lane_h).ceil().max(1.0) as usize;
     let _ = writeln!(s, "<g class=\"lanes\">");
     for r in 0..n {
         let fill = if r % 2 == 0 { "#f2f2f2" } else { "#fafafa" };
@@ -290,15 +314,15 @@ pub fn render(name: &str, p: &Flat, prm: &Params, out: &Outcome) -> String {
             s,
             "<rect class=\"lane\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{fill}\"/>",
             num(LEFT),
-            num(lane_y(r as u32)),
+            num(f.lane_y(r as u32)),
             num(PLOT_W),
-            num(lane_h)
+            num(f.lane_h)
         );
         if r % label_every == 0 {
             svg::text(
-                &mut s,
+                s,
                 LEFT - 6.0,
-                lane_y(r as u32) + lane_h / 2.0 + 4.0,
+                f.lane_y(r as u32) + f.lane_h / 2.0 + 4.0,
                 "end",
                 "rank",
                 &format!("rank {r}"),
@@ -306,8 +330,10 @@ pub fn render(name: &str, p: &Flat, prm: &Params, out: &Outcome) -> String {
         }
     }
     let _ = writeln!(s, "</g>");
+}
 
-    // The time axis: ticks and their grid lines, then the label.
+/// The time axis at `axis_y`: ticks and their grid lines, then the label.
+fn time_axis(s: &mut String, f: Frame, axis_y: f64) {
     let _ = writeln!(s, "<g class=\"axis\">");
     let _ = writeln!(
         s,
@@ -317,8 +343,8 @@ pub fn render(name: &str, p: &Flat, prm: &Params, out: &Outcome) -> String {
         num(LEFT + PLOT_W),
         num(axis_y)
     );
-    for t in svg::linear_ticks(end, 11) {
-        let tx = x(t);
+    for t in svg::linear_ticks(f.end, 11) {
+        let tx = f.x(t);
         let _ = writeln!(
             s,
             "<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"#d0d0d0\" stroke-width=\"0.5\"/>",
@@ -326,10 +352,10 @@ pub fn render(name: &str, p: &Flat, prm: &Params, out: &Outcome) -> String {
             num(TOP),
             num(axis_y + 4.0)
         );
-        svg::text(&mut s, tx, axis_y + 16.0, "middle", "tick", &t.to_string());
+        svg::text(s, tx, axis_y + 16.0, "middle", "tick", &t.to_string());
     }
     svg::text(
-        &mut s,
+        s,
         LEFT + PLOT_W / 2.0,
         axis_y + 34.0,
         "middle",
@@ -337,12 +363,19 @@ pub fn render(name: &str, p: &Flat, prm: &Params, out: &Outcome) -> String {
         "time (ns)",
     );
     let _ = writeln!(s, "</g>");
+}
 
-    // CPU boxes fill the upper part of a lane, the NIC's gap a strip below them.
-    let (cpu_y, cpu_h) = (lane_h * 0.1, lane_h * 0.6);
+/// CPU boxes fill the upper part of a lane (0.1 to 0.7 of its height), the NIC's gap a strip
+/// below them.
+const CPU_BAND: (f64, f64) = (0.1, 0.6);
+
+/// The actions' boxes, one group with its tooltip each.
+fn actions(s: &mut String, f: Frame, groups: &[Group]) {
+    let lane_h = f.lane_h;
+    let (cpu_y, cpu_h) = (lane_h * CPU_BAND.0, lane_h * CPU_BAND.1);
     let (nic_y, nic_h) = (lane_h * 0.76, (lane_h * 0.14).max(1.0));
     let _ = writeln!(s, "<g class=\"actions\">");
-    for g in &groups {
+    for g in groups {
         let _ = writeln!(s, "<g><title>{}</title>", svg::escape(&g.title));
         for b in &g.bars {
             let (dy, h) = if b.kind == Kind::Nic {
@@ -350,7 +383,7 @@ pub fn render(name: &str, p: &Flat, prm: &Params, out: &Outcome) -> String {
             } else {
                 (cpu_y, cpu_h)
             };
-            let w = x(b.t1) - x(b.t0);
+            let w = f.x(b.t1) - f.x(b.t0);
             // A hairline of white keeps boxes that touch apart, where they are wide enough
             // not to vanish under it.
             let edge = if w >= 3.0 && h >= 8.0 {
@@ -362,8 +395,8 @@ pub fn render(name: &str, p: &Flat, prm: &Params, out: &Outcome) -> String {
                 s,
                 "<rect class=\"{}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"{edge}/>",
                 b.kind.class(),
-                num(x(b.t0)),
-                num(lane_y(g.rank) + dy),
+                num(f.x(b.t0)),
+                num(f.lane_y(g.rank) + dy),
                 num(w),
                 num(h),
                 b.kind.colour()
@@ -372,29 +405,29 @@ pub fn render(name: &str, p: &Flat, prm: &Params, out: &Outcome) -> String {
         let _ = writeln!(s, "</g>");
     }
     let _ = writeln!(s, "</g>");
+}
 
-    let mid = cpu_y + cpu_h / 2.0;
+/// The messages: lines between the middles of the CPU boxes of their lanes.
+fn messages(s: &mut String, f: Frame, lines: &[Line]) {
+    let lane_h = f.lane_h;
+    let mid = lane_h * CPU_BAND.0 + lane_h * CPU_BAND.1 / 2.0;
     // Thinner lines where lanes are thin, or hundreds of messages hide the boxes.
     let _ = writeln!(
         s,
         "<g class=\"messages\" stroke=\"{MSG_COLOUR}\" stroke-width=\"{}\" stroke-opacity=\"0.7\">",
         num((lane_h / 8.0).clamp(0.3, 1.0))
     );
-    for l in &lines {
+    for l in lines {
         let _ = writeln!(
             s,
             "<line class=\"msg\" x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\"/>",
-            num(x(l.t0)),
-            num(lane_y(l.rank) + mid),
-            num(x(l.t1)),
-            num(lane_y(l.to) + mid)
+            num(f.x(l.t0)),
+            num(f.lane_y(l.rank) + mid),
+            num(f.x(l.t1)),
+            num(f.lane_y(l.to) + mid)
         );
     }
     let _ = writeln!(s, "</g>");
-
-    svg::legend(&mut s, LEFT, legend_y, &keys, per_col, 240.0);
-    svg::close(&mut s);
-    s
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use std::ffi::OsString;
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, IsTerminal, Read};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -247,21 +247,7 @@ fn weight(bytes: u64) -> u64 {
 /// Runs `l`, reading the runner's stdout line by line (the progress bar follows the sizes it
 /// reports); ends it (SIGTERM, then SIGKILL) after `limit`. Returns stdout and stderr.
 fn run_streamed(l: &Launch, o: &TuneOpts) -> Result<(String, String), String> {
-    let mut child = Command::new(&l.program)
-        .args(&l.args)
-        .envs(l.env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| {
-            let hint = if e.kind() == std::io::ErrorKind::NotFound {
-                " (is that MPI installed? --mpi chooses openmpi or mpich)"
-            } else {
-                ""
-            };
-            format!("cannot run {}: {e}{hint}", l.program)
-        })?;
+    let mut child = run::spawn(l, Stdio::piped())?;
     let (tx, rx) = mpsc::channel::<String>();
     let out = child.stdout.take().expect("piped");
     let reader = std::thread::spawn(move || {
@@ -354,19 +340,25 @@ fn run_streamed(l: &Launch, o: &TuneOpts) -> Result<(String, String), String> {
     stdout.extend(rx.try_iter().flat_map(|l| [l, "\n".to_string()]));
     let stderr = err_reader.join().unwrap_or_default();
     if !status.success() {
-        let what = match status.code() {
-            Some(3) => "a broadcast delivered wrong data".to_string(),
-            Some(4) => "a mode did not take the path it measures".to_string(),
-            Some(c) => format!("exit status {c}"),
-            None => "ended by a signal".to_string(),
-        };
-        return Err(format!(
-            "the job failed ({what})\n  command: {}{}",
-            run::render(l),
-            tail(&format!("{stdout}\n{stderr}"), 12)
-        ));
+        return Err(failed(status, l, &stdout, &stderr));
     }
     Ok((stdout, stderr))
+}
+
+/// Why the job `l` failed with `status`: its exit status as the runner means it, the
+/// command, and the end of its output.
+fn failed(status: std::process::ExitStatus, l: &Launch, stdout: &str, stderr: &str) -> String {
+    let what = match status.code() {
+        Some(3) => "a broadcast delivered wrong data".to_string(),
+        Some(4) => "a mode did not take the path it measures".to_string(),
+        Some(c) => format!("exit status {c}"),
+        None => "ended by a signal".to_string(),
+    };
+    format!(
+        "the job failed ({what})\n  command: {}{}",
+        run::render(l),
+        tail(&format!("{stdout}\n{stderr}"), 12)
+    )
 }
 
 /// The last `n` non-empty lines of `s`, indented, for error messages.
@@ -482,6 +474,44 @@ const TOP: f64 = 40.0;
 const PLOT_W: f64 = 620.0;
 const PLOT_H: f64 = 330.0;
 
+/// A grid line and a label at each decade of time from 10^`decades.0` to 10^`decades.1` ns
+/// (`y`: where a time goes).
+fn time_grid(s: &mut String, decades: (i32, i32), y: impl Fn(f64) -> f64) {
+    for d in decades.0..=decades.1 {
+        let t = 10f64.powi(d);
+        let yy = y(t);
+        let _ = writeln!(
+            s,
+            "<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#ddd\"/>",
+            svg::num(LEFT),
+            svg::num(yy),
+            svg::num(LEFT + PLOT_W),
+            svg::num(yy)
+        );
+        svg::text(s, LEFT - 6.0, yy + 4.0, "end", "ax", &svg::duration(t));
+    }
+}
+
+/// The threshold chosen, `b` bytes: a dashed line across the plot at `xx`, and its setting.
+fn threshold_marker(s: &mut String, xx: f64, b: u64) {
+    let _ = writeln!(
+        s,
+        "<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"#999\" \
+         stroke-dasharray=\"4 3\"/>",
+        svg::num(xx),
+        svg::num(TOP),
+        svg::num(TOP + PLOT_H)
+    );
+    svg::text(
+        s,
+        xx + 4.0,
+        TOP + 12.0,
+        "start",
+        "ax",
+        &format!("MPICAST_MIN_BYTES={}", tune::size(b)),
+    );
+}
+
 /// Time against size, both logarithmic: the host MPI, eager and scouts, and the threshold.
 fn plot(m: &Measured, c: &Choice, title: &str) -> String {
     let pts = &m.points;
@@ -512,21 +542,7 @@ fn plot(m: &Measured, c: &Choice, title: &str) -> String {
         svg::num(PLOT_W),
         svg::num(PLOT_H)
     );
-    let mut d = y0 as i32;
-    while d <= y1 as i32 {
-        let t = 10f64.powi(d);
-        let yy = y(t);
-        let _ = writeln!(
-            s,
-            "<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#ddd\"/>",
-            svg::num(LEFT),
-            svg::num(yy),
-            svg::num(LEFT + PLOT_W),
-            svg::num(yy)
-        );
-        svg::text(&mut s, LEFT - 6.0, yy + 4.0, "end", "ax", &svg::duration(t));
-        d += 1;
-    }
+    time_grid(&mut s, (y0 as i32, y1 as i32), y);
     let step = pts.len().div_ceil(9).max(1);
     for p in pts.iter().step_by(step) {
         let xx = x(p.bytes as f64);
@@ -554,23 +570,7 @@ fn plot(m: &Measured, c: &Choice, title: &str) -> String {
         svg::num(TOP + PLOT_H / 2.0)
     );
     if let tune::MinBytes::From(b) = c.min_bytes {
-        let xx = x(b as f64);
-        let _ = writeln!(
-            s,
-            "<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"#999\" \
-             stroke-dasharray=\"4 3\"/>",
-            svg::num(xx),
-            svg::num(TOP),
-            svg::num(TOP + PLOT_H)
-        );
-        svg::text(
-            &mut s,
-            xx + 4.0,
-            TOP + 12.0,
-            "start",
-            "ax",
-            &format!("MPICAST_MIN_BYTES={}", tune::size(b)),
-        );
+        threshold_marker(&mut s, x(b as f64), b);
     }
     /// A curve: its colour, its label, and its median at a point.
     type Series = (&'static str, &'static str, fn(&tune::Point) -> f64);

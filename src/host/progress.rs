@@ -5,12 +5,14 @@
 //! engines of `transport::forward`), so a rank that blocks in the host MPI must keep moving
 //! them, and a started GOAL run must go on while its rank waits elsewhere. While some
 //! forwarder or GOAL handle exists in the process (`add_cover`), or some started run is
-//! registered (`add_work`), the process may have work pending (`active`): every wait of
-//! mpicast and every blocking host call mpicast intercepts becomes its non-blocking form,
-//! tested in a loop that runs the process's progress (`poll`, the hook `transport::progress`
-//! installs) between two looks. Otherwise the waits are the host's own blocking calls, so a
-//! program that never enables a forwarder nor makes a GOAL handle pays one load and a branch
-//! per intercepted call.
+//! registered (`add_work`), the intercepted calls take their slow path (`active`); and while
+//! some forwarder exists or some started run that this thread is not driving itself
+//! (`polling`, `driving`), every wait of mpicast and every blocking host call mpicast
+//! intercepts becomes its non-blocking form, tested in a loop that runs the process's
+//! progress (`poll`, the hook `transport::progress` installs) between two looks. Otherwise the
+//! waits are the host's own blocking calls, so a program that never enables a forwarder nor
+//! makes a GOAL handle pays one load and a branch per intercepted call, and a GOAL program's
+//! own MPICAST_Goal_wait with nothing else started blocks in the host as before.
 //!
 //! Collectives are special: MPI does not let a non-blocking collective match a blocking one,
 //! so a collective may turn non-blocking only where every rank of its communicator makes the
@@ -44,16 +46,54 @@ static FORWARDERS: Mutex<Vec<Cover>> = Mutex::new(Vec::new());
 struct Cover {
     id: u64,
     members: Arc<[u32]>,
+    /// A forwarder's (counted in `ENGINES`), not only a GOAL handle's.
+    forwards: bool,
 }
 /// The process's progress (one step, never blocking), installed from above.
 static HOOK: OnceLock<fn()> = OnceLock::new();
 /// Changes whenever a forwarder comes or goes (the `covered` cache's generation; never 0).
 static EPOCH: AtomicU64 = AtomicU64::new(1);
 
-/// Whether waits must run the process's progress (a forwarder exists, or a started run).
+/// Whether the intercepted calls take their slow path: some forwarder or GOAL handle exists,
+/// or a started run (`polling` then says whether a wait must run the process's progress).
 #[inline(always)]
 pub fn active() -> bool {
     ACTIVE.load(Ordering::Relaxed)
+}
+
+/// Forwarders among `FORWARDERS` (a GOAL handle's cover alone gives a wait nothing to move).
+static ENGINES: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    /// Started runs this thread is driving right now (`driving`): a wait of theirs has
+    /// nothing of them to move.
+    static DRIVING: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Whether a wait must run the process's progress between its looks: some forwarder exists,
+/// or some started run that this thread is not driving right now. Otherwise (only GOAL
+/// handles, or only the run this thread is driving) the host's blocking call waits as well,
+/// and better: it needs no pauses between looks.
+#[inline]
+pub fn polling() -> bool {
+    if !active() {
+        return false;
+    }
+    ENGINES.load(Ordering::Acquire) > 0 || WORK.load(Ordering::Acquire) > DRIVING.with(|d| d.get())
+}
+
+/// Runs `f` while this thread drives one started run (its owner's MPICAST_Goal_test/_wait):
+/// the waits inside `f` poll only for other work (`polling`).
+pub fn driving<R>(f: impl FnOnce() -> R) -> R {
+    struct Leave;
+    impl Drop for Leave {
+        fn drop(&mut self) {
+            DRIVING.with(|d| d.set(d.get().saturating_sub(1)));
+        }
+    }
+    DRIVING.with(|d| d.set(d.get() + 1));
+    let _leave = Leave;
+    f()
 }
 
 /// Changes whenever a forwarder comes or goes.
@@ -79,7 +119,7 @@ fn forwarders() -> std::sync::MutexGuard<'static, Vec<Cover>> {
 
 /// A forwarder over `comm` came: its id for `remove_forwarder`. From now on the waits poll.
 pub fn add_forwarder(comm: MPI_Comm) -> MpiResult<u64> {
-    add_cover(comm)
+    add(comm, true)
 }
 
 /// A communicator on which GOAL runs will start came (a GOAL handle's, made and freed
@@ -89,13 +129,22 @@ pub fn add_forwarder(comm: MPI_Comm) -> MpiResult<u64> {
 /// calls take their slow path (`active`), which must reach that decision on every member,
 /// whether or not this rank has a run. Its id for `remove_forwarder`.
 pub fn add_cover(comm: MPI_Comm) -> MpiResult<u64> {
+    add(comm, false)
+}
+
+fn add(comm: MPI_Comm, forwards: bool) -> MpiResult<u64> {
     let mut members: Vec<u32> = comm::world_ranks(comm)?.into_iter().flatten().collect();
     members.sort_unstable();
     let id = EPOCH.fetch_add(1, Ordering::AcqRel) + 1;
-    forwarders().push(Cover {
+    let mut all = forwarders();
+    all.push(Cover {
         id,
         members: members.into(),
+        forwards,
     });
+    if forwards {
+        ENGINES.fetch_add(1, Ordering::AcqRel);
+    }
     COVERING.store(true, Ordering::Release);
     ACTIVE.store(true, Ordering::Release);
     Ok(id)
@@ -110,7 +159,9 @@ fn pending(all: &[Cover], work: usize) -> bool {
 /// The forwarder (or cover) `id` went; with the last one the waits are the host's again.
 pub fn remove_forwarder(id: u64) {
     let mut all = forwarders();
+    let gone = all.iter().filter(|c| c.id == id && c.forwards).count();
     all.retain(|c| c.id != id);
+    ENGINES.fetch_sub(gone, Ordering::AcqRel);
     EPOCH.fetch_add(1, Ordering::AcqRel);
     COVERING.store(!all.is_empty(), Ordering::Release);
     ACTIVE.store(
@@ -248,7 +299,7 @@ fn poll_until(mut test: impl FnMut() -> Option<c_int>) -> c_int {
 /// # Safety
 /// The arguments of MPI_Wait.
 pub unsafe fn wait(req: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
-    if !active() {
+    if !polling() {
         // SAFETY: the caller's arguments.
         return unsafe { mpi_sys::PMPI_Wait(req, status) };
     }
@@ -265,7 +316,7 @@ pub unsafe fn wait(req: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
 /// # Safety
 /// The arguments of MPI_Waitall.
 pub unsafe fn waitall(n: c_int, reqs: *mut MPI_Request, statuses: *mut MPI_Status) -> c_int {
-    if !active() {
+    if !polling() {
         // SAFETY: the caller's arguments.
         return unsafe { mpi_sys::PMPI_Waitall(n, reqs, statuses) };
     }
@@ -287,7 +338,7 @@ pub unsafe fn waitany(
     index: *mut c_int,
     status: *mut MPI_Status,
 ) -> c_int {
-    if !active() {
+    if !polling() {
         // SAFETY: the caller's arguments.
         return unsafe { mpi_sys::PMPI_Waitany(n, reqs, index, status) };
     }
@@ -310,7 +361,7 @@ pub unsafe fn waitsome(
     indices: *mut c_int,
     statuses: *mut MPI_Status,
 ) -> c_int {
-    if !active() {
+    if !polling() {
         // SAFETY: the caller's arguments.
         return unsafe { mpi_sys::PMPI_Waitsome(n, reqs, outcount, indices, statuses) };
     }
@@ -327,7 +378,7 @@ pub unsafe fn waitsome(
 /// # Safety
 /// The arguments of MPI_Probe.
 pub unsafe fn probe(source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
-    if !active() {
+    if !polling() {
         // SAFETY: the caller's arguments.
         return unsafe { mpi_sys::PMPI_Probe(source, tag, comm, status) };
     }
@@ -350,7 +401,7 @@ pub unsafe fn mprobe(
     message: *mut mpi_sys::MPI_Message,
     status: *mut MPI_Status,
 ) -> c_int {
-    if !active() {
+    if !polling() {
         // SAFETY: the caller's arguments.
         return unsafe { mpi_sys::PMPI_Mprobe(source, tag, comm, message, status) };
     }
@@ -425,7 +476,7 @@ pub unsafe fn p2p_status(
     start: impl FnOnce(&mut MPI_Request) -> c_int,
     status: *mut MPI_Status,
 ) -> c_int {
-    if !active() {
+    if !polling() {
         return blocking();
     }
     let mut req = request_null();

@@ -132,10 +132,11 @@ fn step_runs() -> bool {
     })
 }
 
-/// Whether some engine exists (the waits poll).
+/// Whether some engine exists, or a started run this thread is not driving (the waits poll:
+/// `host::progress::polling`).
 #[inline]
 pub fn forwarding() -> bool {
-    host::progress::active()
+    host::progress::polling()
 }
 
 /// Runs `f` over the engines (as this thread last saw them, refreshed when one came or
@@ -320,7 +321,15 @@ mod tests {
             host::progress::active(),
             "a started run makes the waits poll"
         );
+        assert!(host::progress::polling());
         poll();
+        assert_eq!(a.steps(), 1);
+        // This thread driving its one run: a wait has nothing else to move.
+        host::progress::driving(|| {
+            assert!(!host::progress::polling());
+            poll();
+        });
+        assert!(host::progress::polling());
         assert_eq!(a.steps(), 1);
 
         // Held by its owner: skipped, not waited for.

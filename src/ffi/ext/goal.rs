@@ -286,7 +286,8 @@ impl MPICAST_Goal {
             let moved = match r.failed.take() {
                 Some(e) => Err(e),
                 None if !r.rounds.is_active() => Ok(true),
-                None if block => r.rounds.wait().map(|()| true),
+                // Waits poll only for other work (`host::progress::driving`).
+                None if block => host::progress::driving(|| r.rounds.wait().map(|()| true)),
                 None => r.rounds.test(),
             };
             drop(r);
@@ -320,7 +321,7 @@ impl MPICAST_Goal {
             // each other at once; only a step that completed nothing gives the core away.
             let before = r.completed();
             r.set_blocking(wait_in_mpi);
-            let over = r.step(false);
+            let over = host::progress::driving(|| r.step(false));
             r.set_blocking(false);
             if over {
                 break r.take_outcome();

@@ -96,6 +96,15 @@ impl MPICAST_Goal {
         self.run.is_some() || self.in_rounds
     }
 
+    /// Drops the program in rounds, its outstanding requests cancelled now, under its lock:
+    /// a progress step of another thread may still hold a reference to it for a moment.
+    fn end_rounds(&mut self) {
+        if let Some(rr) = self.rounds.take() {
+            let mut g = crate::lock::lock(&rr);
+            g.rounds = crate::host::p2p::Rounds::new(self.comm);
+        }
+    }
+
     /// The active run leaves the process's progress step (its handle collects or abandons it).
     fn unregister(&mut self) {
         if let Some(id) = self.pending.take() {
@@ -109,7 +118,7 @@ impl MPICAST_Goal {
     fn unpark(&mut self) {
         self.spare.unpark();
         self.unregister();
-        self.rounds = None;
+        self.end_rounds();
     }
 
     /// Installs a loaded (or compiled) program, or records why there is none.
@@ -300,7 +309,7 @@ impl MPICAST_Goal {
                 Err(e) => {
                     self.unregister();
                     // Outstanding requests cancelled.
-                    self.rounds = None;
+                    self.end_rounds();
                     let e = core::GoalError::Mpi(e);
                     Err(self.fail(ERR_MPI, format!("goal: run failed: {e}")))
                 }
@@ -1034,7 +1043,7 @@ pub unsafe extern "C" fn MPICAST_Goal_start(
                 return match started {
                     Ok(()) => g.begin_rounds(request_out),
                     Err(e) => {
-                        g.rounds = None;
+                        g.end_rounds();
                         g.start_failed(core::GoalError::Mpi(e))
                     }
                 };

@@ -320,7 +320,9 @@ int MPICAST_Goal_load_binary(struct MPICAST_Goal *goal, const void *bytes, uintp
  `*id_out` (0 for the first, then 1, 2, ...): `exec user N` in GOAL text, or "user N" in
  MPICAST_Goal_exec, calls it as `func(src, src_len, dst, dst_len, ctx)`. It must return 0 on
  success; anything else ends the run with MPICAST_ERR_GOAL_INVALID. `src` may overlap `dst`.
- The function runs on the thread that drives progress (see MPICAST_PROGRESS).
+ The function runs on the thread that drives progress: the application's, inside
+ MPICAST_Goal_test, MPICAST_Goal_wait or any other MPI call it makes while the run is
+ started, or the progress thread (see MPICAST_PROGRESS).
 
  # Safety
  `goal` is NULL or a live handle; `func` a function of the stated type that stays callable
@@ -446,9 +448,12 @@ int MPICAST_Goal_bind_buffer(struct MPICAST_Goal *goal, const char *name, void *
 /*
  Starts a run of the loaded program on this rank (the matching ranks must start theirs
  too). On success `*request_out` is the run's request, owned by `goal` (do not free it);
- drive it with MPICAST_Goal_test or MPICAST_Goal_wait. Progress happens only inside
- those calls. MPICAST_ERR_GOAL_STATE when no program is loaded, a run is active, or a
- buffer the program uses is unbound or too small.
+ collect it with MPICAST_Goal_test or MPICAST_Goal_wait. Once started, the run completes
+ as long as its ranks are in any MPI call: it moves on inside MPICAST_Goal_test and
+ MPICAST_Goal_wait, and also inside every other MPI call of this rank that waits or tests
+ (MPI_Barrier, MPI_Recv, MPI_Wait, ..., in both progress modes), so a rank may start its
+ part and then block elsewhere. MPICAST_ERR_GOAL_STATE when no program is loaded, a run is
+ active, or a buffer the program uses is unbound or too small.
 
  # Safety
  `goal` is NULL or a live handle; `request_out` NULL or writable.

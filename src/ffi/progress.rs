@@ -1,10 +1,14 @@
 //! Runs of GOAL programs and the progress thread (`MPICAST_PROGRESS=thread`).
 //!
-//! A run (`Run`) is driven by the application thread in MPICAST_Goal_test /
-//! MPICAST_Goal_wait and, when allowed, by the library's progress thread, which drives every
-//! registered run in the background. Such a run is shared (`RunCell::Shared`): a mutex around
-//! it serialises the two, and the thread only holds weak references and skips a run that is
-//! locked or gone. Without the thread the handle owns its run outright (`RunCell::Own`).
+//! A run (`Run`, or a point-to-point program in rounds, `RoundsRun`) is driven by the
+//! application thread in MPICAST_Goal_test / MPICAST_Goal_wait, by the process's one progress
+//! step (`transport::progress`, where every started run is registered as `Pending`: every
+//! wait of mpicast and every blocking MPI call mpicast polls moves it, so a schedule goes on
+//! while its rank sits in any MPI call), and, when allowed, by the library's progress thread,
+//! which drives every registered run in the background. A started run is therefore always
+//! shared (`RunCell::Shared`): a mutex around it serialises its drivers, and the others hold
+//! weak references and skip a run that is locked or gone. `RunCell::Own` remains for a run
+//! nobody else may see (none is made today: see `RunCell::new`'s callers).
 //!
 //! The thread starts with the first run registered after MPI granted MPI_THREAD_MULTIPLE
 //! (`host::init`), and stops at the very start of MPI_Finalize, from the delete callback of
@@ -17,6 +21,7 @@ use crate::host::{self, attr};
 use crate::lock::{get_mut, lock};
 use crate::sched::{ExecMemory, Execution, TopoSource, WindowedExecution};
 use crate::transport::goal::{BackendMemory, GoalBackend, GoalError};
+use crate::transport::progress::{Pending, Stepped};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::thread::JoinHandle;
@@ -283,11 +288,14 @@ impl Spare {
 }
 
 // SAFETY: a Run holds raw views of the application's memory and MPI handles (GoalBackend)
-// and a reference to a schedule owned by its MPICAST_Goal. It moves between the application
-// thread and the progress thread only behind its mutex (`RunCell::Shared`; an owned run never
-// reaches the progress thread), only once the host granted
-// MPI_THREAD_MULTIPLE (so either thread may call MPI), and the owning handle clears `live`
-// under that mutex before it frees the schedule or the memory (`Run::abandon`).
+// and a reference to a schedule owned by its MPICAST_Goal. Other threads reach it only
+// behind its mutex (`RunCell::Shared`; an owned run is registered nowhere): the progress
+// thread only once the host granted MPI_THREAD_MULTIPLE (so either thread may call MPI); the
+// process's progress step only from inside an MPI call of the thread that makes it, which
+// the thread level the application asked for already allows to call MPI (a handle is used
+// by one thread at a time, so another thread's step never races its owner's MPI calls below
+// MPI_THREAD_MULTIPLE). The owning handle unregisters the run and clears `live` under that
+// mutex before it frees the schedule or the memory (`Spare::retire`).
 unsafe impl Send for Run {}
 
 impl Run {
@@ -341,6 +349,77 @@ impl Run {
     pub fn take_outcome(&mut self) -> Option<Result<(), GoalError>> {
         self.outcome.take()
     }
+}
+
+impl Pending for Mutex<Run> {
+    /// The process's progress step on a started run: one step unless its owner (or another
+    /// driver) holds it right now.
+    fn try_step(&self) -> Stepped {
+        let Ok(mut r) = self.try_lock() else {
+            return Stepped::default();
+        };
+        let before = r.completed();
+        let over = r.step(false);
+        Stepped {
+            over,
+            moved: r.completed() != before,
+        }
+    }
+}
+
+/// A point-to-point program run in rounds (`host::p2p::Rounds`), shared between its handle
+/// and the progress step as `Run` is: an error met by the step is kept for the handle.
+pub struct RoundsRun {
+    pub rounds: host::p2p::Rounds,
+    pub failed: Option<host::MpiError>,
+}
+
+impl RoundsRun {
+    pub fn new(rounds: host::p2p::Rounds) -> Self {
+        RoundsRun {
+            rounds,
+            failed: None,
+        }
+    }
+
+    /// Not yet complete (and not failed).
+    pub fn is_active(&self) -> bool {
+        self.failed.is_none() && self.rounds.is_active()
+    }
+}
+
+impl Pending for Mutex<RoundsRun> {
+    fn try_step(&self) -> Stepped {
+        let Ok(mut r) = self.try_lock() else {
+            return Stepped::default();
+        };
+        if !r.is_active() {
+            return Stepped {
+                over: true,
+                moved: false,
+            };
+        }
+        let over = match r.rounds.test() {
+            Ok(done) => done,
+            Err(e) => {
+                r.failed = Some(e);
+                true
+            }
+        };
+        Stepped { over, moved: over }
+    }
+}
+
+/// Registers a started run with the process's progress step (`transport::progress::add_run`):
+/// its id, for `unregister`.
+pub fn register_pending<T: Pending + 'static>(run: &Arc<T>) -> u64 {
+    let w: Weak<T> = Arc::downgrade(run);
+    crate::transport::progress::add_run(w)
+}
+
+/// The run `id` of `register_pending` ended, or its handle takes it back.
+pub fn unregister(id: u64) {
+    crate::transport::progress::remove_run(id);
 }
 
 struct Engine {

@@ -346,6 +346,12 @@ impl Rounds {
     }
 }
 
+// SAFETY: the raw pointers are views of the application's memory bound by a GOAL handle
+// (`Region::new`'s contract) and MPI handles. A `Rounds` reaches another thread only behind
+// its handle's mutex (`ffi::progress::RoundsRun`), stepped by the process's progress from
+// inside an MPI call of that thread, which the application's thread level lets call MPI.
+unsafe impl Send for Rounds {}
+
 impl Drop for Rounds {
     /// Cancels what a run abandoned midway left outstanding.
     fn drop(&mut self) {

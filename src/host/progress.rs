@@ -3,41 +3,97 @@
 //! MPI's progress rule: an operation that has started completes as long as the ranks it
 //! needs are inside MPI. mpicast's multicasts pass through other ranks (the forwarding
 //! engines of `transport::forward`), so a rank that blocks in the host MPI must keep moving
-//! them. While some forwarder exists in the process (`active`), every wait of mpicast and
-//! every blocking host call mpicast intercepts becomes its non-blocking form, tested in a
-//! loop that runs the process's progress (`poll`, the hook `transport::progress` installs)
-//! between two looks. With no forwarder, the waits are the host's own blocking calls, so a
-//! program that never enables a forwarder pays one load and a branch per intercepted call.
+//! them, and a started GOAL run must go on while its rank waits elsewhere. While some
+//! forwarder or GOAL handle exists in the process (`add_cover`), or some started run is
+//! registered (`add_work`), the intercepted calls take their slow path (`active`); and while
+//! some forwarder exists or some started run that this thread is not driving itself
+//! (`polling`, `driving`), every wait of mpicast and every blocking host call mpicast
+//! intercepts becomes its non-blocking form, tested in a loop that runs the process's
+//! progress (`poll`, the hook `transport::progress` installs) between two looks. Otherwise the
+//! waits are the host's own blocking calls, so a program that never enables a forwarder nor
+//! makes a GOAL handle pays one load and a branch per intercepted call, and a GOAL program's
+//! own MPICAST_Goal_wait with nothing else started blocks in the host as before.
 //!
 //! Collectives are special: MPI does not let a non-blocking collective match a blocking one,
 //! so a collective may turn non-blocking only where every rank of its communicator makes the
 //! same choice. `covered` decides it from what every member knows alike: the communicator
-//! lies within the communicator of a forwarder of this process. Forwarders are made and
-//! freed collectively on their own communicator, so in a correct program every member of a
-//! communicator within one has it when it reaches a collective (and a communicator outside
-//! every forwarder's has no member that answers yes).
+//! lies within the communicator of a forwarder or of a GOAL handle of this process. Both are
+//! made and freed collectively on their own communicator, so in a correct program every
+//! member of a communicator within one has it when it reaches a collective (and a
+//! communicator outside every one has no member that answers yes). A started run alone
+//! covers nothing: whether a rank has one is its own business.
 //!
 //! Owns nothing above host/: the hook is a plain function pointer set from above.
 
 use super::{attr, check, comm, MPI_Comm, MPI_Request, MpiResult, SUCCESS};
 use mpi_sys::MPI_Status;
 use std::os::raw::c_int;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-/// Some forwarder exists in this process.
+/// Some forwarder or GOAL handle exists in this process (`add_cover`), or some started run
+/// is registered (`WORK`): the intercepted calls take their slow path and the waits poll.
 static ACTIVE: AtomicBool = AtomicBool::new(false);
+/// Started runs registered as pending work (`add_work`); changed under `FORWARDERS`' lock,
+/// as `ACTIVE`, which both decide.
+static WORK: AtomicUsize = AtomicUsize::new(0);
+/// Some communicator covers others (what `covered` asks first: a run alone covers none).
+static COVERING: AtomicBool = AtomicBool::new(false);
+/// The communicators that cover (`covered`): those of the forwarders and those of the GOAL
+/// handles (`add_cover`), as the MPI_COMM_WORLD ranks of their members (sorted).
+static FORWARDERS: Mutex<Vec<Cover>> = Mutex::new(Vec::new());
+
+struct Cover {
+    id: u64,
+    members: Arc<[u32]>,
+    /// A forwarder's (counted in `ENGINES`), not only a GOAL handle's.
+    forwards: bool,
+}
 /// The process's progress (one step, never blocking), installed from above.
 static HOOK: OnceLock<fn()> = OnceLock::new();
-/// The forwarders' communicators, as the MPI_COMM_WORLD ranks of their members (sorted).
-static FORWARDERS: Mutex<Vec<(u64, Arc<[u32]>)>> = Mutex::new(Vec::new());
 /// Changes whenever a forwarder comes or goes (the `covered` cache's generation; never 0).
 static EPOCH: AtomicU64 = AtomicU64::new(1);
 
-/// Whether waits must run the process's progress (a forwarder exists).
+/// Whether the intercepted calls take their slow path: some forwarder or GOAL handle exists,
+/// or a started run (`polling` then says whether a wait must run the process's progress).
 #[inline(always)]
 pub fn active() -> bool {
     ACTIVE.load(Ordering::Relaxed)
+}
+
+/// Forwarders among `FORWARDERS` (a GOAL handle's cover alone gives a wait nothing to move).
+static ENGINES: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    /// Started runs this thread is driving right now (`driving`): a wait of theirs has
+    /// nothing of them to move.
+    static DRIVING: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Whether a wait must run the process's progress between its looks: some forwarder exists,
+/// or some started run that this thread is not driving right now. Otherwise (only GOAL
+/// handles, or only the run this thread is driving) the host's blocking call waits as well,
+/// and better: it needs no pauses between looks.
+#[inline]
+pub fn polling() -> bool {
+    if !active() {
+        return false;
+    }
+    ENGINES.load(Ordering::Acquire) > 0 || WORK.load(Ordering::Acquire) > DRIVING.with(|d| d.get())
+}
+
+/// Runs `f` while this thread drives one started run (its owner's MPICAST_Goal_test/_wait):
+/// the waits inside `f` poll only for other work (`polling`).
+pub fn driving<R>(f: impl FnOnce() -> R) -> R {
+    struct Leave;
+    impl Drop for Leave {
+        fn drop(&mut self) {
+            DRIVING.with(|d| d.set(d.get().saturating_sub(1)));
+        }
+    }
+    DRIVING.with(|d| d.set(d.get() + 1));
+    let _leave = Leave;
+    f()
 }
 
 /// Changes whenever a forwarder comes or goes.
@@ -57,26 +113,83 @@ pub fn poll() {
     }
 }
 
-fn forwarders() -> std::sync::MutexGuard<'static, Vec<(u64, Arc<[u32]>)>> {
+fn forwarders() -> std::sync::MutexGuard<'static, Vec<Cover>> {
     crate::lock::lock(&FORWARDERS)
 }
 
 /// A forwarder over `comm` came: its id for `remove_forwarder`. From now on the waits poll.
 pub fn add_forwarder(comm: MPI_Comm) -> MpiResult<u64> {
+    add(comm, true)
+}
+
+/// A communicator on which GOAL runs will start came (a GOAL handle's, made and freed
+/// collectively like a forwarder's): from now on the blocking collectives on every
+/// communicator within it turn non-blocking (`covered`), so that they poll while a run is
+/// pending (`add_work`), on every member alike; and, as with a forwarder, the intercepted
+/// calls take their slow path (`active`), which must reach that decision on every member,
+/// whether or not this rank has a run. Its id for `remove_forwarder`.
+pub fn add_cover(comm: MPI_Comm) -> MpiResult<u64> {
+    add(comm, false)
+}
+
+fn add(comm: MPI_Comm, forwards: bool) -> MpiResult<u64> {
     let mut members: Vec<u32> = comm::world_ranks(comm)?.into_iter().flatten().collect();
     members.sort_unstable();
     let id = EPOCH.fetch_add(1, Ordering::AcqRel) + 1;
-    forwarders().push((id, members.into()));
+    let mut all = forwarders();
+    all.push(Cover {
+        id,
+        members: members.into(),
+        forwards,
+    });
+    if forwards {
+        ENGINES.fetch_add(1, Ordering::AcqRel);
+    }
+    COVERING.store(true, Ordering::Release);
     ACTIVE.store(true, Ordering::Release);
     Ok(id)
 }
 
-/// The forwarder `id` went; with the last one the waits are the host's again.
+/// Whether the waits poll: some communicator covers, or some run is started (under
+/// `FORWARDERS`' lock).
+fn pending(all: &[Cover], work: usize) -> bool {
+    work > 0 || !all.is_empty()
+}
+
+/// The forwarder (or cover) `id` went; with the last one the waits are the host's again.
 pub fn remove_forwarder(id: u64) {
     let mut all = forwarders();
-    all.retain(|(i, _)| *i != id);
+    let gone = all.iter().filter(|c| c.id == id && c.forwards).count();
+    all.retain(|c| c.id != id);
+    ENGINES.fetch_sub(gone, Ordering::AcqRel);
     EPOCH.fetch_add(1, Ordering::AcqRel);
-    ACTIVE.store(!all.is_empty(), Ordering::Release);
+    COVERING.store(!all.is_empty(), Ordering::Release);
+    ACTIVE.store(
+        pending(&all, WORK.load(Ordering::Acquire)),
+        Ordering::Release,
+    );
+}
+
+/// A started run (a GOAL schedule) needs the process's progress until `remove_work`: from
+/// now on the waits poll. Unlike a forwarder it is this rank's own business, so it changes
+/// no communicator's `covered` answer (every member of a communicator must answer alike).
+pub fn add_work() {
+    let _all = forwarders();
+    WORK.fetch_add(1, Ordering::AcqRel);
+    ACTIVE.store(true, Ordering::Release);
+}
+
+/// A run of `add_work` ended; with no forwarder and no other run the waits are the host's.
+pub fn remove_work() {
+    let all = forwarders();
+    let before = WORK.fetch_sub(1, Ordering::AcqRel);
+    debug_assert!(before > 0, "remove_work without add_work");
+    ACTIVE.store(pending(&all, before - 1), Ordering::Release);
+}
+
+/// Started runs registered now (for tests and diagnostics).
+pub fn work() -> usize {
+    WORK.load(Ordering::Acquire)
 }
 
 /// The keyval caching `covered`'s answer on a communicator (copied to nothing, deleted with
@@ -90,11 +203,12 @@ fn cover_keyval() -> Option<c_int> {
     *KEYVAL.get_or_init(|| attr::create_keyval(&CB).ok())
 }
 
-/// Whether a blocking collective on `comm` turns non-blocking: some forwarder of this
-/// process has every rank of `comm` among its members (see the module's text for why every
+/// Whether a blocking collective on `comm` turns non-blocking: some forwarder (or GOAL
+/// handle's communicator, `add_cover`) of this process has every rank of `comm` among its
+/// members (see the module's text for why every
 /// member answers alike). Intercommunicators never do. Cached on the communicator per epoch.
 pub fn covered(comm: MPI_Comm) -> bool {
-    if !active() || comm == super::comm_null() {
+    if !COVERING.load(Ordering::Relaxed) || comm == super::comm_null() {
         return false;
     }
     let epoch = EPOCH.load(Ordering::Acquire);
@@ -125,7 +239,7 @@ fn compute_covered(comm: MPI_Comm) -> bool {
     };
     forwarders()
         .iter()
-        .any(|(_, m)| ranks.iter().all(|r| m.binary_search(r).is_ok()))
+        .any(|c| ranks.iter().all(|r| c.members.binary_search(r).is_ok()))
 }
 
 /// How every wait loop of mpicast spends the time between two looks: spinning first (a
@@ -185,7 +299,7 @@ fn poll_until(mut test: impl FnMut() -> Option<c_int>) -> c_int {
 /// # Safety
 /// The arguments of MPI_Wait.
 pub unsafe fn wait(req: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
-    if !active() {
+    if !polling() {
         // SAFETY: the caller's arguments.
         return unsafe { mpi_sys::PMPI_Wait(req, status) };
     }
@@ -202,7 +316,7 @@ pub unsafe fn wait(req: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
 /// # Safety
 /// The arguments of MPI_Waitall.
 pub unsafe fn waitall(n: c_int, reqs: *mut MPI_Request, statuses: *mut MPI_Status) -> c_int {
-    if !active() {
+    if !polling() {
         // SAFETY: the caller's arguments.
         return unsafe { mpi_sys::PMPI_Waitall(n, reqs, statuses) };
     }
@@ -224,7 +338,7 @@ pub unsafe fn waitany(
     index: *mut c_int,
     status: *mut MPI_Status,
 ) -> c_int {
-    if !active() {
+    if !polling() {
         // SAFETY: the caller's arguments.
         return unsafe { mpi_sys::PMPI_Waitany(n, reqs, index, status) };
     }
@@ -247,7 +361,7 @@ pub unsafe fn waitsome(
     indices: *mut c_int,
     statuses: *mut MPI_Status,
 ) -> c_int {
-    if !active() {
+    if !polling() {
         // SAFETY: the caller's arguments.
         return unsafe { mpi_sys::PMPI_Waitsome(n, reqs, outcount, indices, statuses) };
     }
@@ -264,7 +378,7 @@ pub unsafe fn waitsome(
 /// # Safety
 /// The arguments of MPI_Probe.
 pub unsafe fn probe(source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
-    if !active() {
+    if !polling() {
         // SAFETY: the caller's arguments.
         return unsafe { mpi_sys::PMPI_Probe(source, tag, comm, status) };
     }
@@ -287,7 +401,7 @@ pub unsafe fn mprobe(
     message: *mut mpi_sys::MPI_Message,
     status: *mut MPI_Status,
 ) -> c_int {
-    if !active() {
+    if !polling() {
         // SAFETY: the caller's arguments.
         return unsafe { mpi_sys::PMPI_Mprobe(source, tag, comm, message, status) };
     }
@@ -362,7 +476,7 @@ pub unsafe fn p2p_status(
     start: impl FnOnce(&mut MPI_Request) -> c_int,
     status: *mut MPI_Status,
 ) -> c_int {
-    if !active() {
+    if !polling() {
         return blocking();
     }
     let mut req = request_null();

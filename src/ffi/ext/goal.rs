@@ -1,11 +1,11 @@
 //! GOAL schedules through the C API: build or load a program, bind buffers, start, wait.
 
 use super::super::guard;
-use super::super::progress::{self, Exec, RunCell, Spare};
+use super::super::progress::{self, Exec, RoundsRun, RunCell, Spare};
 use super::{
     check, request, MPICAST_Request, MPICAST_Status, ARG, ERR_MPI, INTERNAL, NULL_ARG, OK,
 };
-use crate::host::p2p::{Region, Rounds};
+use crate::host::p2p::Region;
 use crate::host::{self, MPI_Comm};
 use crate::sched::{
     BufRef, Builder, Execution, Func, Op, Schedule, TopoSource, WindowedExecution, ANY_PEER,
@@ -42,6 +42,14 @@ pub struct MPICAST_Goal {
     mcast: Option<Arc<Mutex<CommState>>>,
     /// The active run is shared with the progress thread.
     threaded: bool,
+    /// The active run's registration with the process's progress step
+    /// (`progress::register_pending`), until the handle collects or abandons it.
+    pending: Option<u64>,
+    /// The active run is the program in rounds (`rounds`), not `run`.
+    in_rounds: bool,
+    /// `comm` among the communicators that cover (`host::progress::add_cover`): the blocking
+    /// collectives within it poll on every member, so that a started run goes on through them.
+    cover: Option<u64>,
     /// A binary schedule streamed from its mapped file (`MPICAST_GOAL_WINDOW` and
     /// MPICAST_Goal_load_file), with where this rank's checked section starts; `loaded` then
     /// carries its buffers and an empty schedule.
@@ -49,8 +57,8 @@ pub struct MPICAST_Goal {
     /// The loaded program bound to its memory as a run in rounds (`host::p2p::Rounds`),
     /// made at the first start of a layered point-to-point program without the progress
     /// thread and run again by later starts until the program, a binding or a function
-    /// changes (`unpark`). Its runs do not use `run`.
-    rounds: Option<Rounds>,
+    /// changes (`unpark`). Its runs do not use `run`; shared with the progress step as `run`.
+    rounds: Option<Arc<Mutex<RoundsRun>>>,
     /// The memory of the last run, for the next one.
     spare: Spare,
     error: CString,
@@ -85,14 +93,32 @@ const STATE: c_int = MPICAST_Status::MPICAST_ERR_GOAL_STATE as c_int;
 impl MPICAST_Goal {
     /// A run is active (started and not yet completed or abandoned).
     fn busy(&self) -> bool {
-        self.run.is_some() || self.rounds.as_ref().is_some_and(Rounds::is_active)
+        self.run.is_some() || self.in_rounds
+    }
+
+    /// Drops the program in rounds, its outstanding requests cancelled now, under its lock:
+    /// a progress step of another thread may still hold a reference to it for a moment.
+    fn end_rounds(&mut self) {
+        if let Some(rr) = self.rounds.take() {
+            let mut g = crate::lock::lock(&rr);
+            g.rounds = crate::host::p2p::Rounds::new(self.comm);
+        }
+    }
+
+    /// The active run leaves the process's progress step (its handle collects or abandons it).
+    fn unregister(&mut self) {
+        if let Some(id) = self.pending.take() {
+            progress::unregister(id);
+        }
+        self.in_rounds = false;
     }
 
     /// The program, a buffer binding or a function is about to change (or the handle to
     /// go): what a run kept for the next start goes.
     fn unpark(&mut self) {
         self.spare.unpark();
-        self.rounds = None;
+        self.unregister();
+        self.end_rounds();
     }
 
     /// Installs a loaded (or compiled) program, or records why there is none.
@@ -214,7 +240,20 @@ impl MPICAST_Goal {
     /// (non-NULL).
     fn begin(&mut self, run: RunCell, request_out: *mut *mut MPICAST_Request) -> c_int {
         self.threaded = progress::register(&run);
+        if let RunCell::Shared(r) = &run {
+            self.pending = Some(progress::register_pending(r));
+        }
         self.run = Some(run);
+        self.hand_out(request_out)
+    }
+
+    /// The program in rounds started: registered with the process's progress step as `begin`
+    /// registers a run; its request goes to `request_out` (non-NULL).
+    fn begin_rounds(&mut self, request_out: *mut *mut MPICAST_Request) -> c_int {
+        if let Some(rr) = &self.rounds {
+            self.in_rounds = true;
+            self.pending = Some(progress::register_pending(rr));
+        }
         self.hand_out(request_out)
     }
 
@@ -238,6 +277,7 @@ impl MPICAST_Goal {
     /// Ends an active run; outstanding requests are cancelled first. Under the run's lock
     /// when it is shared, so the progress thread never touches it afterwards.
     fn abandon(&mut self) {
+        self.unregister();
         if let Some(r) = self.run.take() {
             self.spare.retire(r);
         }
@@ -245,18 +285,35 @@ impl MPICAST_Goal {
 
     /// Drives the active run (`block`: until done). Returns done.
     pub(super) fn drive(&mut self, block: bool) -> Result<bool, c_int> {
-        if let Some(r) = self.rounds.as_mut().filter(|r| r.is_active()) {
-            let moved = if block {
-                r.wait().map(|()| true)
-            } else {
-                r.test()
+        if self.in_rounds {
+            let Some(rr) = self.rounds.as_ref() else {
+                self.unregister();
+                return Ok(true);
             };
-            return moved.map_err(|e| {
-                // Outstanding requests cancelled.
-                self.rounds = None;
-                let e = core::GoalError::Mpi(e);
-                self.fail(ERR_MPI, format!("goal: run failed: {e}"))
-            });
+            // Under the lock: the progress step skips the run meanwhile (a wait polls it).
+            let mut r = crate::lock::lock(rr);
+            let moved = match r.failed.take() {
+                Some(e) => Err(e),
+                None if !r.rounds.is_active() => Ok(true),
+                // Waits poll only for other work (`host::progress::driving`).
+                None if block => host::progress::driving(|| r.rounds.wait().map(|()| true)),
+                None => r.rounds.test(),
+            };
+            drop(r);
+            return match moved {
+                Ok(false) => Ok(false),
+                Ok(true) => {
+                    self.unregister();
+                    Ok(true)
+                }
+                Err(e) => {
+                    self.unregister();
+                    // Outstanding requests cancelled.
+                    self.end_rounds();
+                    let e = core::GoalError::Mpi(e);
+                    Err(self.fail(ERR_MPI, format!("goal: run failed: {e}")))
+                }
+            };
         }
         // Without the progress thread nobody else drives the run: waiting may block inside
         // the host MPI until a request completes, as a hand-written MPI_Waitall does.
@@ -273,7 +330,7 @@ impl MPICAST_Goal {
             // each other at once; only a step that completed nothing gives the core away.
             let before = r.completed();
             r.set_blocking(wait_in_mpi);
-            let over = r.step(false);
+            let over = host::progress::driving(|| r.step(false));
             r.set_blocking(false);
             if over {
                 break r.take_outcome();
@@ -305,6 +362,9 @@ impl Drop for MPICAST_Goal {
     fn drop(&mut self) {
         self.abandon();
         self.unpark();
+        if let Some(id) = self.cover.take() {
+            host::progress::remove_forwarder(id);
+        }
         if host::is_active() {
             let _ = host::comm::free(self.comm);
         }
@@ -353,6 +413,9 @@ pub unsafe extern "C" fn MPICAST_Goal_create(
                 building: None,
                 mcast: None,
                 threaded: false,
+                pending: None,
+                in_rounds: false,
+                cover: host::progress::add_cover(dup).ok(),
                 stream: None,
                 rounds: None,
                 spare: Spare::default(),
@@ -497,7 +560,9 @@ pub type MPICAST_Goal_function = Option<
 /// `*id_out` (0 for the first, then 1, 2, ...): `exec user N` in GOAL text, or "user N" in
 /// MPICAST_Goal_exec, calls it as `func(src, src_len, dst, dst_len, ctx)`. It must return 0 on
 /// success; anything else ends the run with MPICAST_ERR_GOAL_INVALID. `src` may overlap `dst`.
-/// The function runs on the thread that drives progress (see MPICAST_PROGRESS).
+/// The function runs on the thread that drives progress: the application's, inside
+/// MPICAST_Goal_test, MPICAST_Goal_wait or any other MPI call it makes while the run is
+/// started, or the progress thread (see MPICAST_PROGRESS).
 ///
 /// # Safety
 /// `goal` is NULL or a live handle; `func` a function of the stated type that stays callable
@@ -939,9 +1004,12 @@ pub unsafe extern "C" fn MPICAST_Goal_bind_buffer(
 
 /// Starts a run of the loaded program on this rank (the matching ranks must start theirs
 /// too). On success `*request_out` is the run's request, owned by `goal` (do not free it);
-/// drive it with MPICAST_Goal_test or MPICAST_Goal_wait. Progress happens only inside
-/// those calls. MPICAST_ERR_GOAL_STATE when no program is loaded, a run is active, or a
-/// buffer the program uses is unbound or too small.
+/// collect it with MPICAST_Goal_test or MPICAST_Goal_wait. Once started, the run completes
+/// as long as its ranks are in any MPI call: it moves on inside MPICAST_Goal_test and
+/// MPICAST_Goal_wait, and also inside every other MPI call of this rank that waits or tests
+/// (MPI_Barrier, MPI_Recv, MPI_Wait, ..., in both progress modes), so a rank may start its
+/// part and then block elsewhere. MPICAST_ERR_GOAL_STATE when no program is loaded, a run is
+/// active, or a buffer the program uses is unbound or too small.
 ///
 /// # Safety
 /// `goal` is NULL or a live handle; `request_out` NULL or writable.
@@ -966,11 +1034,16 @@ pub unsafe extern "C" fn MPICAST_Goal_start(
                 return g.fail(STATE, "goal: error: no program loaded");
             };
             // The program in rounds, bound at an earlier start.
-            if let Some(r) = g.rounds.as_mut() {
-                return match r.start() {
-                    Ok(()) => g.hand_out(request_out),
+            if let Some(rr) = g.rounds.as_ref() {
+                let started = {
+                    let mut r = crate::lock::lock(rr);
+                    r.failed = None;
+                    r.rounds.start()
+                };
+                return match started {
+                    Ok(()) => g.begin_rounds(request_out),
                     Err(e) => {
-                        g.rounds = None;
+                        g.end_rounds();
                         g.start_failed(core::GoalError::Mpi(e))
                     }
                 };
@@ -1049,8 +1122,8 @@ pub unsafe extern "C" fn MPICAST_Goal_start(
                     drop(r);
                     return g.start_failed(core::GoalError::Mpi(e));
                 }
-                g.rounds = Some(r);
-                return g.hand_out(request_out);
+                g.rounds = Some(Arc::new(Mutex::new(RoundsRun::new(r))));
+                return g.begin_rounds(request_out);
             }
             let sched: *const crate::sched::Schedule = &l.schedule;
             // SAFETY: the schedule is boxed inside `loaded`, which is neither replaced
@@ -1096,7 +1169,8 @@ pub unsafe extern "C" fn MPICAST_Goal_start(
                 drop(backend);
                 return g.start_failed(e);
             }
-            let cell = RunCell::new(run, backend, &mut g.spare, progress::threads_wanted());
+            // Shared always: the process's progress step moves every started run.
+            let cell = RunCell::new(run, backend, &mut g.spare, true);
             g.begin(cell, request_out)
         },
     )

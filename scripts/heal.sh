@@ -25,75 +25,17 @@ TABLE="inet mpicast_heal"
 GROUP_NET=239.254.40.0/24
 PORTS=24400-24499
 
-need_nft
-
-cleanup() { nft_clear "$TABLE"; }
-bg=""
-on_exit() {
-  [ -z "$bg" ] || kill "$bg" 2>/dev/null || true
-  cleanup
-}
-trap on_exit EXIT
-trap 'exit 130' INT TERM
-cleanup
-
-# rule MATCH: drop multicast UDP on lo's input that matches MATCH too.
-rule() { nft_lo_rules "$TABLE" "ip daddr $GROUP_NET udp dport $PORTS" "$1"; }
-dropped() { nft_count "$TABLE" dropped; }
+HEAL_PROG=int_heal HEAL_SEED=40
+source "$(dirname "$0")/heal-lib.sh"
 
 export MPICAST_GROUP=$GROUP_NET MPICAST_PORT=$PORTS MPICAST_STATS=1 MPICAST_TIMEOUT_MS=10000 MPICAST_PROBE_MS=300
-launch 4 preload
-
-# run NAME MATCH ON_AT OFF_AT SECONDS: the job, with the rule on from ON_AT s to OFF_AT s
-# after the program said it is ready (its communicator set up; OFF_AT "-": to the end);
-# every output line stamped with the wall clock.
-run() {
-  local name=$1 match=$2 on=$3 off=$4 secs=$5
-  out=$TC_WORK/$name.out
-  cleanup
-  (
-    for _ in $(seq 600); do
-      grep -q ' ready: ' "$out" 2>/dev/null && break
-      sleep 0.1
-    done
-    sleep "$on"
-    rule "$match"
-    echo "$EPOCHREALTIME" >"$TC_WORK/$name.on"
-    if [ "$off" != - ]; then
-      sleep $((off - on))
-      echo "$EPOCHREALTIME dropped $(dropped)" >"$TC_WORK/$name.off"
-      cleanup
-    fi
-  ) &
-  bg=$!
-  set +e
-  timeout -k 10 $((secs + 60)) "${LAUNCH[@]}" "$TC_BINDIR/int_heal" --seconds "$secs" --seed 40 2>&1 \
-    | while IFS= read -r l; do printf '%s %s\n' "$EPOCHREALTIME" "$l"; done >"$out"
-  rc=${PIPESTATUS[0]}
-  set -e
-  wait "$bg" 2>/dev/null || true
-  bg=""
-  n=$(dropped)
-  [ -f "$TC_WORK/$name.off" ] && n=$(cut -d' ' -f3 "$TC_WORK/$name.off")
-  cleanup
-  cat "$out"
-  [ "$rc" = 0 ] || fail "$name: the job failed (exit $rc)"
-  grep -q ' done: .* all correct' "$out" || fail "$name: no 'all correct'"
-  [ "${n:-0}" -gt 0 ] || fail "$name: the rule dropped nothing"
-  line=$(stats_line_stamped "$out")
-  [ -n "$line" ] || fail "$name: no stats line"
-  note "$name: $n datagrams dropped; $line"
-}
-
-stats_line_stamped() { grep -E '^[0-9.]+ mpicast: stats: ' "$1" | tail -n 1 | cut -d' ' -f2- || true; }
 
 # heal_time NAME PATTERN: ms from the rule to the first message matching PATTERN.
 heal_time() {
-  local on at
-  on=$(cat "$TC_WORK/$1.on")
+  local at
   at=$(grep -m1 -E "$2" "$TC_WORK/$1.out" | cut -d' ' -f1)
   [ -n "$at" ] || { echo ""; return; }
-  awk -v a="$at" -v b="$on" 'BEGIN { printf "%d", (a - b) * 1000 }'
+  since "$1" "$at"
 }
 
 check_heal() { # NAME MS

@@ -25,82 +25,31 @@ TABLE="inet mpicast_healim"
 GROUP_NET=239.254.41.0/24
 PORTS=24500-24599
 
-need_nft
-
-cleanup() { nft_clear "$TABLE"; }
-bg=""
-on_exit() {
-  [ -z "$bg" ] || kill "$bg" 2>/dev/null || true
-  cleanup
-}
-trap on_exit EXIT
-trap 'exit 130' INT TERM
-cleanup
-
-# rule MATCH: drop multicast UDP on lo's input that matches MATCH too.
-rule() { nft_lo_rules "$TABLE" "ip daddr $GROUP_NET udp dport $PORTS" "$1"; }
-dropped() { nft_count "$TABLE" dropped; }
+HEAL_PROG=int_heal_imcast HEAL_SEED=41
+source "$(dirname "$0")/heal-lib.sh"
 
 export MPICAST_GROUP=$GROUP_NET MPICAST_PORT=$PORTS MPICAST_STATS=1 MPICAST_TIMEOUT_MS=10000 \
   MPICAST_IMCAST_TRANSPORT=ip
-launch 4 preload
-
-# run NAME MATCH ON_AT OFF_AT SECONDS: the job, with the rule on from ON_AT s to OFF_AT s
-# after the program said it is ready (OFF_AT "-": to the end); every output line stamped
-# with the wall clock.
-run() {
-  local name=$1 match=$2 on=$3 off=$4 secs=$5
-  out=$TC_WORK/$name.out
-  cleanup
-  (
-    for _ in $(seq 600); do
-      grep -q ' ready: ' "$out" 2>/dev/null && break
-      sleep 0.1
-    done
-    sleep "$on"
-    rule "$match"
-    echo "$EPOCHREALTIME" >"$TC_WORK/$name.on"
-    if [ "$off" != - ]; then
-      sleep $((off - on))
-      echo "$EPOCHREALTIME dropped $(dropped)" >"$TC_WORK/$name.off"
-      cleanup
-    fi
-  ) &
-  bg=$!
-  set +e
-  timeout -k 10 $((secs + 60)) "${LAUNCH[@]}" "$TC_BINDIR/int_heal_imcast" --seconds "$secs" --seed 41 2>&1 \
-    | while IFS= read -r l; do printf '%s %s\n' "$EPOCHREALTIME" "$l"; done >"$out"
-  rc=${PIPESTATUS[0]}
-  set -e
-  wait "$bg" 2>/dev/null || true
-  bg=""
-  n=$(dropped)
-  [ -f "$TC_WORK/$name.off" ] && n=$(cut -d' ' -f3 "$TC_WORK/$name.off")
-  cleanup
-  cat "$out"
-  [ "$rc" = 0 ] || fail "$name: the job failed (exit $rc)"
-  grep -q ' done: .* all correct' "$out" || fail "$name: no 'all correct'"
-  [ "${n:-0}" -gt 0 ] || fail "$name: the rule dropped nothing"
-  line=$(grep -E '^[0-9.]+ mpicast: stats: ' "$out" | tail -n 1 | cut -d' ' -f2- || true)
-  [ -n "$line" ] || fail "$name: no stats line"
-  [ "$(stat_field "$line" imcast)" -gt 0 ] || fail "$name: no MPICAST_Imcast counted: $line"
-  note "$name: $n datagrams dropped; $line"
-}
 
 MOVED='MPICAST_Imcast stopped reaching'
+
+# run_im ARGS...: heal-lib's run, and rank 0 must have counted its MPICAST_Imcast calls.
+run_im() {
+  run "$@"
+  [ "$(stat_field "$line" imcast)" -gt 0 ] || fail "$1: no MPICAST_Imcast counted: $line"
+}
 
 # heal_time NAME [last]: ms from the rule to the first (or the last) root's message that it
 # moved: its next multicast of that size goes point-to-point.
 heal_time() {
-  local on at
-  on=$(cat "$TC_WORK/$1.on")
+  local at
   if [ "${2:-}" = last ]; then
     at=$(grep -E "$MOVED" "$TC_WORK/$1.out" | tail -n 1 | cut -d' ' -f1)
   else
     at=$(grep -m1 -E "$MOVED" "$TC_WORK/$1.out" | cut -d' ' -f1)
   fi
   [ -n "$at" ] || { echo ""; return; }
-  awk -v a="$at" -v b="$on" 'BEGIN { printf "%d", (a - b) * 1000 }'
+  since "$1" "$at"
 }
 
 check_heal() { # NAME
@@ -120,24 +69,24 @@ cases=${HEAL_CASES:-big all loss30 restore}
 for c in $cases; do
   case $c in
     big)
-      run big "meta length > 1500" 2 - 8
+      run_im big "meta length > 1500" 2 - 8
       [ "$(stat_field "$line" unicast)" -ge 1 ] || fail "big: no unicast repair: $line"
       [ "$(stat_field "$line" heal_host)" -ge 1 ] || fail "big: rank 0 did not move: $line"
       check_heal big
       ;;
     all)
-      run all "" 2 - 8
+      run_im all "" 2 - 8
       [ "$(stat_field "$line" unicast)" -ge 1 ] || fail "all: no unicast repair: $line"
       [ "$(stat_field "$line" heal_host)" -ge 1 ] || fail "all: rank 0 did not move: $line"
       [ "$(stat_field "$line" heal_return)" = 0 ] || fail "all: a return while multicast is dropped: $line"
       check_heal all
       ;;
     loss30)
-      run loss30 "numgen random mod 100 < 30" 2 - 6
+      run_im loss30 "numgen random mod 100 < 30" 2 - 6
       [ "$(stat_field "$line" repairs)" -gt 0 ] || fail "loss30: no repairs: $line"
       ;;
     restore)
-      run restore "" 2 5 12
+      run_im restore "" 2 5 12
       [ "$(stat_field "$line" heal_host)" -ge 1 ] || fail "restore: rank 0 did not move: $line"
       [ "$(stat_field "$line" heal_return)" -ge 1 ] || fail "restore: no return to IP multicast: $line"
       grep -q 'MPICAST_Imcast again: back to IP multicast' "$out" || fail "restore: no message of the return"

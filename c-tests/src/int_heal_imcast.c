@@ -18,19 +18,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <mpicast.h>
 
 #include "common.h"
+#include "heal_loop.h"
 
 #include "api.h"
-
-static double realtime(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void ok(int rc, const char *what, long long op) {
   if (rc != MPICAST_OK) tc_fail("%s failed at op %lld: %s", what, op, API(MPICAST_Status_string)(rc));
@@ -38,12 +32,11 @@ static void ok(int rc, const char *what, long long op) {
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
-  double seconds = (double)tc_arg_ll(argc, argv, "--seconds", 10);
-  size_t max = (size_t)tc_arg_ll(argc, argv, "--max-size", 256 << 10);
+  heal_loop h;
+  heal_loop_init(&h, argc, argv, 256 << 10);
+  size_t max = h.max;
   uint64_t seed = (uint64_t)tc_arg_ll(argc, argv, "--seed", 1);
-  double slow_ms = (double)tc_arg_ll(argc, argv, "--slow-ms", 50);
-  int rank, nranks;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  int rank = h.rank, nranks;
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
   if (nranks < 3) tc_fail("needs 3 ranks or more");
   ok(API(MPICAST_Mcast_enable)(MPI_COMM_WORLD), "MPICAST_Mcast_enable", -1);
@@ -51,20 +44,12 @@ int main(int argc, char **argv) {
   uint8_t *buf = malloc(max ? max : 1);
   int *dests = malloc(sizeof(int) * (size_t)nranks);
   if (!buf || !dests) tc_fail("out of memory");
-  int top_bit = 0;
-  while (((size_t)1 << (top_bit + 1)) <= max) top_bit++;
 
   uint64_t state = seed;
-  long long ops = 0, imcasts = 0, dbcasts = 0, in_second = 0;
+  long long imcasts = 0, dbcasts = 0;
   unsigned long long checked = 0;
-  double t0 = tc_now(), second_max = 0, all_max = 0;
-  int second = 0;
-  for (;;) {
-    if (ops % 8 == 0) {
-      int late = tc_now() - t0 > seconds, stop = 0;
-      MPI_Allreduce(&late, &stop, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-      if (stop) break;
-    }
+  while (!heal_loop_over(&h)) {
+    long long ops = h.ops;
     uint64_t r = tc_rand(&state);
     int root = (int)(tc_rand(&state) % (uint64_t)nranks);
     int is_dbcast = ops % 4 == 3;
@@ -76,9 +61,7 @@ int main(int argc, char **argv) {
       dests[nd++] = i;
       if (i == rank) me_in = 1;
     }
-    size_t n = (size_t)1 << ((r >> 8) % (uint64_t)(top_bit + 1));
-    n += (size_t)((r >> 20) % n);
-    if (n > max) n = max;
+    size_t n = heal_loop_size(&h, r);
     int tag = (int)(ops % 1000);
     uint64_t pseed = tc_pattern_seed(root, (uint64_t)ops, n);
     double a = tc_now();
@@ -118,38 +101,16 @@ int main(int argc, char **argv) {
       dbcasts++;
     else
       imcasts++;
-    double ms = (tc_now() - a) * 1e3;
-    if (took_part) {
-      if (ms > second_max) second_max = ms;
-      if (ms > all_max) all_max = ms;
-      if (rank == 0 && ms >= slow_ms) {
-        printf("slow: op %lld %s %zu root %d end=%.6f ms=%.1f\n", ops,
-               is_dbcast ? "dbcast" : "imcast", n, root, realtime(), ms);
-        fflush(stdout);
-      }
-    }
-    ops++;
-    in_second++;
-    if (rank == 0 && ops == 100) {
-      printf("ready: %lld operations\n", ops);
-      fflush(stdout);
-    }
-    if (tc_now() - t0 >= second + 1) {
-      if (rank == 0) {
-        printf("second %d: %lld operations, max %.1f ms\n", second, in_second, second_max);
-        fflush(stdout);
-      }
-      second++;
-      in_second = 0;
-      second_max = 0;
-    }
+    if (took_part)
+      heal_loop_took(&h, (tc_now() - a) * 1e3, is_dbcast ? "dbcast" : "imcast", n, root);
+    heal_loop_next(&h);
   }
   unsigned long long all_checked = 0;
   MPI_Reduce(&checked, &all_checked, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
   if (rank == 0) {
     printf("done: %lld operations (%lld imcasts, %lld dbcasts, %llu bytes checked), all correct; "
            "slowest %.1f ms\n",
-           ops, imcasts, dbcasts, all_checked, all_max);
+           h.ops, imcasts, dbcasts, all_checked, h.all_max);
     fflush(stdout);
   }
   free(dests);

@@ -1,0 +1,68 @@
+# Sourced by heal.sh and heal_imcast.sh (after test-lib.sh): a job of HEAL_PROG (seed
+# HEAL_SEED) on 4 ranks, preloaded, under an nft rule on lo's input that drops multicast UDP
+# to GROUP_NET, ports PORTS, in table TABLE of the caller's own; the EXIT trap deletes the
+# table whatever happens. The caller exports its settings, then calls `run`.
+
+need_nft
+
+cleanup() { nft_clear "$TABLE"; }
+bg=""
+on_exit() {
+  [ -z "$bg" ] || kill "$bg" 2>/dev/null || true
+  cleanup
+}
+trap on_exit EXIT
+trap 'exit 130' INT TERM
+cleanup
+
+# rule MATCH: drop multicast UDP on lo's input that matches MATCH too.
+rule() { nft_lo_rules "$TABLE" "ip daddr $GROUP_NET udp dport $PORTS" "$1"; }
+dropped() { nft_count "$TABLE" dropped; }
+
+launch 4 preload
+
+# run NAME MATCH ON_AT OFF_AT SECONDS: the job, with the rule on from ON_AT s to OFF_AT s
+# after the program said it is ready (its communicators set up; OFF_AT "-": to the end);
+# every output line stamped with the wall clock. Sets out (the output file) and line (rank
+# 0's stats line), and fails unless the job ended well, said "all correct", and the rule
+# dropped something.
+run() {
+  local name=$1 match=$2 on=$3 off=$4 secs=$5
+  out=$TC_WORK/$name.out
+  cleanup
+  (
+    for _ in $(seq 600); do
+      grep -q ' ready: ' "$out" 2>/dev/null && break
+      sleep 0.1
+    done
+    sleep "$on"
+    rule "$match"
+    echo "$EPOCHREALTIME" >"$TC_WORK/$name.on"
+    if [ "$off" != - ]; then
+      sleep $((off - on))
+      echo "$EPOCHREALTIME dropped $(dropped)" >"$TC_WORK/$name.off"
+      cleanup
+    fi
+  ) &
+  bg=$!
+  set +e
+  timeout -k 10 $((secs + 60)) "${LAUNCH[@]}" "$TC_BINDIR/$HEAL_PROG" --seconds "$secs" --seed "$HEAL_SEED" 2>&1 \
+    | while IFS= read -r l; do printf '%s %s\n' "$EPOCHREALTIME" "$l"; done >"$out"
+  rc=${PIPESTATUS[0]}
+  set -e
+  wait "$bg" 2>/dev/null || true
+  bg=""
+  n=$(dropped)
+  [ -f "$TC_WORK/$name.off" ] && n=$(cut -d' ' -f3 "$TC_WORK/$name.off")
+  cleanup
+  cat "$out"
+  [ "$rc" = 0 ] || fail "$name: the job failed (exit $rc)"
+  grep -q ' done: .* all correct' "$out" || fail "$name: no 'all correct'"
+  [ "${n:-0}" -gt 0 ] || fail "$name: the rule dropped nothing"
+  line=$(grep -E '^[0-9.]+ mpicast: stats: ' "$out" | tail -n 1 | cut -d' ' -f2- || true)
+  [ -n "$line" ] || fail "$name: no stats line"
+  note "$name: $n datagrams dropped; $line"
+}
+
+# since NAME STAMP: ms from the rule of case NAME to STAMP (a line's wall clock).
+since() { awk -v a="$2" -v b="$(cat "$TC_WORK/$1.on")" 'BEGIN { printf "%d", (a - b) * 1000 }'; }

@@ -530,28 +530,29 @@ mod tests {
         assert!(!h.probe_due(1000));
     }
 
+    /// The context (key of bytes `key`, communicator `comm`) and parameters of the virtual-time
+    /// multicasts below: 1000-byte fragments, a window of 16, a 10 s stall.
+    fn virtual_channel(key: u8, comm: u32) -> (crate::wire::Ctx, crate::wire::Params) {
+        use crate::wire::{Ctx, Key, Params};
+        let ctx = Ctx {
+            key: Key([key; 32]),
+            job: 1,
+            comm,
+        };
+        (ctx, Params::new(1000, 16, 10_000_000_000))
+    }
+
     /// Virtual time: one root, three receivers; from fragment `dead_from` on, multicast no
     /// longer reaches receiver 2 (each datagram to the others is lost with `loss`). The root
     /// serves it by "unicast" (`accept_range`, as `transport::heal::serve` does over the host
     /// MPI) once `take_unreached` names it: every byte arrives everywhere, only receiver 2 is
     /// named, not before `SUSPECT` of silence, and the sender is done.
     fn dead_receiver(seed: u64, dead_from: u32, loss_pct: u64, present: bool) {
-        use crate::wire::{Ctx, Key, McastReceiver, McastSender, Params};
+        use crate::wire::{McastReceiver, McastSender};
         const SUSPECT: Nanos = 50_000_000;
         const STEP: Nanos = 100_000;
-        let ctx = Ctx {
-            key: Key([3; 32]),
-            job: 1,
-            comm: 2,
-        };
-        let params = Params::new(1000, 16, 10_000_000_000);
-        let mut rnd = seed;
-        let mut next = move || {
-            rnd = rnd
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            rnd >> 33
-        };
+        let (ctx, params) = virtual_channel(3, 2);
+        let mut rng = crate::rng::Rng::new(seed);
         let len = 37_123;
         let data: Vec<u8> = (0..len).map(|i| (i * 7 + seed as usize) as u8).collect();
         let mut tx = McastSender::new(&ctx, 5, 0, &[1, 2, 3], len, &params, 0);
@@ -574,7 +575,7 @@ mod tests {
                 let f = crate::wire::packet::decode(&ctx, &dgram).unwrap().0.frag;
                 for (i, rx) in rxs.iter_mut().enumerate() {
                     let dead = i == 1 && f >= dead_from;
-                    if !dead && next() % 100 >= loss_pct {
+                    if !dead && rng.below(100) >= loss_pct {
                         rx.handle_datagram(now, &dgram, &mut bufs[i]);
                     }
                 }
@@ -788,22 +789,11 @@ mod tests {
     /// the others, held back by the window while receiver 2 lacks data, are not offered
     /// anything; late datagrams after the repair change nothing; every byte is right.
     fn imcast_receiver_asks(seed: u64, dead_from: u32, large_only: bool, loss_pct: u64) {
-        use crate::wire::{Ctx, Key, McastReceiver, McastSender, Params};
+        use crate::wire::{McastReceiver, McastSender};
         const SUSPECT: Nanos = 50_000_000;
         const STEP: Nanos = 100_000;
-        let ctx = Ctx {
-            key: Key([5; 32]),
-            job: 1,
-            comm: 3,
-        };
-        let params = Params::new(1000, 16, 10_000_000_000);
-        let mut rnd = seed;
-        let mut next = move || {
-            rnd = rnd
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            rnd >> 33
-        };
+        let (ctx, params) = virtual_channel(5, 3);
+        let mut rng = crate::rng::Rng::new(seed);
         let len = 23_456 + seed as usize * 13;
         let data: Vec<u8> = (0..len).map(|i| (i * 11 + seed as usize) as u8).collect();
         let mut tx = McastSender::new(&ctx, 9, 0, &[1, 2, 3], len, &params, 0);
@@ -830,7 +820,7 @@ mod tests {
                 let full = dgram.len() >= 1000 + crate::wire::OVERHEAD;
                 for (i, rx) in rxs.iter_mut().enumerate() {
                     let dead = i == 1 && if large_only { full } else { f >= dead_from };
-                    if !dead && next() % 100 >= loss_pct {
+                    if !dead && rng.below(100) >= loss_pct {
                         rx.handle_datagram(now, &dgram, &mut bufs[i]);
                     }
                 }

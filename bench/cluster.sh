@@ -9,7 +9,7 @@
 #   cluster.sh loss HOST PCT              drop PCT% of multicast datagrams arriving at HOST (0: none)
 #   cluster.sh counters                   "host rx_bytes tx_bytes" per host (of its veth)
 #   cluster.sh exec HOST CMD...           run CMD inside HOST's namespace
-#   cluster.sh run [--mpi openmpi|mpich] [--ppn K] [--hosts M] [--timeout S] [--] PROG ARGS...
+#   cluster.sh run [--mpi openmpi|mpich|openmpi5|mpich5] [--ppn K] [--hosts M] [--timeout S] [--] PROG ARGS...
 #                                         one MPI job, K ranks on each of the first M hosts
 #   cluster.sh mpi-env [--mpi M] [--ppn K] [--hosts M] HOSTFILE
 #                                         for a launcher that we do not start (mpicast sim
@@ -259,7 +259,8 @@ reap() {
 
 # run [--mpi openmpi|mpich] [--ppn K] [--hosts M] [--timeout S]
 #     [--out FILE [--done-marker TEXT] [--grace S]] [--] PROG ARGS...
-# Environment passed to every rank: LD_PRELOAD if set, and every MPICAST_* variable.
+# Environment passed to every rank: LD_PRELOAD if set, and every MPICAST_* variable;
+# RANK_PRELOAD as the ranks' LD_PRELOAD only (bench/jobrun.sh).
 # --out sends the job's stdout to FILE. With --done-marker, a job whose output holds a line
 # starting with TEXT and that has not exited --grace seconds (default 20) later is ended and
 # counts as completed, with a warning (bench/jobrun.sh says why).
@@ -280,7 +281,7 @@ run() {
   done
   [ $# -ge 1 ] || die "run: no program"
   [ -z "$marker" ] || [ -n "$out" ] || die "run: --done-marker needs --out"
-  case $mpi in openmpi|mpich) ;; *) die "run: --mpi openmpi or mpich" ;; esac
+  case $mpi in openmpi|mpich|openmpi5|mpich5) ;; *) die "run: --mpi openmpi, mpich, openmpi5 or mpich5" ;; esac
   local n
   n=$(host_count)
   [ "$n" -ge 1 ] || die "run: the cluster is not up (cluster.sh up N)"

@@ -5,7 +5,10 @@
 #   jobrun_launcher MPI PPN NP HOSTFILE AGENT PMIX_SUBNET BTL_SUBNET OOB_SUBNET HYDRA_IFACE UCX_DEV
 #       fills the array LAUNCH with the launcher's command line for NP ranks, PPN per host, on
 #       the hosts of HOSTFILE (one address per line, as `jobrun_hostfile` writes it); the
-#       environment variables LD_PRELOAD, MPICAST_* and MPIR_CVAR_* go to every rank.
+#       environment variables LD_PRELOAD, MPICAST_* and MPIR_CVAR_* go to every rank, and
+#       RANK_PRELOAD, when set, goes to the ranks only, as their LD_PRELOAD (for an MPI whose
+#       libraries are not on the system's path, such as the wheels': a library preloaded
+#       into the launcher too would not load there).
 #   jobrun_hostfile MPI PPN < ADDRESSES > HOSTFILE
 #       the host file of that launcher: "ADDR slots=PPN" (Open MPI) or "ADDR:PPN" (MPICH).
 #   jobrun_job NAME TIMEOUT OUT MARKER GRACE CLEANUP -- CMD...
@@ -27,13 +30,20 @@
 # MPICH (hydra): -launcher ssh -launcher-exec AGENT; MPIR_CVAR_NOLOCAL=1 and UCX_TLS=tcp,self,
 # or ch4:ucx would take shared memory (every namespace has the same host name) and never touch
 # the links; UCX_NET_DEVICES=UCX_DEV.
+# The wheels' MPIs (scripts/wheel-mpis.sh, build/mpis/<name>), through their wrappers:
+# openmpi5 is Open MPI 5 under PRRTE: the agent and tree spawn are PRRTE's settings
+# (PRTE_MCA_plm_ssh_*), and the collectives are tuned's (coll self,basic,libnbc,tuned): with
+# the same host name in every namespace, Open MPI 5 takes all ranks for one node and its
+# shared-memory collectives (han's) never complete; mpich5 launches as MPICH does.
+
+JOBRUN_MPIS=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/build/mpis
 
 jobrun_hostfile() {
   local mpi=$1 ppn=$2 a
   while read -r a; do
     [ -n "$a" ] || continue
     case $mpi in
-      openmpi) echo "$a slots=$ppn" ;;
+      openmpi | openmpi5) echo "$a slots=$ppn" ;;
       *) echo "$a:$ppn" ;;
     esac
   done
@@ -53,12 +63,27 @@ jobrun_launcher() {
         --mca pml ob1 --mca mpi_yield_when_idle 1 --mca orte_leave_session_attached 1
         --mca rtc ^hwloc)
       for v in "${vars[@]}"; do LAUNCH+=(-x "$v"); done
+      [ -z "${RANK_PRELOAD:-}" ] || LAUNCH+=(-x "LD_PRELOAD=$RANK_PRELOAD")
       ;;
-    mpich)
-      LAUNCH=(mpiexec.mpich -launcher ssh -launcher-exec "$agent" -f "$hf" -n "$np"
+    openmpi5)
+      LAUNCH=(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+        PMIX_MCA_ptl_tcp_remote_connections=1 "PMIX_MCA_ptl_tcp_if_include=$pmix"
+        "PRTE_MCA_plm_ssh_agent=$agent" PRTE_MCA_plm_ssh_no_tree_spawn=1
+        "$JOBRUN_MPIS/openmpi5/mpicast-mpiexec" --hostfile "$hf" -n "$np"
+        --map-by "ppr:$ppn:node" --bind-to none
+        --mca btl tcp,self --mca btl_tcp_if_include "$btl" --mca pml ob1
+        --mca coll self,basic,libnbc,tuned --mca mpi_yield_when_idle 1)
+      for v in "${vars[@]}"; do LAUNCH+=(-x "$v"); done
+      [ -z "${RANK_PRELOAD:-}" ] || LAUNCH+=(-x "LD_PRELOAD=$RANK_PRELOAD")
+      ;;
+    mpich | mpich5)
+      local exe=mpiexec.mpich
+      [ "$mpi" = mpich5 ] && exe=$JOBRUN_MPIS/mpich5/mpicast-mpiexec
+      LAUNCH=("$exe" -launcher ssh -launcher-exec "$agent" -f "$hf" -n "$np"
         -iface "$hydra_if" -genv MPIR_CVAR_NOLOCAL 1 -genv UCX_TLS tcp,self
         -genv UCX_NET_DEVICES "$ucx_dev")
       for v in "${vars[@]}"; do LAUNCH+=(-genv "$v" "${!v}"); done
+      [ -z "${RANK_PRELOAD:-}" ] || LAUNCH+=(-genv LD_PRELOAD "$RANK_PRELOAD")
       ;;
     *) return 1 ;;
   esac

@@ -236,6 +236,7 @@ bench-progs: lib
 	  $(MAKE) --no-print-directory build/$$f/bench/mcast_bench build/$$f/bench/shim_cost \
 	    build/$$f/bench/imcast_bench build/$$f/bench/mmcast_bench; \
 	done
+	@for f in $(WHEEL_LIBS); do $(MAKE) --no-print-directory build/$$f/bench/mcast_bench; done
 
 build/%/bench/mcast_bench: bench/mcast_bench.c include/mpicast.h
 	@mkdir -p $(@D)

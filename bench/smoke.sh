@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `make bench-smoke` (part of `make test`): the emulated cluster works end to end, for every
-# installed MPI. Two hosts (cluster instance 1, so a benchmark on instance 0 is left alone),
+# installed MPI (Debian's, and the wheels' Open MPI 5 and MPICH 5 when make deps-wheels put
+# them in build/mpis). Two hosts (cluster instance 1, so a benchmark on instance 0 is left alone),
 # 1 Gbit/s links, a few broadcasts of each variant of bench/mcast_bench with mpicast preloaded.
 # Asserts correctness, not speed:
 #   - the job exits 0 and the benchmark's byte-by-byte data check found no wrong word;
@@ -32,7 +33,7 @@ fi
 ip netns del mpicast-c1probe
 
 flavours=()
-for f in openmpi mpich; do
+for f in openmpi mpich openmpi5 mpich5; do
   [ -e "$TOP/build/$f/lib/libmpicast.so" ] && [ -x "$TOP/build/$f/bench/mcast_bench" ] && flavours+=("$f")
 done
 [ ${#flavours[@]} -gt 0 ] || fail "no build/<flavour>/lib/libmpicast.so with build/<flavour>/bench/mcast_bench (make lib, then make bench-smoke)"
@@ -51,7 +52,11 @@ for f in "${flavours[@]}"; do
   before=$("$cluster" counters | awk '$1 ~ /h2$/ { print $2 }')
   udp_before=$("$cluster" exec 2 awk '$1 == "Udp:" && $2 ~ /^[0-9]+$/ { print $2 }' /proc/net/snmp)
   rc=0
-  LD_PRELOAD=$TOP/build/$f/lib/libmpicast.so MPICAST_STATS=1 \
+  # The wheels' MPIs (openmpi5, mpich5) are not on the system's library path: preload the
+  # ranks only (bench/jobrun.sh, RANK_PRELOAD).
+  pre=LD_PRELOAD
+  case $f in *5) pre=RANK_PRELOAD ;; esac
+  env "$pre=$TOP/build/$f/lib/libmpicast.so" MPICAST_STATS=1 \
     "$cluster" run --mpi "$f" --timeout 120 --out "$out" --done-marker "# end" --grace 15 -- \
     "$TOP/build/$f/bench/mcast_bench" --sizes "$SIZES" --reps-min "$REPS" --reps-max "$REPS" \
     --barrier-reps "$REPS" --budget 0 --idle-wait 2>"$err" || rc=$?

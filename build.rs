@@ -83,6 +83,9 @@ fn main() {
             println!("cargo:rustc-cfg=mpicast_fortran_f08_init");
             println!("cargo:rustc-cfg=mpicast_fortran_p2p_f08_complete");
         }
+        // The MPI-5 standard ABI (mpi_abi.h, libmpi_abi.so) has no Fortran in C: no Fortran
+        // entry points, and the Fortran handles of MPICAST_Comm_f2c are its integer handles.
+        Flavour::Abi => {}
         Flavour::Other => {
             println!("cargo:warning=mpicast: neither Open MPI nor MPICH: no Fortran entry points")
         }
@@ -95,6 +98,7 @@ fn main() {
 enum Flavour {
     OpenMpi,
     Mpich,
+    Abi,
     Other,
 }
 
@@ -113,6 +117,7 @@ fn probe_header(cc: &cc::Build) -> Probe {
         "#include <mpi.h>\n\
          mpicast_probe_openmpi OPEN_MPI\n\
          mpicast_probe_mpich MPICH_NUMVERSION\n\
+         mpicast_probe_abi MPI_ABI_VERSION\n\
          mpicast_probe_version MPI_VERSION\n",
     )
     .expect("write the mpi.h probe");
@@ -121,7 +126,9 @@ fn probe_header(cc: &cc::Build) -> Probe {
         text.lines()
             .find_map(|l| l.trim().strip_prefix(key).map(|v| v.trim().to_string()))
     };
-    let flavour = if value("mpicast_probe_openmpi ").as_deref() == Some("1") {
+    let flavour = if value("mpicast_probe_abi ").is_some_and(|v| v != "MPI_ABI_VERSION") {
+        Flavour::Abi
+    } else if value("mpicast_probe_openmpi ").as_deref() == Some("1") {
         Flavour::OpenMpi
     } else if value("mpicast_probe_mpich ").is_some_and(|v| v != "MPICH_NUMVERSION") {
         Flavour::Mpich

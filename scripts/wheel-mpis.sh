@@ -7,6 +7,9 @@
 #
 #   build/mpis/<name>/mpicast-mpicc     the MPI's C compiler wrapper (mpicc)
 #   build/mpis/<name>/mpicast-mpiexec   its launcher (Open MPI 5: PRRTE's mpirun)
+#   build/mpis/<name>/mpicast-mpicc_abi the compiler wrapper for the MPI-5 standard ABI
+#                                       (mpi_abi.h, libmpi_abi.so), where the wheel has one
+#                                       (mpich5: the `abi` flavour is built with it)
 #
 # No Fortran: the Open MPI and MPICH wheels have none, and Intel MPI's modules (`use mpi`,
 # `use mpi_f08`) are built for other gfortran versions than Debian 12's (its mpif90 reads
@@ -65,6 +68,7 @@ install_one() {
   [ "$name" = openmpi5 ] && run=mpirun
   wrap "$p" "$name" mpicc mpicast-mpicc
   wrap "$p" "$name" "$run" mpicast-mpiexec
+  wrap "$p" "$name" mpicc_abi mpicast-mpicc_abi
   # A wrapper that cannot compile is no MPI: say so now, not in the middle of make lib.
   local t
   t=$(mktemp -d)

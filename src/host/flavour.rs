@@ -8,6 +8,8 @@ use std::os::raw::{c_char, c_int};
 pub enum Flavour {
     OpenMpi,
     Mpich,
+    /// The MPI-5 standard ABI (`mpi_abi.h`, `libmpi_abi.so`): whichever MPI provides it.
+    Abi,
     Unknown,
 }
 
@@ -16,6 +18,7 @@ impl Flavour {
         match self {
             Flavour::OpenMpi => "Open MPI",
             Flavour::Mpich => "MPICH",
+            Flavour::Abi => "the MPI-5 standard ABI",
             Flavour::Unknown => "an unknown MPI",
         }
     }
@@ -24,6 +27,7 @@ impl Flavour {
         match self {
             Flavour::OpenMpi => "openmpi",
             Flavour::Mpich => "mpich",
+            Flavour::Abi => "abi",
             Flavour::Unknown => "<flavour>",
         }
     }
@@ -34,6 +38,7 @@ pub fn built_for() -> Flavour {
     match unsafe { super::c::MPICAST_C_FLAVOUR } {
         1 => Flavour::OpenMpi,
         2 => Flavour::Mpich,
+        3 => Flavour::Abi,
         _ => Flavour::Unknown,
     }
 }
@@ -66,9 +71,24 @@ pub fn classify(version: &str) -> Flavour {
     }
 }
 
+/// The MPI family whose behaviour the running library meets: the one it was built for, or,
+/// built for the standard ABI, the one that provides it (from its version string).
+/// Read once (after MPI_Init).
+pub fn running_family() -> Flavour {
+    static FAMILY: std::sync::OnceLock<Flavour> = std::sync::OnceLock::new();
+    *FAMILY.get_or_init(|| match built_for() {
+        Flavour::Abi => classify(&library_version()),
+        f => f,
+    })
+}
+
 /// Err(message) when the running MPI is not the one this library was built for.
 pub fn check() -> Result<(), String> {
     let built = built_for();
+    if built == Flavour::Abi {
+        // Linked against libmpi_abi.so: whichever MPI provides it speaks the same ABI.
+        return Ok(());
+    }
     let version = library_version();
     let running = classify(&version);
     if running == built || running == Flavour::Unknown {

@@ -3,6 +3,13 @@
 #include <limits.h>
 #include <stdint.h>
 #include <mpi.h>
+#include <string.h>
+
+/* The standard ABI has no Fortran INTEGER in C; mpi-sys is built with MPI_Fint defined as int
+ * for it (Makefile, lib-abi), and so is this file when the same flags reach it. */
+#if defined(MPI_ABI_VERSION) && !defined(MPI_Fint)
+typedef int MPI_Fint;
+#endif
 
 const MPI_Datatype MPICAST_C_BYTE = MPI_BYTE;
 const MPI_Datatype MPICAST_C_DATATYPE_NULL = MPI_DATATYPE_NULL;
@@ -19,8 +26,11 @@ const int MPICAST_C_MAX_INFO_VAL = MPI_MAX_INFO_VAL;
 const int MPICAST_C_UNDEFINED = MPI_UNDEFINED;
 MPI_Status *const MPICAST_C_STATUS_IGNORE = MPI_STATUS_IGNORE;
 
-/* Which MPI this object was compiled against: 1 = Open MPI, 2 = MPICH. */
-#if defined(OPEN_MPI)
+/* Which MPI this object was compiled against: 1 = Open MPI, 2 = MPICH, 3 = the MPI-5 standard
+ * ABI (mpi_abi.h: any MPI with libmpi_abi.so). */
+#if defined(MPI_ABI_VERSION)
+const int MPICAST_C_FLAVOUR = 3;
+#elif defined(OPEN_MPI)
 const int MPICAST_C_FLAVOUR = 1;
 #elif defined(MPICH_VERSION) || defined(MPICH)
 const int MPICAST_C_FLAVOUR = 2;
@@ -35,7 +45,9 @@ int mpicast_c_status_source(const MPI_Status *s) { return s->MPI_SOURCE; }
  * host checks the handle itself). MPICH defines these as macros, Open MPI as functions:
  * the PMPI name where there is one, since the MPI_ name may be another tool's. */
 int mpicast_c_comm_f2c(MPI_Fint f, MPI_Comm *out) {
-#ifdef MPI_Comm_f2c
+#if defined(MPI_ABI_VERSION)
+  MPI_Comm c = MPI_Comm_fromint(f);
+#elif defined(MPI_Comm_f2c)
   MPI_Comm c = MPI_Comm_f2c(f);
 #else
   MPI_Comm c = PMPI_Comm_f2c(f);
@@ -52,7 +64,9 @@ intptr_t mpicast_c_comm_bits(MPI_Comm c) { return (intptr_t)c; }
 intptr_t mpicast_c_type_bits(MPI_Datatype t) { return (intptr_t)t; }
 
 int mpicast_c_type_f2c(MPI_Fint f, MPI_Datatype *out) {
-#ifdef MPI_Type_f2c
+#if defined(MPI_ABI_VERSION)
+  MPI_Datatype c = MPI_Type_fromint(f);
+#elif defined(MPI_Type_f2c)
   MPI_Datatype c = MPI_Type_f2c(f);
 #else
   MPI_Datatype c = PMPI_Type_f2c(f);
@@ -186,7 +200,7 @@ int mpicast_c_improbe(MPI_Comm comm, int tag, MPI_Message *msg, int *source, int
  * MPI_Mprobe found (mpicast's MPI_Mrecv/MPI_Imrecv take it back): under Open MPI an odd
  * address (its objects are aligned), under MPICH a handle whose kind bits say "invalid". */
 MPI_Message mpicast_c_fake_message(unsigned id) {
-#ifdef OPEN_MPI
+#if defined(OPEN_MPI) || defined(MPI_ABI_VERSION)
   return (MPI_Message)(((uintptr_t)id << 4) | 1u);
 #else
   return (MPI_Message)(0x01000000 | (int)(id & 0x00ffffffu));
@@ -197,7 +211,9 @@ MPI_Message mpicast_c_fake_message(unsigned id) {
  * calls (ffi::fortran_p2p). MPICH defines the f2c/c2f conversions as macros, Open MPI as
  * functions: the PMPI name where there is one, as above. */
 MPI_Request mpicast_c_request_f2c(MPI_Fint f) {
-#ifdef MPI_Request_f2c
+#if defined(MPI_ABI_VERSION)
+  return MPI_Request_fromint(f);
+#elif defined(MPI_Request_f2c)
   return MPI_Request_f2c(f);
 #else
   return PMPI_Request_f2c(f);
@@ -205,7 +221,9 @@ MPI_Request mpicast_c_request_f2c(MPI_Fint f) {
 }
 
 MPI_Fint mpicast_c_request_c2f(MPI_Request r) {
-#ifdef MPI_Request_c2f
+#if defined(MPI_ABI_VERSION)
+  return MPI_Request_toint(r);
+#elif defined(MPI_Request_c2f)
   return MPI_Request_c2f(r);
 #else
   return PMPI_Request_c2f(r);
@@ -214,7 +232,15 @@ MPI_Fint mpicast_c_request_c2f(MPI_Request r) {
 
 /* A C status into a Fortran one (mpif.h / `use mpi` INTEGER(MPI_STATUS_SIZE), and
  * mpi_f08's TYPE(MPI_Status), which both MPIs lay out as the same integers). */
+#if defined(MPI_ABI_VERSION)
+/* No Fortran entry points are built for the standard ABI: never called; its status is ints. */
+int mpicast_c_status_c2f(const MPI_Status *c, MPI_Fint *f) {
+  memcpy(f, c, sizeof *c);
+  return MPI_SUCCESS;
+}
+#else
 int mpicast_c_status_c2f(const MPI_Status *c, MPI_Fint *f) { return PMPI_Status_c2f(c, f); }
+#endif
 
 /* MPI_STATUS_SIZE: the Fortran INTEGERs of one status (the stride of a status array). */
 #ifdef MPI_F_STATUS_SIZE
@@ -227,9 +253,15 @@ const int MPICAST_C_F_STATUS_SIZE = (int)(sizeof(MPI_Status) / sizeof(MPI_Fint))
  * C side names it: MPI_F_STATUS_IGNORE, and MPICH's mpi_f08 one (Open MPI's mpi_f08 uses the
  * mpif.h common block, which ffi::fortran_p2p also looks up by name). */
 int mpicast_c_is_f_status_ignore(const void *p, int many) {
+#if defined(MPI_ABI_VERSION)
+  (void)p;
+  (void)many;
+  return 0;
+#else
   if (p == (const void *)(many ? MPI_F_STATUSES_IGNORE : MPI_F_STATUS_IGNORE)) return 1;
 #if defined(MPICH) || defined(MPICH_VERSION)
   if (p == (const void *)(many ? MPI_F08_STATUSES_IGNORE : MPI_F08_STATUS_IGNORE)) return 1;
 #endif
   return 0;
+#endif
 }

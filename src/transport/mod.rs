@@ -384,6 +384,7 @@ pub fn job_and_mpi() -> (u32, &'static str) {
     let mpi = match host::flavour::built_for() {
         host::flavour::Flavour::OpenMpi => "openmpi",
         host::flavour::Flavour::Mpich => "mpich",
+        host::flavour::Flavour::Abi => "abi",
         host::flavour::Flavour::Unknown => "",
     };
     (size, mpi)

@@ -836,7 +836,7 @@ fn flush(chan: &mut Channel, wait: bool) -> Result<(bool, bool), OpError> {
 /// "message sizes do not match" (so does mpicast, through the error handler). A longer
 /// message is MPI_ERR_TRUNCATE under both.
 pub fn takes_shorter_message() -> bool {
-    host::flavour::built_for() == host::flavour::Flavour::OpenMpi
+    host::flavour::running_family() == host::flavour::Flavour::OpenMpi
 }
 
 impl OpBackend<'_> {

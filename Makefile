@@ -76,7 +76,8 @@ CARGO_OMPI = MPI_PKG_CONFIG=ompi-c CARGO_TARGET_DIR=$(TARGET_BASE)/openmpi cargo
 # liblapacke-dev, liblapack-dev, libblas-dev: the kernels of examples/ (make examples, ctest).
 DEPS_PKGS := libopenmpi-dev openmpi-bin libmpich-dev mpich gfortran cmake libclang-dev \
              nftables iproute2 pkg-config g++ binutils python3-venv python3-dev \
-             liblapacke-dev liblapack-dev libblas-dev
+             liblapacke-dev liblapack-dev libblas-dev \
+             libstarpu-dev libstarpumpi-1.3-3 starpu-examples
 
 help:
 	@sed -n '/^#   make /,/^#$$/{/^#$$/q;s/^#//;p}' $(firstword $(MAKEFILE_LIST))

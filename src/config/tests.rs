@@ -1400,7 +1400,7 @@ fn the_table_is_consistent() {
     let mut at: Vec<u8> = ROWS.iter().filter_map(|r| r.agreed.map(|a| a.0)).collect();
     at.sort_unstable();
     assert_eq!(at, (0..at.len() as u8).collect::<Vec<_>>());
-    assert_eq!(Config::default().agreed().len(), 16);
+    assert_eq!(Config::default().agreed().len(), 17);
     // The MPI_Info keys, in the order of the message naming them.
     assert_eq!(
         HINT_KEYS,

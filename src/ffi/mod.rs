@@ -84,7 +84,10 @@ fn release_held_now() -> Option<std::os::raw::c_int> {
 /// With `MPICAST_FANOUT=on`, a communicator the program made (`newcomm`, after the host's
 /// call returned `rc`) gets dynamic broadcast and fan-out detection: collective over it, as
 /// its creation was. Intercommunicators and MPI_COMM_NULL are left alone.
-pub(crate) fn adopt(rc: std::os::raw::c_int, newcomm: crate::host::MPI_Comm) -> std::os::raw::c_int {
+pub(crate) fn adopt(
+    rc: std::os::raw::c_int,
+    newcomm: crate::host::MPI_Comm,
+) -> std::os::raw::c_int {
     if rc != crate::host::SUCCESS || !fanout_wanted() || newcomm == crate::host::comm_null() {
         return rc;
     }

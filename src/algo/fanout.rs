@@ -187,7 +187,7 @@ mod tests {
     /// and every destination receives in the order the sends were issued.
     #[test]
     fn random_programs_keep_every_destination_in_order() {
-        let seed = 0x5eed_f0u64;
+        let seed = 0x005e_edf0_u64;
         println!("seed {seed:#x}");
         let mut rng = Rng::new(seed);
         let mut grouped = 0usize;

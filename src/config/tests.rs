@@ -342,6 +342,8 @@ fn every_variable_is_parsed() {
         ("MPICAST_DBCAST_CHAIN_BYTES", "off"),
         ("MPICAST_SWITCH_TOPOLOGY", "/etc/fabric.net"),
         ("MPICAST_MMCAST_ALGO", "SameTree-Cyclic"),
+        ("MPICAST_FANOUT", "on"),
+        ("MPICAST_FANOUT_BYTES", "4k"),
     ])
     .unwrap();
     assert_eq!(
@@ -380,6 +382,8 @@ fn every_variable_is_parsed() {
             imcast_ip_bytes: 1024,
             dbcast_tree: DbcastTree::Topo,
             dbcast_chain_bytes: None,
+            fanout: true,
+            fanout_bytes: 4 << 10,
         }
     );
 }

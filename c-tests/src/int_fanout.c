@@ -18,7 +18,14 @@
  *  D. completes its sends: MPI_Waitall, an MPI_Testall loop, or MPI_Request_free of some
  *     MPI_Isend requests (their completion shows at the receivers, before the barrier);
  *  E. checks every byte and count received, then MPI_Barrier.
- * A message overtaking an earlier one of its source and tag gets the wrong bytes or count. */
+ * A message overtaking an earlier one of its source and tag gets the wrong bytes or count.
+ *
+ *   int_fanout --early N
+ *
+ * Data before its receive: rank 0 sends N buffers of 64 KiB, each to every other rank (tag 9),
+ * and enters MPI_Barrier; the others enter it too, stay in MPI (MPI_Iprobe of a tag nobody
+ * sends) for 200 ms while the data comes, and only then receive and check it. With
+ * MPICAST_IMCAST_BUFFER below N x 64 KiB the job must stop with a message naming it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -177,10 +184,54 @@ static void check_msg(const struct msg *m, int round, const uint8_t *got, int co
   free(want);
 }
 
+static void early(int n) {
+  int rank = tc_world_rank(), size = tc_world_size();
+  const int bytes = 64 << 10;
+  uint8_t *buf = malloc((size_t)n * bytes);
+  if (rank == 0) {
+    MPI_Request *reqs = malloc((size_t)n * (size_t)size * sizeof *reqs);
+    int nr = 0;
+    for (int i = 0; i < n; i++) {
+      tc_fill(buf + (size_t)i * bytes, (size_t)bytes, tc_pattern_seed(0, (uint64_t)i, 9));
+      for (int d = 1; d < size; d++)
+        MPI_Isend(buf + (size_t)i * bytes, bytes, MPI_BYTE, d, 9, MPI_COMM_WORLD, &reqs[nr++]);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Status *sts = malloc((size_t)nr * sizeof *sts);
+    MPI_Waitall(nr, reqs, sts);
+    free(sts);
+    free(reqs);
+  } else {
+    MPI_Barrier(MPI_COMM_WORLD);
+    double until = tc_now() + 0.2;
+    while (tc_now() < until) {
+      int flag;
+      MPI_Iprobe(0, 99, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+    }
+    for (int i = 0; i < n; i++) {
+      MPI_Status st;
+      int count;
+      uint8_t *p = buf + (size_t)i * bytes;
+      MPI_Recv(p, bytes, MPI_BYTE, 0, 9, MPI_COMM_WORLD, &st);
+      MPI_Get_count(&st, MPI_BYTE, &count);
+      if (count != bytes) tc_fail("early %d: %d bytes", i, count);
+      tc_check(p, (size_t)bytes, tc_pattern_seed(0, (uint64_t)i, 9), "early", 0, (uint64_t)i);
+    }
+  }
+  free(buf);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0) printf("int_fanout: ok (%d early fan-outs)\n", n);
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   int rank = tc_world_rank(), size = tc_world_size();
   if (size < 2 || size > MAXP) tc_fail("2 to %d ranks", MAXP);
+  if (tc_arg(argc, argv, "--early")) {
+    early((int)tc_arg_ll(argc, argv, "--early", 8));
+    MPI_Finalize();
+    return 0;
+  }
   int rounds = (int)tc_arg_ll(argc, argv, "--rounds", 30);
   uint64_t base = (uint64_t)tc_arg_ll(argc, argv, "--seed", 0x42f00d);
   if (rank == 0) printf("int_fanout: seed %llu, %d rounds\n", (unsigned long long)base, rounds);

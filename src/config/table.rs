@@ -520,7 +520,7 @@ settings! {
         default: false,
         shown: "off",
         parse: parse::boolean,
-        agreed: 15 => agree::on_off,
+        agreed: 16 => agree::on_off,
         help: "on: dynamic broadcast on MPI_COMM_WORLD from MPI_Init and on every communicator the \
             program creates, and an unmodified program's MPI_Isends of the same buffer, tag and \
             communicator to several ranks, issued one after another, go as one dynamic broadcast",

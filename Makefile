@@ -113,9 +113,12 @@ CARGO_OMPI = MPI_PKG_CONFIG=ompi-c CARGO_TARGET_DIR=$(TARGET_BASE)/openmpi cargo
 
 # iproute2 (ip, tc) and nftables: the emulated cluster (make demo, bench-smoke, bench).
 # liblapacke-dev, liblapack-dev, libblas-dev: the kernels of examples/ (make examples, ctest).
+# libfabric1: Intel MPI's wheel (make deps-wheels) runs on it. StarPU and its MPI examples:
+# the witness of fan-out detection (ctest int_fanout_starpu, docs/fanout.md).
 DEPS_PKGS := libopenmpi-dev openmpi-bin libmpich-dev mpich gfortran cmake libclang-dev \
              nftables iproute2 pkg-config g++ binutils python3-venv python3-dev \
-             liblapacke-dev liblapack-dev libblas-dev libfabric1
+             liblapacke-dev liblapack-dev libblas-dev libfabric1 \
+             libstarpu-dev libstarpumpi-1.3-3 starpu-examples
 
 help:
 	@sed -n '/^#   make /,/^#$$/{/^#$$/q;s/^#//;p}' $(firstword $(MAKEFILE_LIST))

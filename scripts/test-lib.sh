@@ -73,7 +73,7 @@ stat_field() { sed -n "s/.*[ :]$2=\([0-9][0-9]*\).*/\1/p" <<<"$1"; }
 
 # The stats line must name every counter, in this order, as numbers (then, when nothing went by
 # multicast, "; nothing went by multicast: " and why).
-STATS_RE='^mpicast: stats: rank=0 bcast_mcast=[0-9]+ bcast_pmpi=[0-9]+ barrier_mcast=[0-9]+ barrier_pmpi=[0-9]+ bytes_mcast=[0-9]+ dgrams_sent=[0-9]+ dgrams_recv=[0-9]+ repairs=[0-9]+ rejected=[0-9]+ fallbacks=[0-9]+ imcast=[0-9]+ dbcast=[0-9]+ mmcast=[0-9]+ unicast=[0-9]+ heal_host=[0-9]+ heal_step=[0-9]+ heal_return=[0-9]+(; nothing went by multicast: .*)?$'
+STATS_RE='^mpicast: stats: rank=0 bcast_mcast=[0-9]+ bcast_pmpi=[0-9]+ barrier_mcast=[0-9]+ barrier_pmpi=[0-9]+ bytes_mcast=[0-9]+ dgrams_sent=[0-9]+ dgrams_recv=[0-9]+ repairs=[0-9]+ rejected=[0-9]+ fallbacks=[0-9]+ imcast=[0-9]+ dbcast=[0-9]+ mmcast=[0-9]+ unicast=[0-9]+ heal_host=[0-9]+ heal_step=[0-9]+ heal_return=[0-9]+ fanout_held=[0-9]+ fanout_groups=[0-9]+ fanout_bcast_bytes=[0-9]+ fanout_p2p_bytes=[0-9]+(; nothing went by multicast: .*)?$'
 
 # Udp InDatagrams of this network namespace (counts datagrams read by sockets).
 udp_in_datagrams() {

@@ -64,6 +64,16 @@ macro_rules! with_counters {
                 /// ... and that came back to multicast (or to a larger size) after a probe (or
                 /// a root's trial by IP that needed no repair).
                 heal_return,
+                /// `MPI_Isend`s that fan-out detection held (`MPICAST_FANOUT`).
+                fanout_held,
+                /// Groups of held sends that went as one dynamic broadcast (several
+                /// recipients; each is counted in `dbcast` too).
+                fanout_groups,
+                /// Bytes those broadcasts delivered (size times recipients).
+                fanout_bcast_bytes,
+                /// Bytes of the other sends on communicators with fan-out detection: too
+                /// small, of another mode, or a held send that went to one rank.
+                fanout_p2p_bytes,
             }
         }
     };

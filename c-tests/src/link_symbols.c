@@ -1,7 +1,8 @@
 /* Which library answers the MPI calls: MPI_Bcast and MPI_Barrier, the
  * point-to-point calls that dynamic broadcast intercepts, and the blocking calls
  * that mpicast polls while a forwarding engine exists (collectives,
- * MPI_Sendrecv, communicator creation), must resolve to libmpicast (first in the
+ * MPI_Sendrecv, communicator creation), and MPI_Comm_free and MPI_Type_free (which
+ * release the sends fan-out detection holds), must resolve to libmpicast (first in the
  * symbol search order, preloaded or linked before -lmpi); everything else, and
  * every PMPI name, to the host MPI. */
 #define _GNU_SOURCE
@@ -23,8 +24,9 @@ int main(int argc, char **argv) {
   int fails = 0;
   const char *ours[] = {"MPI_Bcast",     "MPI_Barrier",    "MPICAST_Version", "MPI_Send",
                         "MPI_Recv",      "MPI_Wait",       "MPI_Mprobe",      "MPI_Allreduce",
-                        "MPI_Sendrecv",  "MPI_Comm_split", "MPI_Alltoallw"};
-  const char *host[] = {"MPI_Ibarrier", "MPI_Iallreduce", "MPI_Comm_free", "PMPI_Bcast",
+                        "MPI_Sendrecv",  "MPI_Comm_split", "MPI_Alltoallw",   "MPI_Comm_free",
+                        "MPI_Type_free"};
+  const char *host[] = {"MPI_Ibarrier", "MPI_Iallreduce", "MPI_Comm_rank", "PMPI_Bcast",
                         "PMPI_Barrier", "PMPI_Send",      "PMPI_Recv",     "PMPI_Allreduce"};
   for (size_t i = 0; i < sizeof ours / sizeof ours[0]; i++) {
     const char *lib = owner(ours[i]);

@@ -10,7 +10,8 @@
 //! - `prefix`: topology IDs, the routing table and the stage rule of MPICAST_Imcast;
 //!   `imcast_sched`: that multicast as schedules, for the simulator;
 //! - `dbcast`: the tree of a dynamic broadcast over its recipient list; `dbcast_sched`: as
-//!   schedules;
+//!   schedules; `fanout`: which of a program's sends form one dynamic broadcast
+//!   (`MPICAST_FANOUT`);
 //! - `agents`: the multiple multicasts of seed 003 (naive, SPCCO, agent-based) over up-down
 //!   routing.
 
@@ -19,6 +20,7 @@ pub mod binomial;
 pub mod dbcast;
 pub mod dbcast_sched;
 pub mod dissemination;
+pub mod fanout;
 pub mod hosts;
 pub mod imcast_sched;
 pub mod pipeline;

@@ -512,4 +512,25 @@ settings! {
             faster (the binomial root sends the whole message once per step); off: always the \
             binomial tree",
     },
+    /// `MPICAST_FANOUT`: dynamic broadcast on MPI_COMM_WORLD at MPI_Init and on the
+    /// communicators the program creates, and fan-out detection among its MPI_Isends
+    /// (`algo::fanout`, `transport::fanout`).
+    fanout: bool {
+        var: "MPICAST_FANOUT",
+        default: false,
+        shown: "off",
+        parse: parse::boolean,
+        agreed: 16 => agree::on_off,
+        help: "on: dynamic broadcast on MPI_COMM_WORLD from MPI_Init and on every communicator the \
+            program creates, and an unmodified program's MPI_Isends of the same buffer, tag and \
+            communicator to several ranks, issued one after another, go as one dynamic broadcast",
+    },
+    /// `MPICAST_FANOUT_BYTES`: MPI_Isends smaller than this are never deferred.
+    fanout_bytes: usize {
+        var: "MPICAST_FANOUT_BYTES",
+        default: 1 << 10,
+        shown: "1KiB",
+        parse: parse::size,
+        help: "with MPICAST_FANOUT=on, MPI_Isends of fewer bytes go at once (never grouped)",
+    },
 }

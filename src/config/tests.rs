@@ -53,7 +53,7 @@ fn table_defaults_agree_with_default() {
         assert!(n.starts_with(PREFIX));
         assert_eq!(names.iter().filter(|m| *m == n).count(), 1, "{n} twice");
     }
-    assert_eq!(names.len(), 34);
+    assert_eq!(names.len(), 36);
 }
 
 #[test]
@@ -342,6 +342,8 @@ fn every_variable_is_parsed() {
         ("MPICAST_DBCAST_CHAIN_BYTES", "off"),
         ("MPICAST_SWITCH_TOPOLOGY", "/etc/fabric.net"),
         ("MPICAST_MMCAST_ALGO", "SameTree-Cyclic"),
+        ("MPICAST_FANOUT", "on"),
+        ("MPICAST_FANOUT_BYTES", "4k"),
     ])
     .unwrap();
     assert_eq!(
@@ -380,6 +382,8 @@ fn every_variable_is_parsed() {
             imcast_ip_bytes: 1024,
             dbcast_tree: DbcastTree::Topo,
             dbcast_chain_bytes: None,
+            fanout: true,
+            fanout_bytes: 4 << 10,
         }
     );
 }
@@ -613,7 +617,8 @@ fn topology_settings_are_agreed_but_not_the_id() {
             "MPICAST_TOPO_FILE: (unset) on rank 0; /my%20topo on rank 1".to_string(),
         ]
     );
-    // The line the setup compares stays well inside its 512 bytes with the longest path.
+    // The line the setup compares stays inside its 512 bytes with the longest path (451 bytes
+    // with MPICAST_FANOUT's place).
     let worst = Config::from_vars([
         ("MPICAST_TOPO_FILE", long.as_str()),
         ("MPICAST_TOPO_PICK", "random:18446744073709551615"),
@@ -621,7 +626,7 @@ fn topology_settings_are_agreed_but_not_the_id() {
         ("MPICAST_PORT", "30000-30099"),
     ])
     .unwrap();
-    assert!(worst.agreed_line().len() < 450, "{}", worst.agreed_line());
+    assert!(worst.agreed_line().len() < 470, "{}", worst.agreed_line());
 }
 
 #[test]
@@ -1400,7 +1405,7 @@ fn the_table_is_consistent() {
     let mut at: Vec<u8> = ROWS.iter().filter_map(|r| r.agreed.map(|a| a.0)).collect();
     at.sort_unstable();
     assert_eq!(at, (0..at.len() as u8).collect::<Vec<_>>());
-    assert_eq!(Config::default().agreed().len(), 16);
+    assert_eq!(Config::default().agreed().len(), 17);
     // The MPI_Info keys, in the order of the message naming them.
     assert_eq!(
         HINT_KEYS,

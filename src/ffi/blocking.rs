@@ -175,17 +175,32 @@ collective! {
     ) on comm
 }
 
-collective! {
-    /// MPI_Comm_dup: MPI_Comm_idup, polled, where a forwarding engine covers `comm`.
-    fn MPI_Comm_dup => PMPI_Comm_dup / PMPI_Comm_idup(comm: MPI_Comm, newcomm: *mut MPI_Comm)
-        on comm
+intercept! {
+    /// MPI_Comm_dup: MPI_Comm_idup, polled, where a forwarding engine covers `comm`; with
+    /// MPICAST_FANOUT=on, the new communicator gets fan-out detection (`super::adopt`).
+    ///
+    /// # Safety
+    /// The arguments of MPI_Comm_dup.
+    fn MPI_Comm_dup => PMPI_Comm_dup(comm: MPI_Comm, newcomm: *mut MPI_Comm) {
+        let rc = guard_comm("MPI_Comm_dup", comm, || {
+            host::progress::collective(
+                comm,
+                // SAFETY: the application's arguments.
+                || unsafe { mpi_sys::PMPI_Comm_dup(comm, newcomm) },
+                // SAFETY: as above; the request is waited for before returning.
+                |r| unsafe { mpi_sys::PMPI_Comm_idup(comm, newcomm, r) },
+            )
+        });
+        // SAFETY: the host wrote the new communicator on success.
+        super::adopt(rc, if rc == host::SUCCESS { unsafe { *newcomm } } else { host::comm_null() })
+    }
 }
 
 /// Defines communicator creation `$name` on `$comm`, which has no non-blocking form
 /// (`intercept!`): with an engine, where it covers `$comm`, a polled barrier first
 /// (`host::progress::gather_first`), so that the host's call finds every rank there.
 macro_rules! creation {
-    (fn $name:ident => $pmpi:ident($($arg:ident: $ty:ty),* $(,)?) on $comm:ident) => {
+    (fn $name:ident => $pmpi:ident($($arg:ident: $ty:ty),* $(,)?) on $comm:ident into $new:ident) => {
         intercept! {
             #[doc = concat!(
                 "`", stringify!($name), "`: every rank gathered first, polled, where a ",
@@ -202,7 +217,9 @@ macro_rules! creation {
                     return rc;
                 }
                 // SAFETY: the application's arguments.
-                unsafe { mpi_sys::$pmpi($($arg),*) }
+                let rc = unsafe { mpi_sys::$pmpi($($arg),*) };
+                // SAFETY: the host wrote the new communicator (or MPI_COMM_NULL) on success.
+                super::adopt(rc, if rc == host::SUCCESS { unsafe { *$new } } else { host::comm_null() })
             }
         }
     };
@@ -211,19 +228,19 @@ macro_rules! creation {
 creation! {
     fn MPI_Comm_split => PMPI_Comm_split(
         comm: MPI_Comm, color: c_int, key: c_int, newcomm: *mut MPI_Comm,
-    ) on comm
+    ) on comm into newcomm
 }
 
 creation! {
     fn MPI_Comm_split_type => PMPI_Comm_split_type(
         comm: MPI_Comm, split_type: c_int, key: c_int, info: MPI_Info, newcomm: *mut MPI_Comm,
-    ) on comm
+    ) on comm into newcomm
 }
 
 creation! {
     fn MPI_Comm_create => PMPI_Comm_create(
         comm: MPI_Comm, group: mpi_sys::MPI_Group, newcomm: *mut MPI_Comm,
-    ) on comm
+    ) on comm into newcomm
 }
 
 intercept! {

@@ -38,7 +38,7 @@ type EngineRef = Arc<Mutex<Engine>>;
 
 /// An engine that cannot go on ends the job (a broadcast cannot be lost); an MPI error is
 /// the call's result.
-fn engine_failed(e: EngineError) -> c_int {
+pub(crate) fn engine_failed(e: EngineError) -> c_int {
     match e {
         EngineError::Mpi(m) => m.0,
         EngineError::Full(m) | EngineError::Protocol(m) => {
@@ -1082,12 +1082,27 @@ unsafe fn completed(rc: c_int, request: *mut MPI_Request) -> c_int {
     }
 }
 
+/// Before a send that fan-out detection does not hold: the held sends it must not overtake
+/// go first (`transport::fanout::before_send`), and its bytes are counted. The call's result
+/// when that failed.
+fn not_held(comm: MPI_Comm, dest: c_int, count: c_int, datatype: MPI_Datatype) -> Option<c_int> {
+    if !crate::transport::fanout::on() {
+        return None;
+    }
+    crate::transport::fanout::count_plain(comm, count, datatype);
+    crate::transport::fanout::before_send(comm, dest)
+        .err()
+        .map(engine_failed)
+}
+
 macro_rules! blocking_send {
     ($name:ident, $pmpi:ident, $ipmpi:ident) => {
         intercept! {
+            @keep_held
             /// A send mode of MPI: counted on a communicator with dynamic broadcast, or carried
             /// by its engine to a rank this rank broadcast to (so that it is received after
-            /// the broadcast, as it was sent).
+            /// the broadcast, as it was sent). Sends to `dest` that fan-out detection holds go
+            /// first.
             ///
             /// # Safety
             /// The arguments of the MPI call of this name.
@@ -1100,6 +1115,9 @@ macro_rules! blocking_send {
                 comm: MPI_Comm,
             ) {
                 guard_comm(stringify!($name), comm, || {
+                    if let Some(rc) = not_held(comm, dest, count, datatype) {
+                        return rc;
+                    }
                     match send_by_engine(buf, count, datatype, dest, tag, comm) {
                         Sent::Engine(rc) => rc,
                         // SAFETY: the application's arguments.
@@ -1132,8 +1150,9 @@ macro_rules! blocking_send {
 }
 
 macro_rules! nonblocking_send {
-    ($name:ident, $pmpi:ident) => {
+    ($name:ident, $pmpi:ident, $held:expr) => {
         intercept! {
+            @keep_held
             /// A non-blocking send mode of MPI: as its blocking form; carried by the engine,
             /// its request is complete at once (the data was copied).
             ///
@@ -1149,6 +1168,20 @@ macro_rules! nonblocking_send {
                 request: *mut MPI_Request,
             ) {
                 guard_comm(stringify!($name), comm, || {
+                    if $held && crate::transport::fanout::on() {
+                        match crate::transport::fanout::defer(buf, count, datatype, dest, tag, comm) {
+                            Some(Ok(r)) => {
+                                // SAFETY: the application's request pointer.
+                                unsafe { request.write(r) };
+                                return host::SUCCESS;
+                            }
+                            Some(Err(e)) => return engine_failed(e),
+                            None => {}
+                        }
+                    }
+                    if let Some(rc) = not_held(comm, dest, count, datatype) {
+                        return rc;
+                    }
                     let sent = send_by_engine(buf, count, datatype, dest, tag, comm);
                     let on_enabled = match sent {
                         // SAFETY: the application's request pointer.
@@ -1173,10 +1206,47 @@ blocking_send!(MPI_Send, PMPI_Send, PMPI_Isend);
 blocking_send!(MPI_Ssend, PMPI_Ssend, PMPI_Issend);
 blocking_send!(MPI_Rsend, PMPI_Rsend, PMPI_Irsend);
 blocking_send!(MPI_Bsend, PMPI_Bsend, PMPI_Ibsend);
-nonblocking_send!(MPI_Isend, PMPI_Isend);
-nonblocking_send!(MPI_Issend, PMPI_Issend);
-nonblocking_send!(MPI_Irsend, PMPI_Irsend);
-nonblocking_send!(MPI_Ibsend, PMPI_Ibsend);
+// Fan-out detection holds MPI_Isend only: MPI_Issend completes when its receive has begun,
+// which a held (then copied) send cannot say; the ready and buffered modes are left as the
+// program chose them.
+nonblocking_send!(MPI_Isend, PMPI_Isend, true);
+nonblocking_send!(MPI_Issend, PMPI_Issend, false);
+nonblocking_send!(MPI_Irsend, PMPI_Irsend, false);
+nonblocking_send!(MPI_Ibsend, PMPI_Ibsend, false);
+
+intercept! {
+    /// MPI_Type_free: the held sends go first (they may be of this datatype, which the
+    /// program may free before the send completes, as MPI allows).
+    ///
+    /// # Safety
+    /// The arguments of MPI_Type_free.
+    fn MPI_Type_free => PMPI_Type_free(
+        datatype: *mut MPI_Datatype,
+    ) {
+        // SAFETY: the application's argument.
+        unsafe { mpi_sys::PMPI_Type_free(datatype) }
+    }
+}
+
+intercept! {
+    /// MPI_Comm_free: the held sends go first (they may be on this communicator), and
+    /// fan-out detection forgets it.
+    ///
+    /// # Safety
+    /// The arguments of MPI_Comm_free.
+    fn MPI_Comm_free => PMPI_Comm_free(
+        comm: *mut MPI_Comm,
+    ) {
+        guard("MPI_Comm_free", host::err_other, || {
+            if !comm.is_null() {
+                // SAFETY: the application's pointer.
+                crate::transport::fanout::forget(unsafe { *comm });
+            }
+            // SAFETY: the application's argument.
+            unsafe { mpi_sys::PMPI_Comm_free(comm) }
+        })
+    }
+}
 
 // ---------------------------------------------------------------------------------------
 // Matched probes: a dynamic broadcast found by MPI_Improbe/MPI_Mprobe gets a message handle

@@ -18,6 +18,7 @@
 /// `dbcast` and `blocking` are defined with it.
 macro_rules! intercept {
     (
+        @keep_held
         $(#[$doc:meta])*
         fn $name:ident => $pmpi:ident($($arg:ident: $ty:ty),* $(,)?) $body:block
     ) => {
@@ -36,6 +37,91 @@ macro_rules! intercept {
             unsafe { slow($($arg),*) }
         }
     };
+    (
+        $(#[$doc:meta])*
+        fn $name:ident => $pmpi:ident($($arg:ident: $ty:ty),* $(,)?) $body:block
+    ) => {
+        intercept! {
+            @keep_held
+            $(#[$doc])*
+            ///
+            /// Sends that fan-out detection holds go first (`transport::fanout`).
+            fn $name => $pmpi($($arg: $ty),*) {
+                if let Some(rc) = $crate::ffi::release_held() {
+                    return rc;
+                }
+                $body
+            }
+        }
+    };
+}
+
+/// Before a call that is not an `MPI_Isend` fan-out detection may hold: the held sends go
+/// (`transport::fanout`). None, or the call's result when that failed. One load while
+/// nothing is held.
+#[inline]
+pub(crate) fn release_held() -> Option<std::os::raw::c_int> {
+    if !crate::transport::fanout::held() {
+        return None;
+    }
+    release_held_now()
+}
+
+#[inline(never)]
+#[cold]
+fn release_held_now() -> Option<std::os::raw::c_int> {
+    guard(
+        "the release of held sends",
+        || Some(crate::host::err_other()),
+        || {
+            crate::transport::fanout::release_all()
+                .err()
+                .map(dbcast::engine_failed)
+        },
+    )
+}
+
+/// With `MPICAST_FANOUT=on`, a communicator the program made (`newcomm`, after the host's
+/// call returned `rc`) gets dynamic broadcast and fan-out detection: collective over it, as
+/// its creation was. Intercommunicators and MPI_COMM_NULL are left alone.
+pub(crate) fn adopt(
+    rc: std::os::raw::c_int,
+    newcomm: crate::host::MPI_Comm,
+) -> std::os::raw::c_int {
+    if rc != crate::host::SUCCESS || !fanout_wanted() || newcomm == crate::host::comm_null() {
+        return rc;
+    }
+    if crate::host::comm::is_inter(newcomm).unwrap_or(true) {
+        return rc;
+    }
+    fanout_on(newcomm)
+}
+
+/// `MPICAST_FANOUT` (off when mpicast is disabled or the configuration is bad, which the
+/// first collective reports), and `MPICAST_FANOUT_BYTES`; read once.
+fn fanout_setting() -> Option<usize> {
+    static SETTING: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+    *SETTING.get_or_init(|| match crate::config::Config::process() {
+        Ok(c) if !c.disable && c.fanout => Some(c.fanout_bytes),
+        _ => None,
+    })
+}
+
+fn fanout_wanted() -> bool {
+    fanout_setting().is_some()
+}
+
+/// Dynamic broadcast and fan-out detection on `comm` (collective over it).
+fn fanout_on(comm: crate::host::MPI_Comm) -> std::os::raw::c_int {
+    let min = fanout_setting().unwrap_or(0);
+    match crate::coll::session_or_die().dbcast_enable(comm) {
+        Ok(_) => {
+            progress::serve_forwarding();
+            crate::transport::fanout::mark(comm, min);
+            crate::host::SUCCESS
+        }
+        Err(e) => crate::host::call_errhandler(comm, e.0),
+    }
 }
 
 pub mod blocking;
@@ -88,10 +174,14 @@ pub(crate) fn guard_comm(
 
 /// After the host's MPI_Init or MPI_Init_thread returned `rc`: on success, this process
 /// registers with the launcher's name service (`presence`), so that a rank that waits for
-/// it in vain can tell that it did load mpicast, and with which settings.
+/// it in vain can tell that it did load mpicast, and with which settings; with
+/// `MPICAST_FANOUT=on`, MPI_COMM_WORLD gets dynamic broadcast and fan-out detection.
 fn after_init(rc: std::os::raw::c_int) -> std::os::raw::c_int {
     if rc == crate::host::SUCCESS {
         crate::presence::register();
+        if fanout_wanted() {
+            return fanout_on(crate::host::comm_world());
+        }
     }
     rc
 }

@@ -45,6 +45,9 @@ pub unsafe extern "C" fn MPI_Init_thread(
 /// that callback (`ffi::progress`).
 #[no_mangle]
 pub extern "C" fn MPI_Finalize() -> c_int {
+    if let Some(rc) = super::release_held() {
+        return rc;
+    }
     guard("MPI_Finalize", host::err_other, || {
         // Where a forwarding engine spans MPI_COMM_WORLD, every rank gathers first, polled:
         // a rank that finalizes at once could leave a multicast routed through it unsent.
@@ -66,6 +69,9 @@ pub unsafe extern "C" fn MPI_Bcast(
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
+    if let Some(rc) = super::release_held() {
+        return rc;
+    }
     if let Some(rc) = coll::bcast_below_threshold(buffer, i64::from(count), datatype, root, comm) {
         return rc;
     }
@@ -111,6 +117,9 @@ pub unsafe extern "C" fn MPI_Bcast_c(
     // MPI_Count is a 64-bit integer (long or long long) in every MPI with MPI_Bcast_c.
     #[allow(clippy::unnecessary_cast)]
     let count = count as i64;
+    if let Some(rc) = super::release_held() {
+        return rc;
+    }
     if let Some(rc) = coll::bcast_below_threshold(buffer, count, datatype, root, comm) {
         return rc;
     }
@@ -123,6 +132,9 @@ pub unsafe extern "C" fn MPI_Bcast_c(
 /// The argument is that of MPI_Barrier.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Barrier(comm: MPI_Comm) -> c_int {
+    if let Some(rc) = super::release_held() {
+        return rc;
+    }
     guard_comm("MPI_Barrier", comm, || coll::barrier(comm))
 }
 
@@ -133,6 +145,9 @@ pub unsafe extern "C" fn MPI_Barrier(comm: MPI_Comm) -> c_int {
 /// The arguments are those of MPI_Comm_set_info.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_set_info(comm: MPI_Comm, info: MPI_Info) -> c_int {
+    if let Some(rc) = super::release_held() {
+        return rc;
+    }
     guard_comm("MPI_Comm_set_info", comm, || coll::set_info(comm, info))
 }
 
@@ -148,6 +163,9 @@ pub unsafe extern "C" fn MPI_Comm_dup_with_info(
     info: MPI_Info,
     newcomm: *mut MPI_Comm,
 ) -> c_int {
+    if let Some(rc) = super::release_held() {
+        return rc;
+    }
     guard_comm("MPI_Comm_dup_with_info", comm, || {
         if newcomm.is_null() {
             // The host reports its own error for a bad output argument.
@@ -163,6 +181,6 @@ pub unsafe extern "C" fn MPI_Comm_dup_with_info(
         let (rc, new) = coll::dup_with_info(comm, info);
         // SAFETY: non-null, and valid for a write as MPI requires of the caller.
         unsafe { *newcomm = new };
-        rc
+        super::adopt(rc, new)
     })
 }

@@ -537,6 +537,10 @@ fn progress_loop(runs: &Mutex<Vec<Weak<Mutex<Run>>>>, stop: &AtomicBool) {
         let list: Vec<Weak<Mutex<Run>>> = lock(runs).clone();
         // The forwarding engines of the multicast calls: those no application thread holds.
         let forwarding = crate::transport::progress::poll_counted();
+        // Sends fan-out detection held while the application computes go after a short while.
+        if let Err(e) = crate::transport::fanout::release_stale() {
+            super::dbcast::engine_failed(e);
+        }
         // The MPI requests made of mpicast requests (MPICAST_Request_mpi) complete here.
         if host::grequest::complete_done() || forwarding.moved {
             idle = 0;

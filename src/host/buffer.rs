@@ -128,6 +128,11 @@ fn type_size(dtype: MPI_Datatype) -> Option<u64> {
     Some(size as u64)
 }
 
+/// The bits of a datatype handle, as a key (`datatype::fingerprint`).
+pub(super) fn type_key(h: MPI_Datatype) -> u64 {
+    handle_key(h)
+}
+
 /// The bits of a handle (a pointer in Open MPI, an int in MPICH), as a table key.
 #[inline(always)]
 fn handle_key(h: MPI_Datatype) -> u64 {

@@ -275,6 +275,69 @@ fn decode(
     Some(typemap::layout(&c))
 }
 
+/// Entries a fingerprint may have: a type built from more is not fingerprinted.
+const MAX_FINGERPRINT: usize = 4096;
+
+/// How `dtype` was built, as numbers: equal fingerprints mean the same type map (the same
+/// constructors with the same arguments over the same predefined types), whatever the
+/// handles. Fan-out detection (`transport::fanout`) compares them, because a runtime may
+/// make a new datatype for each send of one datum. None when the host cannot describe it
+/// or it is too large to compare cheaply.
+pub fn fingerprint(dtype: MPI_Datatype) -> Option<Vec<i64>> {
+    let mut out = Vec::new();
+    print(dtype, 0, &mut out)?;
+    Some(out)
+}
+
+fn print(dtype: MPI_Datatype, depth: u32, out: &mut Vec<i64>) -> Option<()> {
+    let (mut ni, mut na, mut nd) = (0, 0, 0);
+    // SAFETY: writes three ints; the host checks the handle.
+    let code = unsafe { mpicast_c_type_envelope(dtype, &mut ni, &mut na, &mut nd) };
+    if code == combiner::NAMED {
+        out.extend([-1, super::buffer::type_key(dtype) as i64]);
+        return Some(());
+    }
+    if code == 0 || depth > MAX_DEPTH {
+        return None;
+    }
+    let (ni, na, nd) = (
+        usize::try_from(ni).ok()?,
+        usize::try_from(na).ok()?,
+        usize::try_from(nd).ok()?,
+    );
+    if out.len() + ni + na + 4 > MAX_FINGERPRINT {
+        return None;
+    }
+    let mut ints: Vec<c_int> = vec![0; ni];
+    let mut aints: Vec<mpi_sys::MPI_Aint> = vec![0; na];
+    // SAFETY: MPI_Datatype is a plain handle.
+    let mut types: Vec<MPI_Datatype> = vec![unsafe { std::mem::zeroed() }; nd];
+    // SAFETY: each array holds exactly as many elements as the envelope announced.
+    let rc = unsafe {
+        mpi_sys::PMPI_Type_get_contents(
+            dtype,
+            ni as c_int,
+            na as c_int,
+            nd as c_int,
+            ints.as_mut_ptr(),
+            aints.as_mut_ptr(),
+            types.as_mut_ptr(),
+        )
+    };
+    if rc != SUCCESS {
+        return None;
+    }
+    let old = OldTypes(types);
+    out.extend([i64::from(code), ni as i64, na as i64, nd as i64]);
+    out.extend(ints.iter().map(|&v| i64::from(v)));
+    #[allow(clippy::unnecessary_cast)] // MPI_Aint is isize under Open MPI, i64 under MPICH
+    out.extend(aints.iter().map(|&v| v as i64));
+    for &t in &old.0 {
+        print(t, depth + 1, out)?;
+    }
+    Some(())
+}
+
 // --- the attribute cache ---
 
 unsafe extern "C" fn on_copy(

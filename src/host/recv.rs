@@ -191,6 +191,26 @@ pub fn completed_request_with(
     error: c_int,
     bytes: u64,
 ) -> MpiResult<MPI_Request> {
+    let req = pending_request_with(source, tag, error, bytes)?;
+    complete_request(req)?;
+    Ok(req)
+}
+
+/// Completes a request of `pending_request_with` (once); the application may have freed it
+/// already (MPI_Request_free), which MPI allows for a generalized request.
+pub fn complete_request(req: MPI_Request) -> MpiResult<()> {
+    // SAFETY: a generalized request of ours, started and not completed yet.
+    check(unsafe { mpi_sys::PMPI_Grequest_complete(req) })
+}
+
+/// A generalized request whose status will say (source, tag, error, bytes), not complete
+/// until `complete_request` (a send fan-out detection holds: `transport::fanout`).
+pub fn pending_request_with(
+    source: c_int,
+    tag: c_int,
+    error: c_int,
+    bytes: u64,
+) -> MpiResult<MPI_Request> {
     type Facts = (c_int, c_int, c_int, u64);
     unsafe extern "C" fn query(e: *mut c_void, status: *mut mpi_sys::MPI_Status) -> c_int {
         super::callback("a completed request's query", || {
@@ -223,7 +243,5 @@ pub fn completed_request_with(
         drop(unsafe { Box::from_raw(extra as *mut Facts) });
         return Err(MpiError(rc));
     }
-    // SAFETY: the request just started.
-    check(unsafe { mpi_sys::PMPI_Grequest_complete(req) })?;
     Ok(req)
 }

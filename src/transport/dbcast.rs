@@ -217,6 +217,19 @@ impl DbcastSide {
         self.flush(comm)
     }
 
+    /// `direct`, after which this root's later sends to `dest` go by the engine too (fan-out
+    /// detection's group of one: a later plain send must not overtake it).
+    pub fn direct_ordered(
+        &mut self,
+        comm: MPI_Comm,
+        dest: u32,
+        tag: c_int,
+        data: &[u8],
+    ) -> MpiOr<()> {
+        self.by_engine.insert(dest);
+        self.direct(comm, dest, tag, data)
+    }
+
     /// Plain sends that a release made on the host: `state` completes when all have.
     pub fn plain_sends(&mut self, reqs: Vec<HostReq>, state: Arc<ReqState>) {
         self.plain.push((reqs, state));
@@ -817,4 +830,29 @@ pub fn untrack(req: host::MPI_Request) {
             NTRACKED.store(m.len(), std::sync::atomic::Ordering::Release);
         }
     }
+}
+
+/// The tree for `len` bytes to `ranks` with `prio` (or none): its shape
+/// (MPICAST_DBCAST_CHAIN_BYTES) and the order of the list in it (MPICAST_DBCAST_TREE).
+pub fn tree_order(
+    e: &super::forward::Engine,
+    ranks: &[u32],
+    prio: Option<&[i32]>,
+    len: usize,
+) -> (Shape, Vec<Recipient>) {
+    use crate::algo::dbcast as tree;
+    use crate::config::DbcastTree;
+    let cfg = crate::session::get().ok();
+    let how = cfg
+        .as_ref()
+        .map_or(DbcastTree::Binomial, |s| s.cfg.dbcast_tree);
+    let chain = cfg.and_then(|s| s.cfg.dbcast_chain_bytes).map(|b| b as u64);
+    let seg = e.dbcast.as_ref().map_or(1, |d| d.seg_bytes());
+    let shape = tree::shape_for(ranks.len(), len as u64, seg, chain);
+    let key = |r: u32| e.topo_key(r);
+    let order = match how {
+        DbcastTree::Binomial => tree::order_for(shape, ranks, prio, None),
+        DbcastTree::Topo => tree::order_for(shape, ranks, prio, Some(&key)),
+    };
+    (shape, order)
 }

@@ -16,10 +16,12 @@
 //!   actions over the channel;
 //! - `forward`: the forwarding engine of MPICAST_Imcast (`wire::forward` over PMPI on a
 //!   communicator of its own); `imcast_ip`: its IP multicast body;
-//! - `dbcast`: dynamic broadcast on the forwarding engine;
+//! - `dbcast`: dynamic broadcast on the forwarding engine; `fanout`: an unmodified program's
+//!   sends of one datum to several ranks held and released as one dynamic broadcast;
 //! - `progress`: the one progress of the process, which every wait of mpicast calls.
 
 pub mod dbcast;
+pub mod fanout;
 pub mod forward;
 pub mod goal;
 pub mod goal_mcast;

@@ -71,6 +71,9 @@ pub(super) fn mpi_up(call: &str) -> Result<(), c_int> {
 /// The session; a bad MPICAST_* setting stops the job with one message naming it (as the
 /// first MPI_Bcast or MPI_Barrier does).
 pub(super) fn session() -> &'static Session {
+    // An extension call is not a send fan-out detection holds: the held ones go first (an
+    // error there is the engine's, which ends the job or shows at the next MPI call).
+    let _ = super::super::release_held();
     crate::coll::session_or_die()
 }
 

@@ -13,12 +13,9 @@ use super::{
     dest_list, engine_error, send_tag, SendArgs, ARG, ERR_MPI, INTERNAL, NOT_ENABLED, OK,
     UNKNOWN_KEY,
 };
-use crate::algo::dbcast::{self as tree, Recipient, Shape};
-use crate::config::DbcastTree;
 use crate::host::recv::{self, HostReq};
 use crate::host::{self, buffer::UserBuf, MPI_Comm, MPI_Datatype, SendComm};
 use crate::lock::lock;
-use crate::session;
 use crate::transport::dbcast as db;
 use crate::transport::forward::{Engine, Outcome, ReqState};
 use std::collections::HashMap;
@@ -66,29 +63,6 @@ fn engine(call: &str, comm: MPI_Comm) -> Result<Arc<Mutex<Engine>>, c_int> {
              (collective)",
         )
     })
-}
-
-/// The tree for `len` bytes to `ranks` with `prio` (or none): its shape
-/// (MPICAST_DBCAST_CHAIN_BYTES) and the order of the list in it (MPICAST_DBCAST_TREE).
-fn tree_order(
-    e: &Engine,
-    ranks: &[u32],
-    prio: Option<&[i32]>,
-    len: usize,
-) -> (Shape, Vec<Recipient>) {
-    let cfg = session::get().ok();
-    let how = cfg
-        .as_ref()
-        .map_or(DbcastTree::Binomial, |s| s.cfg.dbcast_tree);
-    let chain = cfg.and_then(|s| s.cfg.dbcast_chain_bytes).map(|b| b as u64);
-    let seg = e.dbcast.as_ref().map_or(1, |d| d.seg_bytes());
-    let shape = tree::shape_for(ranks.len(), len as u64, seg, chain);
-    let key = |r: u32| e.topo_key(r);
-    let order = match how {
-        DbcastTree::Binomial => tree::order_for(shape, ranks, prio, None),
-        DbcastTree::Topo => tree::order_for(shape, ranks, prio, Some(&key)),
-    };
-    (shape, order)
 }
 
 /// Starts a dynamic broadcast of `count` elements of `datatype` at `buf` with `tag`
@@ -147,7 +121,7 @@ pub unsafe extern "C" fn MPICAST_Dbcast(
             });
             let sent = ub.with_send_bytes(|d| {
                 let mut g = lock(&e);
-                let (shape, order) = tree_order(&g, &ranks, prio, d.len());
+                let (shape, order) = db::tree_order(&g, &ranks, prio, d.len());
                 let ecomm = g.comm();
                 g.dbcast
                     .as_mut()
@@ -348,7 +322,7 @@ pub unsafe extern "C" fn MPICAST_Send_release(
                 } else {
                     let ranks: Vec<u32> = group.iter().map(|s| s.0).collect();
                     let prio: Vec<i32> = group.iter().map(|s| s.1).collect();
-                    let (shape, order) = tree_order(&g, &ranks, Some(&prio), ub.bytes());
+                    let (shape, order) = db::tree_order(&g, &ranks, Some(&prio), ub.bytes());
                     let side = g.dbcast.as_mut().expect("enabled");
                     let r = ub.with_send_bytes(|b| side.start(ecomm, &order, shape, tag, b));
                     match r {

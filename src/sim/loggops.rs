@@ -187,6 +187,54 @@ pub struct Params {
     pub mcast_nack: u64,
     /// `mseed`: fixes the pseudo-random losses (`repair`), so that a run can be repeated.
     pub mcast_seed: u64,
+    /// `recv-cpu`: how long a message keeps its receiver's CPU.
+    pub recv_cpu: RecvCpu,
+    /// `ready-order`: the order in which actions that become ready at once are started.
+    pub ready_order: ReadyOrder,
+}
+
+/// How long a message of `s` bytes keeps its receiver's CPU (`recv-cpu`). Either way the
+/// message is in at `T + o + max((s-1)·O, (s-1)·G)`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum RecvCpu {
+    /// `model`: `o + (s-1)·O`, as at the sender; the NIC takes the bytes (`(s-1)·G`) while the
+    /// CPU is free for other work. The LogGOPS model's rule (docs/sim.md says why).
+    #[default]
+    Model,
+    /// `loggopsim`: `o + max((s-1)·O, (s-1)·G)`: the CPU is held until the last byte is in,
+    /// as LogGOPSim charges it.
+    LogGOPSim,
+}
+
+/// The order in which a rank starts actions that become ready at the same time
+/// (`ready-order`); ready at different times, they start in time order either way.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ReadyOrder {
+    /// `kind`: sends (and multicasts) first, then receives, then computations (`calc`,
+    /// `exec`), in schedule order within each kind: communication is under way before the
+    /// CPU is taken by computation. LogGOPSim's order (with a stable sort).
+    #[default]
+    Kind,
+    /// `program`: in the order the actions became ready (schedule order at the start).
+    Program,
+}
+
+impl RecvCpu {
+    pub fn name(self) -> &'static str {
+        match self {
+            RecvCpu::Model => "model",
+            RecvCpu::LogGOPSim => "loggopsim",
+        }
+    }
+}
+
+impl ReadyOrder {
+    pub fn name(self) -> &'static str {
+        match self {
+            ReadyOrder::Kind => "kind",
+            ReadyOrder::Program => "program",
+        }
+    }
 }
 
 impl Default for Params {
@@ -206,6 +254,8 @@ impl Default for Params {
             mcast_loss_ppm: 0,
             mcast_nack: 2_000_000,
             mcast_seed: 1,
+            recv_cpu: RecvCpu::Model,
+            ready_order: ReadyOrder::Kind,
         }
     }
 }
@@ -217,6 +267,13 @@ impl Params {
     /// The multicast channel's parameters, in the order `Display` prints them.
     pub const MCAST_NAMES: [&'static str; 8] =
         ["mL", "mo", "mg", "mG", "mF", "mloss", "mnack", "mseed"];
+
+    /// The rules that are not numbers (`recv-cpu`, `ready-order`), each with its values,
+    /// the default first.
+    pub const RULES: [(&'static str, [&'static str; 2]); 2] = [
+        ("recv-cpu", ["model", "loggopsim"]),
+        ("ready-order", ["kind", "program"]),
+    ];
 
     /// Sets the integer parameter called `name` (`L o g G O S mL mo mg mG mF mnack`; `G O mG`
     /// in whole ns per byte: `set_per_byte` takes fractions); false for an unknown name (and
@@ -256,11 +313,27 @@ impl Params {
     pub fn set_text(&mut self, name: &str, value: &str) -> Result<(), String> {
         let known = || {
             format!(
-                "unknown parameter `{name}` (known: {} {})",
+                "unknown parameter `{name}` (known: {} {} {})",
                 Self::NAMES.join(" "),
-                Self::MCAST_NAMES.join(" ")
+                Self::MCAST_NAMES.join(" "),
+                Self::RULES.map(|r| r.0).join(" ")
             )
         };
+        if let Some((_, values)) = Self::RULES.iter().find(|(n, _)| *n == name) {
+            match (name, value) {
+                ("recv-cpu", "model") => self.recv_cpu = RecvCpu::Model,
+                ("recv-cpu", "loggopsim") => self.recv_cpu = RecvCpu::LogGOPSim,
+                ("ready-order", "kind") => self.ready_order = ReadyOrder::Kind,
+                ("ready-order", "program") => self.ready_order = ReadyOrder::Program,
+                _ => {
+                    return Err(format!(
+                        "{name} is {} or {}, not `{value}`",
+                        values[0], values[1]
+                    ))
+                }
+            }
+            return Ok(());
+        }
         if value.starts_with('-') {
             return Err(format!("{name} must not be negative, got `{value}`"));
         }
@@ -370,7 +443,25 @@ impl Params {
             self.mcast_nack,
             self.mcast_seed
         );
+        s += &self
+            .rules_set()
+            .iter()
+            .map(|(n, v)| format!("{n} {v}\n"))
+            .collect::<String>();
         s
+    }
+
+    /// The rules that differ from their defaults, by name (`Display` and `as_file` name
+    /// only those, so that the default output stays as it was).
+    fn rules_set(&self) -> Vec<(&'static str, &'static str)> {
+        let mut v = Vec::new();
+        if self.recv_cpu != RecvCpu::default() {
+            v.push(("recv-cpu", self.recv_cpu.name()));
+        }
+        if self.ready_order != ReadyOrder::default() {
+            v.push(("ready-order", self.ready_order.name()));
+        }
+        v
     }
 }
 
@@ -395,6 +486,9 @@ impl fmt::Display for Params {
                 self.mcast_nack,
                 self.mcast_seed
             )?;
+        }
+        for (name, v) in self.rules_set() {
+            write!(f, " {name}={v}")?;
         }
         Ok(())
     }
@@ -716,11 +810,14 @@ struct Engine<'p> {
     progress: &'p mut dyn FnMut(u64, u64),
     mcast_lost: u64,
     mcast_rounds: u64,
-    /// Per receiver with messages waiting for it to be free: (sender, send) in arrival order;
-    /// the first has an event in the queue.
-    waiting: HashMap<u32, VecDeque<(u32, u32)>>,
+    /// Per receiver with messages waiting for it to be free: (sender, send, tie number of
+    /// its arrival event) in arrival order; the first has an event in the queue.
+    waiting: HashMap<u32, VecDeque<(u32, u32, u64)>>,
     /// The network that decides arrivals (`simulate_on`); `None`: LogGOPS's `L`.
     net: Option<&'p mut Contention>,
+    /// Actions made ready by the event being handled, (rank, global action): queued when
+    /// it is done, in `Params::ready_order` (`flush_ready`).
+    ready: Vec<(u32, u32)>,
 }
 
 /// The end of a list (`List`).
@@ -798,6 +895,16 @@ struct St {
     remaining: u32,
 }
 
+/// Where an action kind starts among actions ready at once (`ReadyOrder::Kind`): sends,
+/// then receives, then computations.
+fn kind_rank(k: FlatKind) -> u8 {
+    match k {
+        FlatKind::Send | FlatKind::Mcast => 0,
+        FlatKind::Recv | FlatKind::Mrecv => 1,
+        FlatKind::Exec | FlatKind::Calc => 2,
+    }
+}
+
 /// Message cost factor: LogGOPSim's `s - 1`, never below 0.
 fn extra(len: u64) -> u64 {
     len.saturating_sub(1)
@@ -846,6 +953,7 @@ impl<'p> Engine<'p> {
             mcast_rounds: 0,
             waiting: HashMap::new(),
             net: None,
+            ready: Vec::new(),
         }
     }
 
@@ -950,10 +1058,30 @@ impl<'p> Engine<'p> {
             }
             self.st[gd].remaining -= 1;
             if self.st[gd].remaining == 0 {
-                let t = self.st[gd].start;
-                self.push(t, Ev::Try { rank, g: d });
+                self.ready.push((rank, d));
             }
         }
+    }
+
+    /// Queues the actions that the event just handled made ready, each at the time it
+    /// became ready, with the next tie numbers: with `ReadyOrder::Kind` by rank, then
+    /// sends, receives and computations, in the order they became ready within each (a
+    /// stable sort); with `ReadyOrder::Program` in the order they became ready.
+    fn flush_ready(&mut self) {
+        if self.ready.is_empty() {
+            return;
+        }
+        let mut ready = std::mem::take(&mut self.ready);
+        if ready.len() > 1 && self.prm.ready_order == ReadyOrder::Kind {
+            let p = self.p;
+            ready.sort_by_key(|&(rank, g)| (rank, kind_rank(p.act(g as usize).kind)));
+        }
+        for &(rank, g) in &ready {
+            let t = self.st[g as usize].start;
+            self.push(t, Ev::Try { rank, g });
+        }
+        ready.clear();
+        self.ready = ready;
     }
 
     fn started(&mut self, rank: u32, g: usize, t: u64) {
@@ -1011,20 +1139,30 @@ impl<'p> Engine<'p> {
         send.kind == FlatKind::Send && send.arg > self.prm.eager_limit
     }
 
-    fn try_start(&mut self, t: u64, rank: u32, g: usize) -> Result<(), SimError> {
+    /// Tries to start `rank`'s action `g` at `t`, by the event numbered `seq`: an action
+    /// that finds its CPU or NIC busy is tried again when they are free with the same number,
+    /// so it keeps its place among the events of that time (as LogGOPSim keeps its `ts`).
+    fn try_start(&mut self, t: u64, seq: u64, rank: u32, g: usize) -> Result<(), SimError> {
         let a = *self.p.act(g);
         let c = self.cpu_at(rank, a.cpu);
         match a.kind {
-            FlatKind::Send | FlatKind::Mcast => return self.try_send(t, rank, g, c),
+            FlatKind::Send | FlatKind::Mcast => return self.try_send(t, seq, rank, g, c),
             FlatKind::Recv | FlatKind::Mrecv => self.post_recv(t, rank, g),
-            FlatKind::Exec | FlatKind::Calc => self.try_compute(t, rank, g, c),
+            FlatKind::Exec | FlatKind::Calc => self.try_compute(t, seq, rank, g, c),
         }
         Ok(())
     }
 
     /// A send or multicast of `rank` (action `g`, on CPU `c`) at `t`: started when its CPU and
     /// NIC are free, else tried again then.
-    fn try_send(&mut self, t: u64, rank: u32, g: usize, c: usize) -> Result<(), SimError> {
+    fn try_send(
+        &mut self,
+        t: u64,
+        seq: u64,
+        rank: u32,
+        g: usize,
+        c: usize,
+    ) -> Result<(), SimError> {
         let a = *self.p.act(g);
         let cpu = self.res.get(c);
         let n = self.nic_send_at(rank, a.nic);
@@ -1043,7 +1181,7 @@ impl<'p> Engine<'p> {
                 }
             };
             self.set_start_pred(g, owner);
-            self.push(busy, Ev::Try { rank, g: g as u32 });
+            self.postpone(seq, Ev::Try { rank, g: g as u32 }, busy);
             return Ok(());
         }
         let mcast = a.kind == FlatKind::Mcast;
@@ -1144,7 +1282,7 @@ impl<'p> Engine<'p> {
 
     /// A computation of `rank` (action `g`, on CPU `c`) at `t`: started when its CPU is free,
     /// else tried again then.
-    fn try_compute(&mut self, t: u64, rank: u32, g: usize, c: usize) {
+    fn try_compute(&mut self, t: u64, seq: u64, rank: u32, g: usize, c: usize) {
         let a = *self.p.act(g);
         let cpu = self.res.get(c);
         if cpu.until > t {
@@ -1155,7 +1293,7 @@ impl<'p> Engine<'p> {
                     ..cpu.owner
                 },
             );
-            self.push(cpu.until, Ev::Try { rank, g: g as u32 });
+            self.postpone(seq, Ev::Try { rank, g: g as u32 }, cpu.until);
             return;
         }
         let nanos = if a.kind == FlatKind::Calc { a.arg } else { 0 };
@@ -1173,7 +1311,7 @@ impl<'p> Engine<'p> {
         // has an event: re-queueing every waiting message each time the receiver frees would
         // cost a number of events quadratic in the line (a root taking the scouts of a
         // million ranks). The line is in arrival order, so a sender's messages keep theirs.
-        let me = (src, send as u32);
+        let me = (src, send as u32, seq);
         let line = self.waiting.get(&dst);
         let head = line.is_some_and(|l| l.front() == Some(&me));
         if line.is_some_and(|l| !l.is_empty()) && !head {
@@ -1206,16 +1344,20 @@ impl<'p> Engine<'p> {
         }
         self.take(t, dst, src, send);
         // The next in line is taken when the receiver is free again.
-        if let Some(&(s2, g2)) = self.waiting.get(&dst).and_then(|l| l.front()) {
+        // It keeps its own tie number (if the receiver is free at once, as with o = g = 0, it
+        // takes a new one: a key may not go below the one just taken).
+        if let Some(&(s2, g2, q2)) = self.waiting.get(&dst).and_then(|l| l.front()) {
             let free = self.res.until[c].max(self.res.until[n]);
-            self.push(
-                free,
-                Ev::Arrive {
-                    dst,
-                    src: s2,
-                    g: g2,
-                },
-            );
+            let ev = Ev::Arrive {
+                dst,
+                src: s2,
+                g: g2,
+            };
+            if free > t {
+                self.postpone(q2, ev, free);
+            } else {
+                self.push(free, ev);
+            }
         }
     }
 
@@ -1246,8 +1388,11 @@ impl<'p> Engine<'p> {
         let x = extra(sa.arg);
         // The CPU pays o and the per-byte O; the receive completes when the NIC has also taken
         // in every byte (LogGOPSim's rule), but the CPU is free meanwhile for other actions.
-        let cpu_done = t + k.o + k.ob.time(x);
         let done = t + k.o + k.ob.time(x).max(k.gb.time(x));
+        let cpu_done = match self.prm.recv_cpu {
+            RecvCpu::Model => t + k.o + k.ob.time(x),
+            RecvCpu::LogGOPSim => done,
+        };
         let msg = self.point(src, send, false, Via::Message);
         // A message that had to wait for the receiver ends when the CPU or NIC that held it
         // up allowed, so that is what its receive waited for.
@@ -1340,12 +1485,24 @@ impl<'p> Engine<'p> {
         // action order: they are taken in that order straight from the program, and every
         // event they make is numbered after them, which is exactly the order the queue would
         // give. (A million of them would otherwise all sit in the queue at once.)
+        // With `ReadyOrder::Kind` each rank's sends go first, then its receives, then its
+        // computations (three passes over the rank; one with `Program`).
         self.seq = p.acts().iter().filter(|a| a.prereq == 0).count() as u64;
+        let passes: &[u8] = match self.prm.ready_order {
+            ReadyOrder::Kind => &[0, 1, 2],
+            ReadyOrder::Program => &[u8::MAX],
+        };
+        let mut first = 0u64;
         for r in 0..p.num_ranks() {
-            for g in p.range(r) {
-                if p.act(g).prereq == 0 {
-                    self.events += 1;
-                    self.try_start(0, r, g)?;
+            for &pass in passes {
+                for g in p.range(r) {
+                    let a = p.act(g);
+                    if a.prereq == 0 && (pass == u8::MAX || kind_rank(a.kind) == pass) {
+                        self.events += 1;
+                        first += 1;
+                        self.try_start(0, first, r, g)?;
+                        self.flush_ready();
+                    }
                 }
             }
         }
@@ -1356,9 +1513,10 @@ impl<'p> Engine<'p> {
             }
             self.now = time;
             match ev {
-                Ev::Try { rank, g } => self.try_start(time, rank, g as usize)?,
+                Ev::Try { rank, g } => self.try_start(time, seq, rank, g as usize)?,
                 Ev::Arrive { dst, src, g } => self.arrive(time, seq, dst, src, g as usize),
             }
+            self.flush_ready();
         }
         let total = p.action_count() as u64;
         if self.done < total {

@@ -25,7 +25,8 @@ pub use contention::Contention;
 pub use flat::Flat;
 pub use loggops::{
     critical_path, describe, simulate, simulate_flat, simulate_flat_on, simulate_flat_with,
-    simulate_on, Link, Options, Outcome, Params, PerByte, SimError, Step, Via, Waiting,
+    simulate_on, Link, Options, Outcome, Params, PerByte, ReadyOrder, RecvCpu, SimError, Step, Via,
+    Waiting,
 };
 pub use network::Network;
 

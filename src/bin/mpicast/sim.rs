@@ -50,6 +50,11 @@ options (times in ns, sizes in bytes; defaults are LogGOPSim's):
                     pseudo-random losses, 1)
   --params FILE     `name value` lines of the same names, `#` comments; options given on
                     the command line override the file
+  --recv-cpu R      how long a message keeps its receiver's CPU: model (o + (s-1)O, the
+                    NIC takes the bytes meanwhile; the default) or loggopsim (until the
+                    last byte is in, o + max((s-1)O, (s-1)G), as LogGOPSim charges it)
+  --ready-order R   actions ready at once start kind first (sends, then receives, then
+                    computations; the default, LogGOPSim's order) or in program order
   --critical-path   print the chain of actions that ends last
   --timing          say on stderr how long building and simulating took (events per second)
   --no-progress     no progress bar on stderr (it shows only when stderr is a terminal)
@@ -102,7 +107,15 @@ impl ParamOpts {
     pub fn takes(flag: &str) -> bool {
         matches!(
             flag,
-            "-L" | "-o" | "-g" | "-G" | "-O" | "-S" | "--set" | "--params"
+            "-L" | "-o"
+                | "-g"
+                | "-G"
+                | "-O"
+                | "-S"
+                | "--set"
+                | "--params"
+                | "--recv-cpu"
+                | "--ready-order"
         )
     }
 
@@ -118,7 +131,7 @@ impl ParamOpts {
                 self.set.push((name.to_string(), val.to_string()));
             }
             _ => {
-                let name = &flag[1..];
+                let name = flag.trim_start_matches('-');
                 Params::default().set_text(name, &v).map_err(Fail::Usage)?;
                 self.set.push((name.to_string(), v));
             }

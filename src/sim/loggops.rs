@@ -55,6 +55,7 @@
 
 use super::contention::Contention;
 use super::flat::{Act, Flat, Kind as FlatKind};
+use super::noise::Noise;
 use super::queue::RadixQueue;
 use super::repair::repair;
 use crate::goal::Program;
@@ -645,6 +646,8 @@ pub struct Outcome {
     /// receivers.
     pub mcast_lost: u64,
     pub mcast_repairs: u64,
+    /// OS noise added to CPU work, over all ranks (ns; 0 without a noise trace).
+    pub noise: u64,
     /// Global index of each rank's first action (and one past the last).
     base: Vec<u32>,
     start: Vec<u64>,
@@ -818,6 +821,10 @@ struct Engine<'p> {
     /// Actions made ready by the event being handled, (rank, global action): queued when
     /// it is done, in `Params::ready_order` (`flush_ready`).
     ready: Vec<(u32, u32)>,
+    /// OS noise that lengthens CPU work (`simulate_flat_full`); `None`: none.
+    noise: Option<&'p Noise>,
+    /// The noise added, over all ranks.
+    noise_total: u64,
 }
 
 /// The end of a list (`List`).
@@ -954,6 +961,8 @@ impl<'p> Engine<'p> {
             waiting: HashMap::new(),
             net: None,
             ready: Vec::new(),
+            noise: None,
+            noise_total: 0,
         }
     }
 
@@ -987,6 +996,13 @@ impl<'p> Engine<'p> {
                 ob: p.overhead_per_byte,
             }
         }
+    }
+
+    /// The noise that CPU work of `len` ns starting at `t` on `rank` meets (`noise`).
+    fn noise(&mut self, rank: u32, t: u64, len: u64) -> u64 {
+        let d = self.noise.map_or(0, |n| n.delay(rank, t, len));
+        self.noise_total += d;
+        d
     }
 
     fn push(&mut self, time: u64, ev: Ev) {
@@ -1068,20 +1084,24 @@ impl<'p> Engine<'p> {
     /// sends, receives and computations, in the order they became ready within each (a
     /// stable sort); with `ReadyOrder::Program` in the order they became ready.
     fn flush_ready(&mut self) {
-        if self.ready.is_empty() {
-            return;
+        match self.ready.len() {
+            0 => return,
+            1 => {}
+            _ if self.prm.ready_order == ReadyOrder::Kind => {
+                let p = self.p;
+                let key = |&(rank, g): &(u32, u32)| (rank, kind_rank(p.act(g as usize).kind));
+                if !self.ready.windows(2).all(|w| key(&w[0]) <= key(&w[1])) {
+                    self.ready.sort_by_key(key);
+                }
+            }
+            _ => {}
         }
-        let mut ready = std::mem::take(&mut self.ready);
-        if ready.len() > 1 && self.prm.ready_order == ReadyOrder::Kind {
-            let p = self.p;
-            ready.sort_by_key(|&(rank, g)| (rank, kind_rank(p.act(g as usize).kind)));
-        }
-        for &(rank, g) in &ready {
+        for i in 0..self.ready.len() {
+            let (rank, g) = self.ready[i];
             let t = self.st[g as usize].start;
             self.push(t, Ev::Try { rank, g });
         }
-        ready.clear();
-        self.ready = ready;
+        self.ready.clear();
     }
 
     fn started(&mut self, rank: u32, g: usize, t: u64) {
@@ -1187,7 +1207,8 @@ impl<'p> Engine<'p> {
         let mcast = a.kind == FlatKind::Mcast;
         let k = self.costs(mcast);
         let me = self.point(rank, g, false, Via::Cpu);
-        let cpu_end = t + k.o + k.ob.time(extra(a.arg));
+        let cpu_len = k.o + k.ob.time(extra(a.arg));
+        let cpu_end = t + cpu_len + self.noise(rank, t, cpu_len);
         self.res.hold(c, cpu_end, me);
         self.res.hold(
             n,
@@ -1297,6 +1318,7 @@ impl<'p> Engine<'p> {
             return;
         }
         let nanos = if a.kind == FlatKind::Calc { a.arg } else { 0 };
+        let nanos = nanos + self.noise(rank, t, nanos);
         if nanos > 0 {
             let me = self.point(rank, g, false, Via::Cpu);
             self.res.hold(c, t + nanos, me);
@@ -1388,11 +1410,14 @@ impl<'p> Engine<'p> {
         let x = extra(sa.arg);
         // The CPU pays o and the per-byte O; the receive completes when the NIC has also taken
         // in every byte (LogGOPSim's rule), but the CPU is free meanwhile for other actions.
-        let done = t + k.o + k.ob.time(x).max(k.gb.time(x));
-        let cpu_done = match self.prm.recv_cpu {
-            RecvCpu::Model => t + k.o + k.ob.time(x),
-            RecvCpu::LogGOPSim => done,
+        // Noise lengthens the CPU's part; the message is in when the CPU and the NIC are
+        // both through with it.
+        let cpu_len = match self.prm.recv_cpu {
+            RecvCpu::Model => k.o + k.ob.time(x),
+            RecvCpu::LogGOPSim => k.o + k.ob.time(x).max(k.gb.time(x)),
         };
+        let cpu_done = t + cpu_len + self.noise(dst, t, cpu_len);
+        let done = cpu_done.max(t + k.o + k.gb.time(x));
         let msg = self.point(src, send, false, Via::Message);
         // A message that had to wait for the receiver ends when the CPU or NIC that held it
         // up allowed, so that is what its receive waited for.
@@ -1602,6 +1627,7 @@ impl<'p> Engine<'p> {
             events: self.events,
             mcast_lost: self.mcast_lost,
             mcast_repairs: self.mcast_rounds,
+            noise: self.noise_total,
             base: p.bases().to_vec(),
             start: self.st.iter().map(|s| s.start).collect(),
             finish: self.st.iter().map(|s| s.finish).collect(),
@@ -1657,6 +1683,23 @@ pub fn simulate_flat_on(
 ) -> Result<Outcome, SimError> {
     let mut e = Engine::new(p, *prm, opts, progress);
     e.net = Some(net);
+    e.run()?;
+    Ok(e.outcome())
+}
+
+/// `simulate_flat_with` with OS noise (`noise`) and, when `net` is given, on a network
+/// (`simulate_flat_on`).
+pub fn simulate_flat_full(
+    p: &Flat,
+    prm: &Params,
+    opts: Options,
+    noise: Option<&Noise>,
+    net: Option<&mut Contention>,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<Outcome, SimError> {
+    let mut e = Engine::new(p, *prm, opts, progress);
+    e.net = net;
+    e.noise = noise;
     e.run()?;
     Ok(e.outcome())
 }

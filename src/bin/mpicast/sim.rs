@@ -3,11 +3,11 @@
 //! the maximum and, on request, the critical path. This file owns the options and the output;
 //! the model is the library's (`src/sim/`).
 
-use crate::goal::{binary, gen, Dialect};
+use crate::goal::{binary, gen, lgsbin, Dialect};
 use crate::progress::Progress;
 use crate::sim::{
-    critical_path, simulate_flat_on, simulate_flat_with, Contention, Flat, Network, Options,
-    Outcome, Params, SimError,
+    critical_path, simulate_flat_full, Contention, Flat, Network, Noise, Options, Outcome, Params,
+    SimError,
 };
 use crate::{load_bytes, num, parse_func, read_input, Fail};
 use std::fmt::Write;
@@ -28,7 +28,7 @@ usage: mpicast sim FILE [options]
 Simulates a GOAL program in the LogGOPS model (LogGOPSim's rules: docs/sim.md) and prints each
 rank's end time (for at most 64 ranks), the maximum, and with --critical-path the chain of
 actions that ends last. FILE is text in either dialect or a binary schedule (`-`: standard
-input); --gen takes the program from a generator of `mpicast goal gen` (binomial-bcast,
+input; a LogGOPSim binary schedule from txt2bin is read too); --gen takes the program from a generator of `mpicast goal gen` (binomial-bcast,
 dissemination-allreduce, scout-tree-bcast, scout-linear-bcast, mcast-barrier, chain-bcast,
 binary-tree-bcast, dbcast, eager-mcast-bcast, imcast-bcast, binomial-isend-bcast; --size
 default 8; --segment: the segment bytes of the pipelined ones, default 65536, for dbcast and
@@ -55,6 +55,10 @@ options (times in ns, sizes in bytes; defaults are LogGOPSim's):
                     last byte is in, o + max((s-1)O, (s-1)G), as LogGOPSim charges it)
   --ready-order R   actions ready at once start kind first (sends, then receives, then
                     computations; the default, LogGOPSim's order) or in program order
+  --noise-trace F   OS noise: F lists CPU interruptions, `start length` in ns a line (as
+                    LogGOPSim's --noise-trace); each rank reads it from its own place
+  --noise-cosched   every rank reads the noise trace from the same place
+  --noise-seed N    fixes each rank's place in the noise trace (1)
   --critical-path   print the chain of actions that ends last
   --timing          say on stderr how long building and simulating took (events per second)
   --no-progress     no progress bar on stderr (it shows only when stderr is a terminal)
@@ -170,6 +174,9 @@ struct SimOpts {
     progress: bool,
     timeline: Option<String>,
     network: Option<String>,
+    noise: Option<String>,
+    noise_cosched: bool,
+    noise_seed: u64,
     mm: crate::MmcastOpts,
 }
 
@@ -191,6 +198,9 @@ fn sim_opts(args: &[String]) -> Result<SimOpts, Fail> {
         progress: true,
         timeline: None,
         network: None,
+        noise: None,
+        noise_cosched: false,
+        noise_seed: 1,
         mm: crate::MmcastOpts::default(),
     };
     let mut it = args.iter();
@@ -209,6 +219,9 @@ fn sim_opts(args: &[String]) -> Result<SimOpts, Fail> {
             "--timing" => o.timing = true,
             "--no-progress" => o.progress = false,
             "--timeline" => o.timeline = Some(value(a)?),
+            "--noise-trace" => o.noise = Some(value(a)?),
+            "--noise-cosched" => o.noise_cosched = true,
+            "--noise-seed" => o.noise_seed = num(a, &value(a)?)?,
             "--network" | "--topology" => {
                 let v = value(a)?;
                 o.mm.take(a, &v)?;
@@ -343,20 +356,46 @@ pub fn run(args: &[String]) -> Result<(), Fail> {
             Some(Contention::new(&n, flat.num_ranks(), &prm).map_err(Fail::Io)?)
         }
     };
+    let noise = match &o.noise {
+        None => None,
+        Some(f) => {
+            let text = std::fs::read_to_string(f).map_err(|e| Fail::Io(format!("{f}: {e}")))?;
+            let events = Noise::parse(&text).map_err(|e| Fail::Io(format!("{f}: {e}")))?;
+            let n = Noise::new(events, flat.num_ranks(), o.noise_cosched, o.noise_seed)
+                .map_err(|e| Fail::Io(format!("{f}: {e}")))?;
+            Some(n)
+        }
+    };
     let opts = Options {
         trace: o.critical || o.timeline.is_some(),
     };
     let mut progress = |done, all| bar.update(done, all);
-    let result = match net.as_mut() {
-        Some(c) => simulate_flat_on(&flat, &prm, opts, c, &mut progress),
-        None => simulate_flat_with(&flat, &prm, opts, &mut progress),
-    };
+    let result = simulate_flat_full(
+        &flat,
+        &prm,
+        opts,
+        noise.as_ref(),
+        net.as_mut(),
+        &mut progress,
+    );
     bar.finish();
     let ran = ran.elapsed();
     let cpu = cpu_seconds().zip(cpu_before).map(|(a, b)| a - b);
     match result {
         Ok(out) => {
             print!("{}", report(&name, &flat, &prm, &out, o.critical));
+            if let Some(f) = &o.noise {
+                println!(
+                    "noise: {} ns added to CPU work over all ranks ({f}, {}, seed {})",
+                    out.noise,
+                    if o.noise_cosched {
+                        "co-scheduled"
+                    } else {
+                        "independent"
+                    },
+                    o.noise_seed
+                );
+            }
             if let Some(c) = &net {
                 println!("{}", c.summary());
             }
@@ -404,7 +443,7 @@ fn check_file_memory(f: &str, traced: bool) -> Result<(), Fail> {
     let mut head = [0u8; binary::MAGIC.len()];
     let binary = std::fs::File::open(f)
         .and_then(|mut file| std::io::Read::read_exact(&mut file, &mut head))
-        .is_ok_and(|()| head == binary::MAGIC);
+        .is_ok_and(|()| head == binary::MAGIC || lgsbin::is_lgs_binary(&head));
     let factor = match (binary, traced) {
         (true, false) => 3,
         (true, true) => 4,
@@ -417,13 +456,21 @@ fn check_file_memory(f: &str, traced: bool) -> Result<(), Fail> {
     .map_err(Fail::UsageLine)
 }
 
-/// The program of FILE in the simulator's form. A binary schedule is read rank by rank
-/// without building the whole `Program`; text is parsed first.
+/// The program of FILE in the simulator's form. A binary schedule (mpicast's, or
+/// LogGOPSim's from txt2bin) is read rank by rank without building the whole `Program`;
+/// text is parsed first.
 fn from_file(f: &str, dialect: Option<Dialect>) -> Result<Flat, Fail> {
     let mut flat = Flat::new();
     let bytes = read_input(f)?;
     if bytes.starts_with(&binary::MAGIC) {
         binary::load_each(&bytes, |_, rp| flat.push_rank(&rp)).map_err(|e| {
+            eprintln!("{f}: error: {e}");
+            Fail::Errors
+        })?;
+        return Ok(flat);
+    }
+    if lgsbin::is_lgs_binary(&bytes) {
+        lgsbin::load_each(&bytes, |_, rp| flat.push_rank(&rp)).map_err(|e| {
             eprintln!("{f}: error: {e}");
             Fail::Errors
         })?;

@@ -630,7 +630,12 @@ mod tests {
         let err = |t: &str| parse_params(t, "p.txt", &mut Params::default()).unwrap_err();
         assert_eq!(
             err("L 1\nx 3\n"),
-            "p.txt:2: unknown parameter `x` (known: L o g G O S mL mo mg mG mF mloss mnack mseed)"
+            "p.txt:2: unknown parameter `x` (known: L o g G O S mL mo mg mG mF mloss mnack mseed \
+             recv-cpu ready-order)"
+        );
+        assert_eq!(
+            err("recv-cpu nic"),
+            "p.txt:1: recv-cpu is model or loggopsim, not `nic`"
         );
         assert_eq!(err("\n\ng -5"), "p.txt:3: g must not be negative, got `-5`");
         assert_eq!(
@@ -682,6 +687,31 @@ mod tests {
         // Whole ns per byte print as integers.
         assert!(Params::default().as_file().contains("G 6\nO 0\n"));
         assert!(Params::default().to_string().contains("G=6 O=0"));
+    }
+
+    #[test]
+    fn rules_round_trip_and_print_only_when_set() {
+        use crate::sim::{ReadyOrder, RecvCpu};
+        let mut p = Params::default();
+        parse_params("recv-cpu loggopsim\nready-order program\n", "p", &mut p).unwrap();
+        assert_eq!(
+            (p.recv_cpu, p.ready_order),
+            (RecvCpu::LogGOPSim, ReadyOrder::Program)
+        );
+        let mut q = Params::default();
+        parse_params(&p.as_file(), "q", &mut q).unwrap();
+        assert_eq!(p, q);
+        assert!(p
+            .to_string()
+            .ends_with(" recv-cpu=loggopsim ready-order=program"));
+        let d = Params::default();
+        assert!(!d.to_string().contains("recv-cpu") && !d.as_file().contains("recv-cpu"));
+        // The options of the command line set them too.
+        let mut o = ParamOpts::default();
+        assert!(ParamOpts::takes("--recv-cpu") && ParamOpts::takes("--ready-order"));
+        o.take("--recv-cpu", "loggopsim".into()).unwrap();
+        assert_eq!(o.params().unwrap().recv_cpu, RecvCpu::LogGOPSim);
+        assert!(o.take("--ready-order", "first".into()).is_err());
     }
 
     #[test]

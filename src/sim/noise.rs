@@ -37,7 +37,7 @@ impl Noise {
             }
             let num = |w: Option<&str>| -> Option<u64> {
                 let v: f64 = w?.parse().ok()?;
-                (v.is_finite() && v >= 0.0 && v < 1.8e19).then(|| v.round() as u64)
+                (v.is_finite() && (0.0..1.8e19).contains(&v)).then(|| v.round() as u64)
             };
             let mut words = line.split_whitespace();
             let (Some(start), Some(len), None) =

@@ -1511,24 +1511,37 @@ impl<'p> Engine<'p> {
         // event they make is numbered after them, which is exactly the order the queue would
         // give. (A million of them would otherwise all sit in the queue at once.)
         // With `ReadyOrder::Kind` each rank's sends go first, then its receives, then its
-        // computations (three passes over the rank; one with `Program`).
+        // computations: sends start as the rank is read, the others wait in `later` (one
+        // pass over the program; with `Program` all start as read).
         self.seq = p.acts().iter().filter(|a| a.prereq == 0).count() as u64;
-        let passes: &[u8] = match self.prm.ready_order {
-            ReadyOrder::Kind => &[0, 1, 2],
-            ReadyOrder::Program => &[u8::MAX],
-        };
+        let kinds = self.prm.ready_order == ReadyOrder::Kind;
         let mut first = 0u64;
+        let mut later: Vec<usize> = Vec::new();
         for r in 0..p.num_ranks() {
-            for &pass in passes {
-                for g in p.range(r) {
-                    let a = p.act(g);
-                    if a.prereq == 0 && (pass == u8::MAX || kind_rank(a.kind) == pass) {
-                        self.events += 1;
-                        first += 1;
-                        self.try_start(0, first, r, g)?;
-                        self.flush_ready();
-                    }
+            for g in p.range(r) {
+                let a = p.act(g);
+                if a.prereq != 0 {
+                    continue;
                 }
+                if kinds && kind_rank(a.kind) > 0 {
+                    later.push(g);
+                    continue;
+                }
+                self.events += 1;
+                first += 1;
+                self.try_start(0, first, r, g)?;
+                self.flush_ready();
+            }
+            if !later.is_empty() {
+                // Receives, then computations, each in schedule order.
+                later.sort_by_key(|&g| kind_rank(p.act(g).kind));
+                for &g in &later {
+                    self.events += 1;
+                    first += 1;
+                    self.try_start(0, first, r, g)?;
+                    self.flush_ready();
+                }
+                later.clear();
             }
         }
         while let Some((time, seq, ev)) = self.queue.pop_with_seq() {

@@ -1820,6 +1820,11 @@ fn sim_receiver_rule_and_noise_from_the_command_line() {
     let (m, out) = max(&["--recv-cpu", "loggopsim"]);
     assert_eq!(m, 19276);
     assert!(out.contains("recv-cpu=loggopsim"), "{out}");
+    let (_, out) = max(&["--qstat"]);
+    assert!(
+        out.contains("queues: longest posted-receive queue 2 (rank 0), longest unexpected queue 0"),
+        "{out}"
+    );
     // Noise: an interruption of 1000 ns at the start of a trace that all ranks read from
     // the same place. The run says what it added, and ends no earlier here.
     let trace = dir.join("noise.txt");

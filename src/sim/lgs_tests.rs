@@ -382,3 +382,46 @@ fn ready_order_program_is_the_old_order() {
     assert_eq!(o.times(0, 0), (1500, 11500));
     assert_eq!(o.times(0, 2).0, 11500);
 }
+
+#[test]
+fn queue_statistics() {
+    // The 3-rank gather: rank 0 posts both receives at 0 (a posted queue of 2); each
+    // message finds its receive first in the queue (1 entry looked at each).
+    let o = simulate(&gather(3, 1024), &set_a(), Options::default()).unwrap();
+    assert_eq!(
+        o.queues,
+        QueueStats {
+            posted_max: 2,
+            posted_max_rank: 0,
+            posted_searched: 2,
+            matched_posted: 2,
+            ..QueueStats::default()
+        }
+    );
+    // Rank 0 sends tags 0, 1, 2 (leaving at 0, 1500, 3000, in at rank 1 from 4000, 5500,
+    // 7000); rank 1 receives tag 2, then 1, then 0. Its receive of tag 2 is posted at 0 (a
+    // posted queue of 1); tags 0 and 1 each look at it and wait as unexpected (a queue of 2);
+    // tag 2 finds it. The receive of tag 1 then looks at 2 entries, that of tag 0 at 1.
+    let p = goal::lgs::parse(
+        b"num_ranks 2\nrank 0 {\nl1: send 8b to 1 tag 0\nl2: send 8b to 1 tag 1\n\
+          l3: send 8b to 1 tag 2\n}\nrank 1 {\nl1: recv 8b from 0 tag 2\n\
+          l2: recv 8b from 0 tag 1\nl3: recv 8b from 0 tag 0\nl2 requires l1\n\
+          l3 requires l2\n}\n",
+    )
+    .unwrap()
+    .program;
+    let o = simulate(&p, &set_a(), Options::default()).unwrap();
+    assert_eq!(
+        o.queues,
+        QueueStats {
+            posted_max: 1,
+            posted_max_rank: 1,
+            unexpected_max: 2,
+            unexpected_max_rank: 1,
+            posted_searched: 3,
+            unexpected_searched: 3,
+            matched_posted: 1,
+            matched_unexpected: 2,
+        }
+    );
+}

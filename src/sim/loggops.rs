@@ -632,6 +632,24 @@ impl fmt::Display for SimError {
 
 impl std::error::Error for SimError {}
 
+/// How the matching queues behaved (LogGOPSim's `--qstat` in brief): the longest queue of
+/// posted receives and of unexpected messages any rank had (with the first rank that had
+/// it), how many queue entries the searches looked at, and how many matches each queue made.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QueueStats {
+    pub posted_max: u32,
+    pub posted_max_rank: u32,
+    pub unexpected_max: u32,
+    pub unexpected_max_rank: u32,
+    /// Entries of the posted queues looked at by arriving messages, and of the unexpected
+    /// queues by posted receives (a hit counts as looked at).
+    pub posted_searched: u64,
+    pub unexpected_searched: u64,
+    /// Messages that found their receive posted; receives that found their message waiting.
+    pub matched_posted: u64,
+    pub matched_unexpected: u64,
+}
+
 /// The result of a run.
 #[derive(Clone, Debug)]
 pub struct Outcome {
@@ -648,6 +666,8 @@ pub struct Outcome {
     pub mcast_repairs: u64,
     /// OS noise added to CPU work, over all ranks (ns; 0 without a noise trace).
     pub noise: u64,
+    /// The matching queues' statistics.
+    pub queues: QueueStats,
     /// Global index of each rank's first action (and one past the last).
     base: Vec<u32>,
     start: Vec<u64>,
@@ -825,6 +845,7 @@ struct Engine<'p> {
     noise: Option<&'p Noise>,
     /// The noise added, over all ranks.
     noise_total: u64,
+    qstat: QueueStats,
 }
 
 /// The end of a list (`List`).
@@ -836,6 +857,7 @@ const NIL: u32 = u32::MAX;
 struct List {
     head: u32,
     tail: u32,
+    len: u32,
 }
 
 impl Default for List {
@@ -843,12 +865,14 @@ impl Default for List {
         List {
             head: NIL,
             tail: NIL,
+            len: 0,
         }
     }
 }
 
 impl List {
     fn push_back(&mut self, next: &mut [u32], i: u32) {
+        self.len += 1;
         next[i as usize] = NIL;
         match self.tail {
             NIL => self.head = i,
@@ -871,6 +895,7 @@ impl List {
 
     /// Takes out `i`, found after `prev` (`find`).
     fn remove(&mut self, next: &mut [u32], prev: u32, i: u32) {
+        self.len -= 1;
         let after = next[i as usize];
         match prev {
             NIL => self.head = after,
@@ -963,6 +988,7 @@ impl<'p> Engine<'p> {
             ready: Vec::new(),
             noise: None,
             noise_total: 0,
+            qstat: QueueStats::default(),
         }
     }
 
@@ -1274,13 +1300,17 @@ impl<'p> Engine<'p> {
         let p = self.p;
         let msgs = &self.msgs;
         let unexpected = &mut self.queues[rank as usize].unexpected;
+        let mut looked = 0u64;
         let hit = unexpected.find(&self.msg_next, |i| {
+            looked += 1;
             let u = &msgs[i as usize];
             Self::compatible(&a, u.src, p.act(u.send as usize))
         });
+        self.qstat.unexpected_searched += looked;
         match hit {
             Some((prev, i)) => {
                 unexpected.remove(&mut self.msg_next, prev, i);
+                self.qstat.matched_unexpected += 1;
                 self.free_msgs.push(i);
                 let u = self.msgs[i as usize];
                 let send = u.send as usize;
@@ -1295,9 +1325,13 @@ impl<'p> Engine<'p> {
                     self.complete(rank, g, t, Link::NONE);
                 }
             }
-            None => self.queues[rank as usize]
-                .posted
-                .push_back(&mut self.posted_next, g as u32),
+            None => {
+                let q = &mut self.queues[rank as usize].posted;
+                q.push_back(&mut self.posted_next, g as u32);
+                if q.len > self.qstat.posted_max {
+                    (self.qstat.posted_max, self.qstat.posted_max_rank) = (q.len, rank);
+                }
+            }
         }
     }
 
@@ -1396,9 +1430,11 @@ impl<'p> Engine<'p> {
                 (self.msgs.len() - 1) as u32
             }
         };
-        self.queues[dst as usize]
-            .unexpected
-            .push_back(&mut self.msg_next, slot);
+        let q = &mut self.queues[dst as usize].unexpected;
+        q.push_back(&mut self.msg_next, slot);
+        if q.len > self.qstat.unexpected_max {
+            (self.qstat.unexpected_max, self.qstat.unexpected_max_rank) = (q.len, dst);
+        }
     }
 
     /// The receiver `dst`, free at `t`, takes the message of `src`'s send `send`.
@@ -1465,12 +1501,16 @@ impl<'p> Engine<'p> {
         }
         let p = self.p;
         let posted = &mut self.queues[dst as usize].posted;
+        let mut looked = 0u64;
         let hit = posted.find(&self.posted_next, |r| {
+            looked += 1;
             Self::compatible(p.act(r as usize), src, &sa)
         });
+        self.qstat.posted_searched += looked;
         match hit {
             Some((prev, recv)) => {
                 posted.remove(&mut self.posted_next, prev, recv);
+                self.qstat.matched_posted += 1;
                 let recv = recv as usize;
                 let me = self.point(dst, recv, true, Via::Cpu);
                 self.res.hold(c, cpu_done, me);
@@ -1641,6 +1681,7 @@ impl<'p> Engine<'p> {
             mcast_lost: self.mcast_lost,
             mcast_repairs: self.mcast_rounds,
             noise: self.noise_total,
+            queues: self.qstat,
             base: p.bases().to_vec(),
             start: self.st.iter().map(|s| s.start).collect(),
             finish: self.st.iter().map(|s| s.finish).collect(),

@@ -26,8 +26,8 @@ pub use contention::Contention;
 pub use flat::Flat;
 pub use loggops::{
     critical_path, describe, simulate, simulate_flat, simulate_flat_full, simulate_flat_on,
-    simulate_flat_with, simulate_on, Link, Options, Outcome, Params, PerByte, ReadyOrder, RecvCpu,
-    SimError, Step, Via, Waiting,
+    simulate_flat_with, simulate_on, Link, Options, Outcome, Params, PerByte, QueueStats,
+    ReadyOrder, RecvCpu, SimError, Step, Via, Waiting,
 };
 pub use network::Network;
 pub use noise::Noise;

@@ -59,6 +59,8 @@ options (times in ns, sizes in bytes; defaults are LogGOPSim's):
                     LogGOPSim's --noise-trace); each rank reads it from its own place
   --noise-cosched   every rank reads the noise trace from the same place
   --noise-seed N    fixes each rank's place in the noise trace (1)
+  --qstat           the matching queues: the longest posted-receive and unexpected-message
+                    queue, and how many entries the matching looked at
   --critical-path   print the chain of actions that ends last
   --timing          say on stderr how long building and simulating took (events per second)
   --no-progress     no progress bar on stderr (it shows only when stderr is a terminal)
@@ -177,6 +179,7 @@ struct SimOpts {
     noise: Option<String>,
     noise_cosched: bool,
     noise_seed: u64,
+    qstat: bool,
     mm: crate::MmcastOpts,
 }
 
@@ -201,6 +204,7 @@ fn sim_opts(args: &[String]) -> Result<SimOpts, Fail> {
         noise: None,
         noise_cosched: false,
         noise_seed: 1,
+        qstat: false,
         mm: crate::MmcastOpts::default(),
     };
     let mut it = args.iter();
@@ -221,6 +225,7 @@ fn sim_opts(args: &[String]) -> Result<SimOpts, Fail> {
             "--timeline" => o.timeline = Some(value(a)?),
             "--noise-trace" => o.noise = Some(value(a)?),
             "--noise-cosched" => o.noise_cosched = true,
+            "--qstat" => o.qstat = true,
             "--noise-seed" => o.noise_seed = num(a, &value(a)?)?,
             "--network" | "--topology" => {
                 let v = value(a)?;
@@ -384,6 +389,22 @@ pub fn run(args: &[String]) -> Result<(), Fail> {
     match result {
         Ok(out) => {
             print!("{}", report(&name, &flat, &prm, &out, o.critical));
+            if o.qstat {
+                let q = &out.queues;
+                println!(
+                    "queues: longest posted-receive queue {} (rank {}), longest unexpected \
+                     queue {} (rank {}); {} messages found their receive posted ({} entries \
+                     looked at), {} receives found their message waiting ({} entries looked at)",
+                    q.posted_max,
+                    q.posted_max_rank,
+                    q.unexpected_max,
+                    q.unexpected_max_rank,
+                    q.matched_posted,
+                    q.posted_searched,
+                    q.matched_unexpected,
+                    q.unexpected_searched
+                );
+            }
             if let Some(f) = &o.noise {
                 println!(
                     "noise: {} ns added to CPU work over all ranks ({f}, {}, seed {})",

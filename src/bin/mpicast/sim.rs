@@ -66,6 +66,9 @@ options (times in ns, sizes in bytes; defaults are LogGOPSim's):
   --no-progress     no progress bar on stderr (it shows only when stderr is a terminal)
   --timeline OUT    draw the run as an SVG, one lane per rank, time to the right (at most
                     256 ranks and 20000 actions)
+  --trace-json OUT  write the run as a Chrome trace (JSON that Perfetto and
+                    chrome://tracing open): a process per rank, its CPU and NIC as threads,
+                    messages as flows
   --network FILE    share the links of a switched network: FILE declares `switch NAME`,
                     `link SW1 SW2 BANDWIDTH [LATENCY]`, `host NAME SWITCH [BANDWIDTH]`
                     and `ranks-per-host K` or `rank R HOST` lines (docs/sim.md: Contention
@@ -180,6 +183,7 @@ struct SimOpts {
     noise_cosched: bool,
     noise_seed: u64,
     qstat: bool,
+    trace_json: Option<String>,
     mm: crate::MmcastOpts,
 }
 
@@ -205,6 +209,7 @@ fn sim_opts(args: &[String]) -> Result<SimOpts, Fail> {
         noise_cosched: false,
         noise_seed: 1,
         qstat: false,
+        trace_json: None,
         mm: crate::MmcastOpts::default(),
     };
     let mut it = args.iter();
@@ -226,6 +231,7 @@ fn sim_opts(args: &[String]) -> Result<SimOpts, Fail> {
             "--noise-trace" => o.noise = Some(value(a)?),
             "--noise-cosched" => o.noise_cosched = true,
             "--qstat" => o.qstat = true,
+            "--trace-json" => o.trace_json = Some(value(a)?),
             "--noise-seed" => o.noise_seed = num(a, &value(a)?)?,
             "--network" | "--topology" => {
                 let v = value(a)?;
@@ -332,7 +338,7 @@ pub fn run(args: &[String]) -> Result<(), Fail> {
         // Found now rather than after a long simulation.
         crate::limits::check_writable(path).map_err(Fail::Io)?;
     }
-    let traced = o.critical || o.timeline.is_some();
+    let traced = o.critical || o.timeline.is_some() || o.trace_json.is_some();
     let built = Instant::now();
     let (name, flat) = match (&o.file, &o.gen) {
         (Some(_), Some(_)) => {
@@ -372,7 +378,7 @@ pub fn run(args: &[String]) -> Result<(), Fail> {
         }
     };
     let opts = Options {
-        trace: o.critical || o.timeline.is_some(),
+        trace: o.critical || o.timeline.is_some() || o.trace_json.is_some(),
     };
     let mut progress = |done, all| bar.update(done, all);
     let result = simulate_flat_full(
@@ -423,6 +429,10 @@ pub fn run(args: &[String]) -> Result<(), Fail> {
             if let Some(path) = &o.timeline {
                 let svg = crate::sim_timeline::render(&name, &flat, &prm, &out);
                 std::fs::write(path, svg).map_err(|e| Fail::Io(format!("{path}: {e}")))?;
+            }
+            if let Some(path) = &o.trace_json {
+                let json = crate::sim_timeline::chrome_trace(&name, &flat, &prm, &out);
+                std::fs::write(path, json).map_err(|e| Fail::Io(format!("{path}: {e}")))?;
             }
             if o.timing {
                 say_timing(&flat, &out, built, ran, cpu);
@@ -522,7 +532,7 @@ fn generated(o: &SimOpts, name: &str) -> Result<Flat, Fail> {
         .ranks
         .ok_or_else(|| Fail::Usage("--gen needs --ranks N".into()))?;
     let size = o.size.unwrap_or(8);
-    let traced = o.critical || o.timeline.is_some();
+    let traced = o.critical || o.timeline.is_some() || o.trace_json.is_some();
     let (actions, deps) = crate::limits::program_size(algo, n, size);
     let need = crate::limits::sim_bytes(u64::from(n), actions, deps, traced)
         .saturating_add(crate::limits::generator_bytes(algo, n));

@@ -1825,6 +1825,15 @@ fn sim_receiver_rule_and_noise_from_the_command_line() {
         out.contains("queues: longest posted-receive queue 2 (rank 0), longest unexpected queue 0"),
         "{out}"
     );
+    // The run as a Chrome trace.
+    let json = dir.join("run.json");
+    let (_, _) = max(&["--trace-json", json.to_str().unwrap()]);
+    let j = std::fs::read_to_string(&json).unwrap();
+    assert!(
+        j.starts_with("{\"displayTimeUnit\":\"ns\",\"traceEvents\":["),
+        "{j}"
+    );
+    assert_eq!(j.matches("\"ph\":\"f\"").count(), 2, "{j}");
     // Noise: an interruption of 1000 ns at the start of a trace that all ranks read from
     // the same place. The run says what it added, and ends no earlier here.
     let trace = dir.join("noise.txt");

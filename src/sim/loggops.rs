@@ -21,7 +21,8 @@
 //!   NIC are held busy until `M` at least. As in LogGOPSim, no extra control messages are
 //!   charged: the rendezvous only makes the sender wait for the receiver.
 //! - **message arrival** at the receiver at `T`: waits until the receiver's CPU 0 and NIC 0
-//!   (receive side) are free, then occupies the CPU until `T + o + (s-1)·O` and the NIC until
+//!   (receive side) are free, then occupies the CPU until `T + o + (s-1)·O` (with
+//!   `RecvCpu::LogGOPSim`, LogGOPSim's rule, until the message is in) and the NIC until
 //!   `T + g + (s-1)·G`; the message is in at `T + o + max((s-1)·O, (s-1)·G)`. The CPU pays this
 //!   whether or not a receive is posted (an unexpected message is processed on arrival). It then
 //!   matches the first posted compatible receive (in posting order); that receive completes
@@ -44,8 +45,13 @@
 //! - **exec**: a local transformation of zero cost; it waits for the CPU to be free and
 //!   completes at once (mpicast's reductions are cheap next to `o`; a per-byte cost may come).
 //! - **requires** (`requ`): an action becomes ready when its last prerequisite completed;
-//!   **irequires**: when the prerequisite started. Actions ready at the same time are tried in
-//!   the order they became ready (schedule order at the start), each by its own event.
+//!   **irequires**: when the prerequisite started. Actions that one event (or the start) makes
+//!   ready are queued by rank, then sends, receives, computations, in the order they became
+//!   ready within each (`ReadyOrder::Kind`; `ReadyOrder::Program`: in that order only), each
+//!   by its own event. An action that finds its CPU or NIC busy, and a message that finds its
+//!   receiver busy, is tried again when they are free with its tie number kept.
+//! - **noise** (`simulate_flat_full` with a `Noise`): CPU work (a send's `o + (s-1)·O`, a
+//!   message's CPU part, a calc) is lengthened by the interruptions it meets (`noise.rs`).
 //!
 //! A rank ends when its last action completed or its CPU was last busy, whichever is later
 //! (LogGOPSim reports the CPU's time). Events are kept in a radix heap (`queue`) ordered by

@@ -1794,3 +1794,60 @@ fn sim_reads_text_from_standard_input() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     assert!(text(&o.stdout).contains("\nmaximum: 5 ns at rank 0 "));
 }
+
+#[test]
+fn sim_receiver_rule_and_noise_from_the_command_line() {
+    // docs/sim.md's smallest case of the receiver rule: a 3-rank gather of 1 KiB ends at
+    // 18776 under the model's rule, 19276 under LogGOPSim's (its own figure).
+    let dir = std::env::temp_dir().join(format!("mpicast-cli-lgs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let goal = dir.join("gather3.goal");
+    std::fs::write(
+        &goal,
+        "num_ranks 3\nrank 0 {\nl1: recv 1024b from 1 tag 0\nl2: recv 1024b from 2 tag 0\n}\n\
+         rank 1 {\nl1: send 1024b to 0 tag 0\n}\nrank 2 {\nl1: send 1024b to 0 tag 0\n}\n",
+    )
+    .unwrap();
+    let g = goal.to_str().unwrap();
+    let max = |extra: &[&str]| {
+        let mut a = vec!["sim", g];
+        a.extend_from_slice(extra);
+        let o = mpicast(&a);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+        (sim_max_and_events(&text(&o.stdout)).0, text(&o.stdout))
+    };
+    assert_eq!(max(&[]).0, 18776);
+    let (m, out) = max(&["--recv-cpu", "loggopsim"]);
+    assert_eq!(m, 19276);
+    assert!(out.contains("recv-cpu=loggopsim"), "{out}");
+    let (_, out) = max(&["--qstat"]);
+    assert!(
+        out.contains("queues: longest posted-receive queue 2 (rank 0), longest unexpected queue 0"),
+        "{out}"
+    );
+    // The run as a Chrome trace.
+    let json = dir.join("run.json");
+    let (_, _) = max(&["--trace-json", json.to_str().unwrap()]);
+    let j = std::fs::read_to_string(&json).unwrap();
+    assert!(
+        j.starts_with("{\"displayTimeUnit\":\"ns\",\"traceEvents\":["),
+        "{j}"
+    );
+    assert_eq!(j.matches("\"ph\":\"f\"").count(), 2, "{j}");
+    // Noise: an interruption of 1000 ns at the start of a trace that all ranks read from
+    // the same place. The run says what it added, and ends no earlier here.
+    let trace = dir.join("noise.txt");
+    std::fs::write(&trace, "# start\tlength\n0\t1000\n5000\t1\n").unwrap();
+    let t = trace.to_str().unwrap();
+    let (m, out) = max(&["--noise-trace", t, "--noise-cosched"]);
+    assert!(m >= 18776, "{out}");
+    assert!(
+        out.contains("noise: ") && out.contains("co-scheduled"),
+        "{out}"
+    );
+    std::fs::write(&trace, "0 x\n").unwrap();
+    let o = mpicast(&["sim", g, "--noise-trace", t]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o.stderr).contains("line 1:"), "{}", text(&o.stderr));
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -423,6 +423,19 @@ fn load_bytes(path: &str, bytes: &[u8], dialect: Option<Dialect>) -> Result<Pars
             }
         };
     }
+    if goal::lgsbin::is_lgs_binary(bytes) {
+        return match goal::lgsbin::load(bytes) {
+            Ok(program) => Ok(Parsed {
+                program,
+                source: Default::default(),
+                warnings: Vec::new(),
+            }),
+            Err(e) => {
+                eprintln!("{path}: error: {e}");
+                Err(Fail::Errors)
+            }
+        };
+    }
     let parsed = match dialect {
         Some(d) => goal::parse(bytes, d),
         None => goal::parse_any(bytes),

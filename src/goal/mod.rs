@@ -17,6 +17,7 @@ pub mod dot;
 pub mod gen;
 pub mod gen_mmcast;
 pub mod lgs;
+pub mod lgsbin;
 pub mod paper;
 pub mod print;
 pub mod validate;

@@ -21,7 +21,8 @@
 //!   NIC are held busy until `M` at least. As in LogGOPSim, no extra control messages are
 //!   charged: the rendezvous only makes the sender wait for the receiver.
 //! - **message arrival** at the receiver at `T`: waits until the receiver's CPU 0 and NIC 0
-//!   (receive side) are free, then occupies the CPU until `T + o + (s-1)·O` and the NIC until
+//!   (receive side) are free, then occupies the CPU until `T + o + (s-1)·O` (with
+//!   `RecvCpu::LogGOPSim`, LogGOPSim's rule, until the message is in) and the NIC until
 //!   `T + g + (s-1)·G`; the message is in at `T + o + max((s-1)·O, (s-1)·G)`. The CPU pays this
 //!   whether or not a receive is posted (an unexpected message is processed on arrival). It then
 //!   matches the first posted compatible receive (in posting order); that receive completes
@@ -44,8 +45,13 @@
 //! - **exec**: a local transformation of zero cost; it waits for the CPU to be free and
 //!   completes at once (mpicast's reductions are cheap next to `o`; a per-byte cost may come).
 //! - **requires** (`requ`): an action becomes ready when its last prerequisite completed;
-//!   **irequires**: when the prerequisite started. Actions ready at the same time are tried in
-//!   the order they became ready (schedule order at the start), each by its own event.
+//!   **irequires**: when the prerequisite started. Actions that one event (or the start) makes
+//!   ready are queued by rank, then sends, receives, computations, in the order they became
+//!   ready within each (`ReadyOrder::Kind`; `ReadyOrder::Program`: in that order only), each
+//!   by its own event. An action that finds its CPU or NIC busy, and a message that finds its
+//!   receiver busy, is tried again when they are free with its tie number kept.
+//! - **noise** (`simulate_flat_full` with a `Noise`): CPU work (a send's `o + (s-1)·O`, a
+//!   message's CPU part, a calc) is lengthened by the interruptions it meets (`noise.rs`).
 //!
 //! A rank ends when its last action completed or its CPU was last busy, whichever is later
 //! (LogGOPSim reports the CPU's time). Events are kept in a radix heap (`queue`) ordered by
@@ -55,6 +61,7 @@
 
 use super::contention::Contention;
 use super::flat::{Act, Flat, Kind as FlatKind};
+use super::noise::Noise;
 use super::queue::RadixQueue;
 use super::repair::repair;
 use crate::goal::Program;
@@ -187,6 +194,54 @@ pub struct Params {
     pub mcast_nack: u64,
     /// `mseed`: fixes the pseudo-random losses (`repair`), so that a run can be repeated.
     pub mcast_seed: u64,
+    /// `recv-cpu`: how long a message keeps its receiver's CPU.
+    pub recv_cpu: RecvCpu,
+    /// `ready-order`: the order in which actions that become ready at once are started.
+    pub ready_order: ReadyOrder,
+}
+
+/// How long a message of `s` bytes keeps its receiver's CPU (`recv-cpu`). Either way the
+/// message is in at `T + o + max((s-1)·O, (s-1)·G)`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum RecvCpu {
+    /// `model`: `o + (s-1)·O`, as at the sender; the NIC takes the bytes (`(s-1)·G`) while the
+    /// CPU is free for other work. The LogGOPS model's rule (docs/sim.md says why).
+    #[default]
+    Model,
+    /// `loggopsim`: `o + max((s-1)·O, (s-1)·G)`: the CPU is held until the last byte is in,
+    /// as LogGOPSim charges it.
+    LogGOPSim,
+}
+
+/// The order in which a rank starts actions that become ready at the same time
+/// (`ready-order`); ready at different times, they start in time order either way.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ReadyOrder {
+    /// `kind`: sends (and multicasts) first, then receives, then computations (`calc`,
+    /// `exec`), in schedule order within each kind: communication is under way before the
+    /// CPU is taken by computation. LogGOPSim's order (with a stable sort).
+    #[default]
+    Kind,
+    /// `program`: in the order the actions became ready (schedule order at the start).
+    Program,
+}
+
+impl RecvCpu {
+    pub fn name(self) -> &'static str {
+        match self {
+            RecvCpu::Model => "model",
+            RecvCpu::LogGOPSim => "loggopsim",
+        }
+    }
+}
+
+impl ReadyOrder {
+    pub fn name(self) -> &'static str {
+        match self {
+            ReadyOrder::Kind => "kind",
+            ReadyOrder::Program => "program",
+        }
+    }
 }
 
 impl Default for Params {
@@ -206,6 +261,8 @@ impl Default for Params {
             mcast_loss_ppm: 0,
             mcast_nack: 2_000_000,
             mcast_seed: 1,
+            recv_cpu: RecvCpu::Model,
+            ready_order: ReadyOrder::Kind,
         }
     }
 }
@@ -217,6 +274,13 @@ impl Params {
     /// The multicast channel's parameters, in the order `Display` prints them.
     pub const MCAST_NAMES: [&'static str; 8] =
         ["mL", "mo", "mg", "mG", "mF", "mloss", "mnack", "mseed"];
+
+    /// The rules that are not numbers (`recv-cpu`, `ready-order`), each with its values,
+    /// the default first.
+    pub const RULES: [(&'static str, [&'static str; 2]); 2] = [
+        ("recv-cpu", ["model", "loggopsim"]),
+        ("ready-order", ["kind", "program"]),
+    ];
 
     /// Sets the integer parameter called `name` (`L o g G O S mL mo mg mG mF mnack`; `G O mG`
     /// in whole ns per byte: `set_per_byte` takes fractions); false for an unknown name (and
@@ -256,11 +320,27 @@ impl Params {
     pub fn set_text(&mut self, name: &str, value: &str) -> Result<(), String> {
         let known = || {
             format!(
-                "unknown parameter `{name}` (known: {} {})",
+                "unknown parameter `{name}` (known: {} {} {})",
                 Self::NAMES.join(" "),
-                Self::MCAST_NAMES.join(" ")
+                Self::MCAST_NAMES.join(" "),
+                Self::RULES.map(|r| r.0).join(" ")
             )
         };
+        if let Some((_, values)) = Self::RULES.iter().find(|(n, _)| *n == name) {
+            match (name, value) {
+                ("recv-cpu", "model") => self.recv_cpu = RecvCpu::Model,
+                ("recv-cpu", "loggopsim") => self.recv_cpu = RecvCpu::LogGOPSim,
+                ("ready-order", "kind") => self.ready_order = ReadyOrder::Kind,
+                ("ready-order", "program") => self.ready_order = ReadyOrder::Program,
+                _ => {
+                    return Err(format!(
+                        "{name} is {} or {}, not `{value}`",
+                        values[0], values[1]
+                    ))
+                }
+            }
+            return Ok(());
+        }
         if value.starts_with('-') {
             return Err(format!("{name} must not be negative, got `{value}`"));
         }
@@ -370,7 +450,25 @@ impl Params {
             self.mcast_nack,
             self.mcast_seed
         );
+        s += &self
+            .rules_set()
+            .iter()
+            .map(|(n, v)| format!("{n} {v}\n"))
+            .collect::<String>();
         s
+    }
+
+    /// The rules that differ from their defaults, by name (`Display` and `as_file` name
+    /// only those, so that the default output stays as it was).
+    fn rules_set(&self) -> Vec<(&'static str, &'static str)> {
+        let mut v = Vec::new();
+        if self.recv_cpu != RecvCpu::default() {
+            v.push(("recv-cpu", self.recv_cpu.name()));
+        }
+        if self.ready_order != ReadyOrder::default() {
+            v.push(("ready-order", self.ready_order.name()));
+        }
+        v
     }
 }
 
@@ -395,6 +493,9 @@ impl fmt::Display for Params {
                 self.mcast_nack,
                 self.mcast_seed
             )?;
+        }
+        for (name, v) in self.rules_set() {
+            write!(f, " {name}={v}")?;
         }
         Ok(())
     }
@@ -537,6 +638,24 @@ impl fmt::Display for SimError {
 
 impl std::error::Error for SimError {}
 
+/// How the matching queues behaved (LogGOPSim's `--qstat` in brief): the longest queue of
+/// posted receives and of unexpected messages any rank had (with the first rank that had
+/// it), how many queue entries the searches looked at, and how many matches each queue made.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QueueStats {
+    pub posted_max: u32,
+    pub posted_max_rank: u32,
+    pub unexpected_max: u32,
+    pub unexpected_max_rank: u32,
+    /// Entries of the posted queues looked at by arriving messages, and of the unexpected
+    /// queues by posted receives (a hit counts as looked at).
+    pub posted_searched: u64,
+    pub unexpected_searched: u64,
+    /// Messages that found their receive posted; receives that found their message waiting.
+    pub matched_posted: u64,
+    pub matched_unexpected: u64,
+}
+
 /// The result of a run.
 #[derive(Clone, Debug)]
 pub struct Outcome {
@@ -551,6 +670,10 @@ pub struct Outcome {
     /// receivers.
     pub mcast_lost: u64,
     pub mcast_repairs: u64,
+    /// OS noise added to CPU work, over all ranks (ns; 0 without a noise trace).
+    pub noise: u64,
+    /// The matching queues' statistics.
+    pub queues: QueueStats,
     /// Global index of each rank's first action (and one past the last).
     base: Vec<u32>,
     start: Vec<u64>,
@@ -716,11 +839,19 @@ struct Engine<'p> {
     progress: &'p mut dyn FnMut(u64, u64),
     mcast_lost: u64,
     mcast_rounds: u64,
-    /// Per receiver with messages waiting for it to be free: (sender, send) in arrival order;
-    /// the first has an event in the queue.
-    waiting: HashMap<u32, VecDeque<(u32, u32)>>,
+    /// Per receiver with messages waiting for it to be free: (sender, send, tie number of
+    /// its arrival event) in arrival order; the first has an event in the queue.
+    waiting: HashMap<u32, VecDeque<(u32, u32, u64)>>,
     /// The network that decides arrivals (`simulate_on`); `None`: LogGOPS's `L`.
     net: Option<&'p mut Contention>,
+    /// Actions made ready by the event being handled, (rank, global action): queued when
+    /// it is done, in `Params::ready_order` (`flush_ready`).
+    ready: Vec<(u32, u32)>,
+    /// OS noise that lengthens CPU work (`simulate_flat_full`); `None`: none.
+    noise: Option<&'p Noise>,
+    /// The noise added, over all ranks.
+    noise_total: u64,
+    qstat: QueueStats,
 }
 
 /// The end of a list (`List`).
@@ -732,6 +863,7 @@ const NIL: u32 = u32::MAX;
 struct List {
     head: u32,
     tail: u32,
+    len: u32,
 }
 
 impl Default for List {
@@ -739,12 +871,14 @@ impl Default for List {
         List {
             head: NIL,
             tail: NIL,
+            len: 0,
         }
     }
 }
 
 impl List {
     fn push_back(&mut self, next: &mut [u32], i: u32) {
+        self.len += 1;
         next[i as usize] = NIL;
         match self.tail {
             NIL => self.head = i,
@@ -767,6 +901,7 @@ impl List {
 
     /// Takes out `i`, found after `prev` (`find`).
     fn remove(&mut self, next: &mut [u32], prev: u32, i: u32) {
+        self.len -= 1;
         let after = next[i as usize];
         match prev {
             NIL => self.head = after,
@@ -796,6 +931,16 @@ struct St {
     start: u64,
     finish: u64,
     remaining: u32,
+}
+
+/// Where an action kind starts among actions ready at once (`ReadyOrder::Kind`): sends,
+/// then receives, then computations.
+fn kind_rank(k: FlatKind) -> u8 {
+    match k {
+        FlatKind::Send | FlatKind::Mcast => 0,
+        FlatKind::Recv | FlatKind::Mrecv => 1,
+        FlatKind::Exec | FlatKind::Calc => 2,
+    }
 }
 
 /// Message cost factor: LogGOPSim's `s - 1`, never below 0.
@@ -846,6 +991,10 @@ impl<'p> Engine<'p> {
             mcast_rounds: 0,
             waiting: HashMap::new(),
             net: None,
+            ready: Vec::new(),
+            noise: None,
+            noise_total: 0,
+            qstat: QueueStats::default(),
         }
     }
 
@@ -879,6 +1028,13 @@ impl<'p> Engine<'p> {
                 ob: p.overhead_per_byte,
             }
         }
+    }
+
+    /// The noise that CPU work of `len` ns starting at `t` on `rank` meets (`noise`).
+    fn noise(&mut self, rank: u32, t: u64, len: u64) -> u64 {
+        let d = self.noise.map_or(0, |n| n.delay(rank, t, len));
+        self.noise_total += d;
+        d
     }
 
     fn push(&mut self, time: u64, ev: Ev) {
@@ -950,10 +1106,34 @@ impl<'p> Engine<'p> {
             }
             self.st[gd].remaining -= 1;
             if self.st[gd].remaining == 0 {
-                let t = self.st[gd].start;
-                self.push(t, Ev::Try { rank, g: d });
+                self.ready.push((rank, d));
             }
         }
+    }
+
+    /// Queues the actions that the event just handled made ready, each at the time it
+    /// became ready, with the next tie numbers: with `ReadyOrder::Kind` by rank, then
+    /// sends, receives and computations, in the order they became ready within each (a
+    /// stable sort); with `ReadyOrder::Program` in the order they became ready.
+    fn flush_ready(&mut self) {
+        match self.ready.len() {
+            0 => return,
+            1 => {}
+            _ if self.prm.ready_order == ReadyOrder::Kind => {
+                let p = self.p;
+                let key = |&(rank, g): &(u32, u32)| (rank, kind_rank(p.act(g as usize).kind));
+                if !self.ready.windows(2).all(|w| key(&w[0]) <= key(&w[1])) {
+                    self.ready.sort_by_key(key);
+                }
+            }
+            _ => {}
+        }
+        for i in 0..self.ready.len() {
+            let (rank, g) = self.ready[i];
+            let t = self.st[g as usize].start;
+            self.push(t, Ev::Try { rank, g });
+        }
+        self.ready.clear();
     }
 
     fn started(&mut self, rank: u32, g: usize, t: u64) {
@@ -1011,20 +1191,30 @@ impl<'p> Engine<'p> {
         send.kind == FlatKind::Send && send.arg > self.prm.eager_limit
     }
 
-    fn try_start(&mut self, t: u64, rank: u32, g: usize) -> Result<(), SimError> {
+    /// Tries to start `rank`'s action `g` at `t`, by the event numbered `seq`: an action
+    /// that finds its CPU or NIC busy is tried again when they are free with the same number,
+    /// so it keeps its place among the events of that time (as LogGOPSim keeps its `ts`).
+    fn try_start(&mut self, t: u64, seq: u64, rank: u32, g: usize) -> Result<(), SimError> {
         let a = *self.p.act(g);
         let c = self.cpu_at(rank, a.cpu);
         match a.kind {
-            FlatKind::Send | FlatKind::Mcast => return self.try_send(t, rank, g, c),
+            FlatKind::Send | FlatKind::Mcast => return self.try_send(t, seq, rank, g, c),
             FlatKind::Recv | FlatKind::Mrecv => self.post_recv(t, rank, g),
-            FlatKind::Exec | FlatKind::Calc => self.try_compute(t, rank, g, c),
+            FlatKind::Exec | FlatKind::Calc => self.try_compute(t, seq, rank, g, c),
         }
         Ok(())
     }
 
     /// A send or multicast of `rank` (action `g`, on CPU `c`) at `t`: started when its CPU and
     /// NIC are free, else tried again then.
-    fn try_send(&mut self, t: u64, rank: u32, g: usize, c: usize) -> Result<(), SimError> {
+    fn try_send(
+        &mut self,
+        t: u64,
+        seq: u64,
+        rank: u32,
+        g: usize,
+        c: usize,
+    ) -> Result<(), SimError> {
         let a = *self.p.act(g);
         let cpu = self.res.get(c);
         let n = self.nic_send_at(rank, a.nic);
@@ -1043,13 +1233,14 @@ impl<'p> Engine<'p> {
                 }
             };
             self.set_start_pred(g, owner);
-            self.push(busy, Ev::Try { rank, g: g as u32 });
+            self.postpone(seq, Ev::Try { rank, g: g as u32 }, busy);
             return Ok(());
         }
         let mcast = a.kind == FlatKind::Mcast;
         let k = self.costs(mcast);
         let me = self.point(rank, g, false, Via::Cpu);
-        let cpu_end = t + k.o + k.ob.time(extra(a.arg));
+        let cpu_len = k.o + k.ob.time(extra(a.arg));
+        let cpu_end = t + cpu_len + self.noise(rank, t, cpu_len);
         self.res.hold(c, cpu_end, me);
         self.res.hold(
             n,
@@ -1115,13 +1306,17 @@ impl<'p> Engine<'p> {
         let p = self.p;
         let msgs = &self.msgs;
         let unexpected = &mut self.queues[rank as usize].unexpected;
+        let mut looked = 0u64;
         let hit = unexpected.find(&self.msg_next, |i| {
+            looked += 1;
             let u = &msgs[i as usize];
             Self::compatible(&a, u.src, p.act(u.send as usize))
         });
+        self.qstat.unexpected_searched += looked;
         match hit {
             Some((prev, i)) => {
                 unexpected.remove(&mut self.msg_next, prev, i);
+                self.qstat.matched_unexpected += 1;
                 self.free_msgs.push(i);
                 let u = self.msgs[i as usize];
                 let send = u.send as usize;
@@ -1136,15 +1331,19 @@ impl<'p> Engine<'p> {
                     self.complete(rank, g, t, Link::NONE);
                 }
             }
-            None => self.queues[rank as usize]
-                .posted
-                .push_back(&mut self.posted_next, g as u32),
+            None => {
+                let q = &mut self.queues[rank as usize].posted;
+                q.push_back(&mut self.posted_next, g as u32);
+                if q.len > self.qstat.posted_max {
+                    (self.qstat.posted_max, self.qstat.posted_max_rank) = (q.len, rank);
+                }
+            }
         }
     }
 
     /// A computation of `rank` (action `g`, on CPU `c`) at `t`: started when its CPU is free,
     /// else tried again then.
-    fn try_compute(&mut self, t: u64, rank: u32, g: usize, c: usize) {
+    fn try_compute(&mut self, t: u64, seq: u64, rank: u32, g: usize, c: usize) {
         let a = *self.p.act(g);
         let cpu = self.res.get(c);
         if cpu.until > t {
@@ -1155,10 +1354,11 @@ impl<'p> Engine<'p> {
                     ..cpu.owner
                 },
             );
-            self.push(cpu.until, Ev::Try { rank, g: g as u32 });
+            self.postpone(seq, Ev::Try { rank, g: g as u32 }, cpu.until);
             return;
         }
         let nanos = if a.kind == FlatKind::Calc { a.arg } else { 0 };
+        let nanos = nanos + self.noise(rank, t, nanos);
         if nanos > 0 {
             let me = self.point(rank, g, false, Via::Cpu);
             self.res.hold(c, t + nanos, me);
@@ -1173,7 +1373,7 @@ impl<'p> Engine<'p> {
         // has an event: re-queueing every waiting message each time the receiver frees would
         // cost a number of events quadratic in the line (a root taking the scouts of a
         // million ranks). The line is in arrival order, so a sender's messages keep theirs.
-        let me = (src, send as u32);
+        let me = (src, send as u32, seq);
         let line = self.waiting.get(&dst);
         let head = line.is_some_and(|l| l.front() == Some(&me));
         if line.is_some_and(|l| !l.is_empty()) && !head {
@@ -1206,16 +1406,20 @@ impl<'p> Engine<'p> {
         }
         self.take(t, dst, src, send);
         // The next in line is taken when the receiver is free again.
-        if let Some(&(s2, g2)) = self.waiting.get(&dst).and_then(|l| l.front()) {
+        // It keeps its own tie number (if the receiver is free at once, as with o = g = 0, it
+        // takes a new one: a key may not go below the one just taken).
+        if let Some(&(s2, g2, q2)) = self.waiting.get(&dst).and_then(|l| l.front()) {
             let free = self.res.until[c].max(self.res.until[n]);
-            self.push(
-                free,
-                Ev::Arrive {
-                    dst,
-                    src: s2,
-                    g: g2,
-                },
-            );
+            let ev = Ev::Arrive {
+                dst,
+                src: s2,
+                g: g2,
+            };
+            if free > t {
+                self.postpone(q2, ev, free);
+            } else {
+                self.push(free, ev);
+            }
         }
     }
 
@@ -1232,9 +1436,11 @@ impl<'p> Engine<'p> {
                 (self.msgs.len() - 1) as u32
             }
         };
-        self.queues[dst as usize]
-            .unexpected
-            .push_back(&mut self.msg_next, slot);
+        let q = &mut self.queues[dst as usize].unexpected;
+        q.push_back(&mut self.msg_next, slot);
+        if q.len > self.qstat.unexpected_max {
+            (self.qstat.unexpected_max, self.qstat.unexpected_max_rank) = (q.len, dst);
+        }
     }
 
     /// The receiver `dst`, free at `t`, takes the message of `src`'s send `send`.
@@ -1246,8 +1452,14 @@ impl<'p> Engine<'p> {
         let x = extra(sa.arg);
         // The CPU pays o and the per-byte O; the receive completes when the NIC has also taken
         // in every byte (LogGOPSim's rule), but the CPU is free meanwhile for other actions.
-        let cpu_done = t + k.o + k.ob.time(x);
-        let done = t + k.o + k.ob.time(x).max(k.gb.time(x));
+        // Noise lengthens the CPU's part; the message is in when the CPU and the NIC are
+        // both through with it.
+        let cpu_len = match self.prm.recv_cpu {
+            RecvCpu::Model => k.o + k.ob.time(x),
+            RecvCpu::LogGOPSim => k.o + k.ob.time(x).max(k.gb.time(x)),
+        };
+        let cpu_done = t + cpu_len + self.noise(dst, t, cpu_len);
+        let done = cpu_done.max(t + k.o + k.gb.time(x));
         let msg = self.point(src, send, false, Via::Message);
         // A message that had to wait for the receiver ends when the CPU or NIC that held it
         // up allowed, so that is what its receive waited for.
@@ -1295,12 +1507,16 @@ impl<'p> Engine<'p> {
         }
         let p = self.p;
         let posted = &mut self.queues[dst as usize].posted;
+        let mut looked = 0u64;
         let hit = posted.find(&self.posted_next, |r| {
+            looked += 1;
             Self::compatible(p.act(r as usize), src, &sa)
         });
+        self.qstat.posted_searched += looked;
         match hit {
             Some((prev, recv)) => {
                 posted.remove(&mut self.posted_next, prev, recv);
+                self.qstat.matched_posted += 1;
                 let recv = recv as usize;
                 let me = self.point(dst, recv, true, Via::Cpu);
                 self.res.hold(c, cpu_done, me);
@@ -1340,13 +1556,38 @@ impl<'p> Engine<'p> {
         // action order: they are taken in that order straight from the program, and every
         // event they make is numbered after them, which is exactly the order the queue would
         // give. (A million of them would otherwise all sit in the queue at once.)
+        // With `ReadyOrder::Kind` each rank's sends go first, then its receives, then its
+        // computations: sends start as the rank is read, the others wait in `later` (one
+        // pass over the program; with `Program` all start as read).
         self.seq = p.acts().iter().filter(|a| a.prereq == 0).count() as u64;
+        let kinds = self.prm.ready_order == ReadyOrder::Kind;
+        let mut first = 0u64;
+        let mut later: Vec<usize> = Vec::new();
         for r in 0..p.num_ranks() {
             for g in p.range(r) {
-                if p.act(g).prereq == 0 {
-                    self.events += 1;
-                    self.try_start(0, r, g)?;
+                let a = p.act(g);
+                if a.prereq != 0 {
+                    continue;
                 }
+                if kinds && kind_rank(a.kind) > 0 {
+                    later.push(g);
+                    continue;
+                }
+                self.events += 1;
+                first += 1;
+                self.try_start(0, first, r, g)?;
+                self.flush_ready();
+            }
+            if !later.is_empty() {
+                // Receives, then computations, each in schedule order.
+                later.sort_by_key(|&g| kind_rank(p.act(g).kind));
+                for &g in &later {
+                    self.events += 1;
+                    first += 1;
+                    self.try_start(0, first, r, g)?;
+                    self.flush_ready();
+                }
+                later.clear();
             }
         }
         while let Some((time, seq, ev)) = self.queue.pop_with_seq() {
@@ -1356,9 +1597,10 @@ impl<'p> Engine<'p> {
             }
             self.now = time;
             match ev {
-                Ev::Try { rank, g } => self.try_start(time, rank, g as usize)?,
+                Ev::Try { rank, g } => self.try_start(time, seq, rank, g as usize)?,
                 Ev::Arrive { dst, src, g } => self.arrive(time, seq, dst, src, g as usize),
             }
+            self.flush_ready();
         }
         let total = p.action_count() as u64;
         if self.done < total {
@@ -1444,6 +1686,8 @@ impl<'p> Engine<'p> {
             events: self.events,
             mcast_lost: self.mcast_lost,
             mcast_repairs: self.mcast_rounds,
+            noise: self.noise_total,
+            queues: self.qstat,
             base: p.bases().to_vec(),
             start: self.st.iter().map(|s| s.start).collect(),
             finish: self.st.iter().map(|s| s.finish).collect(),
@@ -1499,6 +1743,23 @@ pub fn simulate_flat_on(
 ) -> Result<Outcome, SimError> {
     let mut e = Engine::new(p, *prm, opts, progress);
     e.net = Some(net);
+    e.run()?;
+    Ok(e.outcome())
+}
+
+/// `simulate_flat_with` with OS noise (`noise`) and, when `net` is given, on a network
+/// (`simulate_flat_on`).
+pub fn simulate_flat_full(
+    p: &Flat,
+    prm: &Params,
+    opts: Options,
+    noise: Option<&Noise>,
+    net: Option<&mut Contention>,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<Outcome, SimError> {
+    let mut e = Engine::new(p, *prm, opts, progress);
+    e.net = net;
+    e.noise = noise;
     e.run()?;
     Ok(e.outcome())
 }

@@ -17,6 +17,7 @@ pub mod contention;
 pub mod flat;
 pub mod loggops;
 pub mod network;
+pub mod noise;
 pub mod queue;
 pub mod repair;
 pub mod updown;
@@ -24,11 +25,15 @@ pub mod updown;
 pub use contention::Contention;
 pub use flat::Flat;
 pub use loggops::{
-    critical_path, describe, simulate, simulate_flat, simulate_flat_on, simulate_flat_with,
-    simulate_on, Link, Options, Outcome, Params, PerByte, SimError, Step, Via, Waiting,
+    critical_path, describe, simulate, simulate_flat, simulate_flat_full, simulate_flat_on,
+    simulate_flat_with, simulate_on, Link, Options, Outcome, Params, PerByte, QueueStats,
+    ReadyOrder, RecvCpu, SimError, Step, Via, Waiting,
 };
 pub use network::Network;
+pub use noise::Noise;
 
+#[cfg(test)]
+mod lgs_tests;
 #[cfg(test)]
 mod network_tests;
 #[cfg(test)]

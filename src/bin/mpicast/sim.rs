@@ -3,11 +3,11 @@
 //! the maximum and, on request, the critical path. This file owns the options and the output;
 //! the model is the library's (`src/sim/`).
 
-use crate::goal::{binary, gen, Dialect};
+use crate::goal::{binary, gen, lgsbin, Dialect};
 use crate::progress::Progress;
 use crate::sim::{
-    critical_path, simulate_flat_on, simulate_flat_with, Contention, Flat, Network, Options,
-    Outcome, Params, SimError,
+    critical_path, simulate_flat_full, Contention, Flat, Network, Noise, Options, Outcome, Params,
+    SimError,
 };
 use crate::{load_bytes, num, parse_func, read_input, Fail};
 use std::fmt::Write;
@@ -28,7 +28,7 @@ usage: mpicast sim FILE [options]
 Simulates a GOAL program in the LogGOPS model (LogGOPSim's rules: docs/sim.md) and prints each
 rank's end time (for at most 64 ranks), the maximum, and with --critical-path the chain of
 actions that ends last. FILE is text in either dialect or a binary schedule (`-`: standard
-input); --gen takes the program from a generator of `mpicast goal gen` (binomial-bcast,
+input; a LogGOPSim binary schedule from txt2bin is read too); --gen takes the program from a generator of `mpicast goal gen` (binomial-bcast,
 dissemination-allreduce, scout-tree-bcast, scout-linear-bcast, mcast-barrier, chain-bcast,
 binary-tree-bcast, dbcast, eager-mcast-bcast, imcast-bcast, binomial-isend-bcast; --size
 default 8; --segment: the segment bytes of the pipelined ones, default 65536, for dbcast and
@@ -50,11 +50,25 @@ options (times in ns, sizes in bytes; defaults are LogGOPSim's):
                     pseudo-random losses, 1)
   --params FILE     `name value` lines of the same names, `#` comments; options given on
                     the command line override the file
+  --recv-cpu R      how long a message keeps its receiver's CPU: model (o + (s-1)O, the
+                    NIC takes the bytes meanwhile; the default) or loggopsim (until the
+                    last byte is in, o + max((s-1)O, (s-1)G), as LogGOPSim charges it)
+  --ready-order R   actions ready at once start kind first (sends, then receives, then
+                    computations; the default, LogGOPSim's order) or in program order
+  --noise-trace F   OS noise: F lists CPU interruptions, `start length` in ns a line (as
+                    LogGOPSim's --noise-trace); each rank reads it from its own place
+  --noise-cosched   every rank reads the noise trace from the same place
+  --noise-seed N    fixes each rank's place in the noise trace (1)
+  --qstat           the matching queues: the longest posted-receive and unexpected-message
+                    queue, and how many entries the matching looked at
   --critical-path   print the chain of actions that ends last
   --timing          say on stderr how long building and simulating took (events per second)
   --no-progress     no progress bar on stderr (it shows only when stderr is a terminal)
   --timeline OUT    draw the run as an SVG, one lane per rank, time to the right (at most
                     256 ranks and 20000 actions)
+  --trace-json OUT  write the run as a Chrome trace (JSON that Perfetto and
+                    chrome://tracing open): a process per rank, its CPU and NIC as threads,
+                    messages as flows
   --network FILE    share the links of a switched network: FILE declares `switch NAME`,
                     `link SW1 SW2 BANDWIDTH [LATENCY]`, `host NAME SWITCH [BANDWIDTH]`
                     and `ranks-per-host K` or `rank R HOST` lines (docs/sim.md: Contention
@@ -102,7 +116,15 @@ impl ParamOpts {
     pub fn takes(flag: &str) -> bool {
         matches!(
             flag,
-            "-L" | "-o" | "-g" | "-G" | "-O" | "-S" | "--set" | "--params"
+            "-L" | "-o"
+                | "-g"
+                | "-G"
+                | "-O"
+                | "-S"
+                | "--set"
+                | "--params"
+                | "--recv-cpu"
+                | "--ready-order"
         )
     }
 
@@ -118,7 +140,7 @@ impl ParamOpts {
                 self.set.push((name.to_string(), val.to_string()));
             }
             _ => {
-                let name = &flag[1..];
+                let name = flag.trim_start_matches('-');
                 Params::default().set_text(name, &v).map_err(Fail::Usage)?;
                 self.set.push((name.to_string(), v));
             }
@@ -157,6 +179,11 @@ struct SimOpts {
     progress: bool,
     timeline: Option<String>,
     network: Option<String>,
+    noise: Option<String>,
+    noise_cosched: bool,
+    noise_seed: u64,
+    qstat: bool,
+    trace_json: Option<String>,
     mm: crate::MmcastOpts,
 }
 
@@ -178,6 +205,11 @@ fn sim_opts(args: &[String]) -> Result<SimOpts, Fail> {
         progress: true,
         timeline: None,
         network: None,
+        noise: None,
+        noise_cosched: false,
+        noise_seed: 1,
+        qstat: false,
+        trace_json: None,
         mm: crate::MmcastOpts::default(),
     };
     let mut it = args.iter();
@@ -196,6 +228,11 @@ fn sim_opts(args: &[String]) -> Result<SimOpts, Fail> {
             "--timing" => o.timing = true,
             "--no-progress" => o.progress = false,
             "--timeline" => o.timeline = Some(value(a)?),
+            "--noise-trace" => o.noise = Some(value(a)?),
+            "--noise-cosched" => o.noise_cosched = true,
+            "--qstat" => o.qstat = true,
+            "--trace-json" => o.trace_json = Some(value(a)?),
+            "--noise-seed" => o.noise_seed = num(a, &value(a)?)?,
             "--network" | "--topology" => {
                 let v = value(a)?;
                 o.mm.take(a, &v)?;
@@ -301,7 +338,7 @@ pub fn run(args: &[String]) -> Result<(), Fail> {
         // Found now rather than after a long simulation.
         crate::limits::check_writable(path).map_err(Fail::Io)?;
     }
-    let traced = o.critical || o.timeline.is_some();
+    let traced = o.critical || o.timeline.is_some() || o.trace_json.is_some();
     let built = Instant::now();
     let (name, flat) = match (&o.file, &o.gen) {
         (Some(_), Some(_)) => {
@@ -330,26 +367,72 @@ pub fn run(args: &[String]) -> Result<(), Fail> {
             Some(Contention::new(&n, flat.num_ranks(), &prm).map_err(Fail::Io)?)
         }
     };
+    let noise = match &o.noise {
+        None => None,
+        Some(f) => {
+            let text = std::fs::read_to_string(f).map_err(|e| Fail::Io(format!("{f}: {e}")))?;
+            let events = Noise::parse(&text).map_err(|e| Fail::Io(format!("{f}: {e}")))?;
+            let n = Noise::new(events, flat.num_ranks(), o.noise_cosched, o.noise_seed)
+                .map_err(|e| Fail::Io(format!("{f}: {e}")))?;
+            Some(n)
+        }
+    };
     let opts = Options {
-        trace: o.critical || o.timeline.is_some(),
+        trace: o.critical || o.timeline.is_some() || o.trace_json.is_some(),
     };
     let mut progress = |done, all| bar.update(done, all);
-    let result = match net.as_mut() {
-        Some(c) => simulate_flat_on(&flat, &prm, opts, c, &mut progress),
-        None => simulate_flat_with(&flat, &prm, opts, &mut progress),
-    };
+    let result = simulate_flat_full(
+        &flat,
+        &prm,
+        opts,
+        noise.as_ref(),
+        net.as_mut(),
+        &mut progress,
+    );
     bar.finish();
     let ran = ran.elapsed();
     let cpu = cpu_seconds().zip(cpu_before).map(|(a, b)| a - b);
     match result {
         Ok(out) => {
             print!("{}", report(&name, &flat, &prm, &out, o.critical));
+            if o.qstat {
+                let q = &out.queues;
+                println!(
+                    "queues: longest posted-receive queue {} (rank {}), longest unexpected \
+                     queue {} (rank {}); {} messages found their receive posted ({} entries \
+                     looked at), {} receives found their message waiting ({} entries looked at)",
+                    q.posted_max,
+                    q.posted_max_rank,
+                    q.unexpected_max,
+                    q.unexpected_max_rank,
+                    q.matched_posted,
+                    q.posted_searched,
+                    q.matched_unexpected,
+                    q.unexpected_searched
+                );
+            }
+            if let Some(f) = &o.noise {
+                println!(
+                    "noise: {} ns added to CPU work over all ranks ({f}, {}, seed {})",
+                    out.noise,
+                    if o.noise_cosched {
+                        "co-scheduled"
+                    } else {
+                        "independent"
+                    },
+                    o.noise_seed
+                );
+            }
             if let Some(c) = &net {
                 println!("{}", c.summary());
             }
             if let Some(path) = &o.timeline {
                 let svg = crate::sim_timeline::render(&name, &flat, &prm, &out);
                 std::fs::write(path, svg).map_err(|e| Fail::Io(format!("{path}: {e}")))?;
+            }
+            if let Some(path) = &o.trace_json {
+                let json = crate::sim_timeline::chrome_trace(&name, &flat, &prm, &out);
+                std::fs::write(path, json).map_err(|e| Fail::Io(format!("{path}: {e}")))?;
             }
             if o.timing {
                 say_timing(&flat, &out, built, ran, cpu);
@@ -391,7 +474,7 @@ fn check_file_memory(f: &str, traced: bool) -> Result<(), Fail> {
     let mut head = [0u8; binary::MAGIC.len()];
     let binary = std::fs::File::open(f)
         .and_then(|mut file| std::io::Read::read_exact(&mut file, &mut head))
-        .is_ok_and(|()| head == binary::MAGIC);
+        .is_ok_and(|()| head == binary::MAGIC || lgsbin::is_lgs_binary(&head));
     let factor = match (binary, traced) {
         (true, false) => 3,
         (true, true) => 4,
@@ -404,13 +487,21 @@ fn check_file_memory(f: &str, traced: bool) -> Result<(), Fail> {
     .map_err(Fail::UsageLine)
 }
 
-/// The program of FILE in the simulator's form. A binary schedule is read rank by rank
-/// without building the whole `Program`; text is parsed first.
+/// The program of FILE in the simulator's form. A binary schedule (mpicast's, or
+/// LogGOPSim's from txt2bin) is read rank by rank without building the whole `Program`;
+/// text is parsed first.
 fn from_file(f: &str, dialect: Option<Dialect>) -> Result<Flat, Fail> {
     let mut flat = Flat::new();
     let bytes = read_input(f)?;
     if bytes.starts_with(&binary::MAGIC) {
         binary::load_each(&bytes, |_, rp| flat.push_rank(&rp)).map_err(|e| {
+            eprintln!("{f}: error: {e}");
+            Fail::Errors
+        })?;
+        return Ok(flat);
+    }
+    if lgsbin::is_lgs_binary(&bytes) {
+        lgsbin::load_each(&bytes, |_, rp| flat.push_rank(&rp)).map_err(|e| {
             eprintln!("{f}: error: {e}");
             Fail::Errors
         })?;
@@ -441,7 +532,7 @@ fn generated(o: &SimOpts, name: &str) -> Result<Flat, Fail> {
         .ranks
         .ok_or_else(|| Fail::Usage("--gen needs --ranks N".into()))?;
     let size = o.size.unwrap_or(8);
-    let traced = o.critical || o.timeline.is_some();
+    let traced = o.critical || o.timeline.is_some() || o.trace_json.is_some();
     let (actions, deps) = crate::limits::program_size(algo, n, size);
     let need = crate::limits::sim_bytes(u64::from(n), actions, deps, traced)
         .saturating_add(crate::limits::generator_bytes(algo, n));
@@ -570,7 +661,12 @@ mod tests {
         let err = |t: &str| parse_params(t, "p.txt", &mut Params::default()).unwrap_err();
         assert_eq!(
             err("L 1\nx 3\n"),
-            "p.txt:2: unknown parameter `x` (known: L o g G O S mL mo mg mG mF mloss mnack mseed)"
+            "p.txt:2: unknown parameter `x` (known: L o g G O S mL mo mg mG mF mloss mnack mseed \
+             recv-cpu ready-order)"
+        );
+        assert_eq!(
+            err("recv-cpu nic"),
+            "p.txt:1: recv-cpu is model or loggopsim, not `nic`"
         );
         assert_eq!(err("\n\ng -5"), "p.txt:3: g must not be negative, got `-5`");
         assert_eq!(
@@ -622,6 +718,31 @@ mod tests {
         // Whole ns per byte print as integers.
         assert!(Params::default().as_file().contains("G 6\nO 0\n"));
         assert!(Params::default().to_string().contains("G=6 O=0"));
+    }
+
+    #[test]
+    fn rules_round_trip_and_print_only_when_set() {
+        use crate::sim::{ReadyOrder, RecvCpu};
+        let mut p = Params::default();
+        parse_params("recv-cpu loggopsim\nready-order program\n", "p", &mut p).unwrap();
+        assert_eq!(
+            (p.recv_cpu, p.ready_order),
+            (RecvCpu::LogGOPSim, ReadyOrder::Program)
+        );
+        let mut q = Params::default();
+        parse_params(&p.as_file(), "q", &mut q).unwrap();
+        assert_eq!(p, q);
+        assert!(p
+            .to_string()
+            .ends_with(" recv-cpu=loggopsim ready-order=program"));
+        let d = Params::default();
+        assert!(!d.to_string().contains("recv-cpu") && !d.as_file().contains("recv-cpu"));
+        // The options of the command line set them too.
+        let mut o = ParamOpts::default();
+        assert!(ParamOpts::takes("--recv-cpu") && ParamOpts::takes("--ready-order"));
+        o.take("--recv-cpu", "loggopsim".into()).unwrap();
+        assert_eq!(o.params().unwrap().recv_cpu, RecvCpu::LogGOPSim);
+        assert!(o.take("--ready-order", "first".into()).is_err());
     }
 
     #[test]

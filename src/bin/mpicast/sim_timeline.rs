@@ -430,6 +430,82 @@ fn messages(s: &mut String, f: Frame, lines: &[Line]) {
     let _ = writeln!(s, "</g>");
 }
 
+/// `s` as the inside of a JSON string.
+fn json_str(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Nanoseconds as the microseconds Chrome's trace format counts in (`1.5` for 1500 ns).
+fn micros(t: u64) -> String {
+    format!("{}.{:03}", t / 1000, t % 1000)
+}
+
+/// The run of `p` as a Chrome trace (the JSON that Perfetto and chrome://tracing open): a
+/// process per rank with a `cpu` thread (sends' `o` and per-byte part, rendezvous waits,
+/// messages processed, calcs) and a `nic` thread (the NIC gaps); each message is a flow
+/// from its send to where its receiver took it. The same boxes as the SVG, the same run gives
+/// the same bytes.
+pub fn chrome_trace(name: &str, p: &Flat, prm: &Params, out: &Outcome) -> String {
+    let (groups, lines) = layout(p, prm, out);
+    let mut ev: Vec<String> = Vec::new();
+    ev.push(format!(
+        "{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":0,\"args\":{{\"name\":\"{}\"}}}}",
+        json_str(&format!("{name}: {prm}"))
+    ));
+    for r in 0..p.num_ranks() {
+        let pid = r + 1;
+        ev.push(format!(
+            "{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":{pid},\"args\":{{\"name\":\"rank {r}\"}}}}"
+        ));
+        for (tid, t) in [(0, "cpu"), (1, "nic")] {
+            ev.push(format!(
+                "{{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":{pid},\"tid\":{tid},\"args\":{{\"name\":\"{t}\"}}}}"
+            ));
+        }
+    }
+    for g in &groups {
+        for b in &g.bars {
+            let tid = u32::from(b.kind == Kind::Nic);
+            ev.push(format!(
+                "{{\"name\":\"{}\",\"cat\":\"{}\",\"ph\":\"X\",\"ts\":{},\"dur\":{},\"pid\":{},\"tid\":{tid},\"args\":{{\"what\":\"{}\"}}}}",
+                b.kind.label(),
+                b.kind.class(),
+                micros(b.t0),
+                micros(b.t1 - b.t0),
+                g.rank + 1,
+                json_str(&g.title)
+            ));
+        }
+    }
+    for (i, l) in lines.iter().enumerate() {
+        ev.push(format!(
+            "{{\"name\":\"message\",\"cat\":\"message\",\"ph\":\"s\",\"id\":{i},\"ts\":{},\"pid\":{},\"tid\":0}}",
+            micros(l.t0),
+            l.rank + 1
+        ));
+        ev.push(format!(
+            "{{\"name\":\"message\",\"cat\":\"message\",\"ph\":\"f\",\"bp\":\"e\",\"id\":{i},\"ts\":{},\"pid\":{},\"tid\":0}}",
+            micros(l.t1),
+            l.to + 1
+        ));
+    }
+    format!(
+        "{{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n{}\n]}}\n",
+        ev.join(",\n")
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -595,5 +671,44 @@ mod tests {
         assert!(check(&p)
             .unwrap_err()
             .starts_with("--timeline draws at most 20000 actions; this program has "));
+    }
+
+    #[test]
+    fn chrome_trace_of_one_message() {
+        // One 1-byte message: rank 0's send (o 0..1500, NIC gap 0..1000), the message from
+        // 1500 to rank 1 at 4000, processed 4000..5500 there.
+        let p = crate::goal::lgs::parse(
+            b"num_ranks 2\nrank 0 {\nl1: send 1b to 1 tag 0\n}\nrank 1 {\nl1: recv 1b from 0 tag 0\n}\n",
+        )
+        .unwrap()
+        .program;
+        let prm = Params::default();
+        let out = simulate(&p, &prm, Options { trace: true }).unwrap();
+        let f = flat(p);
+        let j = chrome_trace("one \"msg\"", &f, &prm, &out);
+        assert!(j.starts_with("{\"displayTimeUnit\":\"ns\",\"traceEvents\":["));
+        assert!(j.contains("one \\\"msg\\\": L=2500"), "{j}");
+        assert!(j.contains("\"name\":\"send: o\",\"cat\":\"send-o\",\"ph\":\"X\",\"ts\":0.000,\"dur\":1.500,\"pid\":1,\"tid\":0"), "{j}");
+        assert!(
+            j.contains(
+                "\"cat\":\"nic\",\"ph\":\"X\",\"ts\":0.000,\"dur\":1.000,\"pid\":1,\"tid\":1"
+            ),
+            "{j}"
+        );
+        assert!(
+            j.contains("\"ph\":\"X\",\"ts\":4.000,\"dur\":1.500,\"pid\":2,\"tid\":0"),
+            "{j}"
+        );
+        assert!(
+            j.contains("\"ph\":\"s\",\"id\":0,\"ts\":1.500,\"pid\":1"),
+            "{j}"
+        );
+        assert!(
+            j.contains("\"ph\":\"f\",\"bp\":\"e\",\"id\":0,\"ts\":4.000,\"pid\":2"),
+            "{j}"
+        );
+        // Balanced and the same every time.
+        assert_eq!(j.matches('{').count(), j.matches('}').count());
+        assert_eq!(j, chrome_trace("one \"msg\"", &f, &prm, &out));
     }
 }

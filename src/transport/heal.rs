@@ -334,16 +334,74 @@ pub fn serve_on(
     }
 }
 
-/// Tells receiver `to` of broadcast `seq` that multicast does not reach it (`HealMsg::Offer`:
-/// small, so the send never waits for it).
-pub fn offer(private: MPI_Comm, to: u32, seq: u64) -> Result<(), OpError> {
-    offer_on(private, TAG_HEAL, to, seq)
+/// Tells receiver `to` of broadcast `seq` (of `len` bytes) that multicast does not reach it
+/// (`HealMsg::Offer`: small, so the send never waits for it).
+pub fn offer(private: MPI_Comm, to: u32, seq: u64, len: usize) -> Result<(), OpError> {
+    offer_on(private, TAG_HEAL, to, seq, len)
 }
 
 /// As `offer`, with tag `tag`.
-pub fn offer_on(comm: MPI_Comm, tag: c_int, to: u32, seq: u64) -> Result<(), OpError> {
+pub fn offer_on(comm: MPI_Comm, tag: c_int, to: u32, seq: u64, len: usize) -> Result<(), OpError> {
     let mut out = Vec::new();
-    HealMsg::Offer { seq }.encode(&mut out);
+    HealMsg::Offer {
+        seq,
+        len: len as u64,
+    }
+    .encode(&mut out);
     p2p::send_bytes(comm, to, tag, &out)?;
     Ok(())
+}
+
+/// A root's own path for the multicasts only it decides (`wire::heal::RootPath`: those of
+/// `MPICAST_Imcast` and of GOAL runs, `what`) changed after one whose `served` destinations
+/// took a unicast repair: the counter, and one message per kind and rank (`said`: to leave IP
+/// multicast, to come back) naming their hosts.
+pub fn root_path_changed(
+    chan: &Channel,
+    said: &mut (bool, bool),
+    me: u32,
+    what: &str,
+    change: wire::heal::PathChange,
+    served: &[u32],
+) {
+    use wire::heal::PathChange;
+    let line = match change {
+        PathChange::Same => return,
+        PathChange::ToP2p { from } => {
+            stats::add(&COUNTERS.heal_host, 1);
+            if std::mem::replace(&mut said.0, true) {
+                return;
+            }
+            let who: Vec<crate::reach::Who> = served
+                .iter()
+                .filter_map(|&r| chan.members.get(r as usize).cloned())
+                .collect();
+            let which = if from == 0 {
+                "all its multicasts go".to_string()
+            } else {
+                format!(
+                    "its multicasts of {from} bytes and more (datagrams over {} bytes) go",
+                    (from - 1).min(chan.params.frag_payload) + wire::OVERHEAD
+                )
+            };
+            format!(
+                "mpicast: rank {me}: IP multicast of {what} stopped reaching {} (repaired by \
+                 unicast): {which} point-to-point from now on; it tries IP multicast again \
+                 after {} of them (`mpicast doctor` tells more)",
+                crate::reach::by_host(&who),
+                wire::heal::PROBE_FIRST
+            )
+        }
+        PathChange::Return => {
+            stats::add(&COUNTERS.heal_return, 1);
+            if std::mem::replace(&mut said.1, true) {
+                return;
+            }
+            format!(
+                "mpicast: rank {me}: IP multicast reaches the destinations of {what} again: \
+                 back to IP multicast"
+            )
+        }
+    };
+    crate::session::say(&line);
 }

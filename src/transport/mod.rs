@@ -105,6 +105,12 @@ pub struct Channel {
     pub switched_at: u64,
     /// Rank 0 said that the communicator left multicast / came back (once each).
     pub heal_said: (bool, bool),
+    /// How this rank's GOAL multicasts go (`goal_mcast`: decided by the root alone, like
+    /// `MPICAST_Imcast`'s), and what it said about it (to leave IP multicast, to return).
+    pub goal_path: wire::heal::RootPath,
+    pub goal_said: (bool, bool),
+    /// GOAL repair messages (`HealMsg` on `goal_mcast::TAG_GOAL_HEAL`) of a later run.
+    pub goal_kept: Vec<Vec<u8>>,
 }
 
 /// Bytes of datagrams kept for multicasts not started yet, at most (beyond this they are
@@ -657,6 +663,9 @@ pub fn setup(
         heal_kept: Vec::new(),
         switched_at: 0,
         heal_said: (false, false),
+        goal_path: wire::heal::RootPath::new(frag),
+        goal_said: (false, false),
+        goal_kept: Vec::new(),
     }))
 }
 

@@ -391,7 +391,7 @@ impl<'a> OpBackend<'a> {
                 }
                 count_tx(before, tx.stats());
                 for r in tx.take_unreached(now, self.chan.suspect_ns, self.scouted) {
-                    super::heal::offer(self.private, r, self.seq)?;
+                    super::heal::offer(self.private, r, self.seq, data.len())?;
                     self.chan.trouble = true;
                 }
                 for (r, first) in tx.take_serve() {

@@ -125,7 +125,7 @@ pub fn number(schedule: &Schedule, rank: u32, size: u32) -> Numbering {
         }
     }
     let root = (0..n as u32)
-        .flat_map(|q| std::iter::repeat_n(q, per_root[q as usize] as usize))
+        .flat_map(|q| std::iter::repeat(q).take(per_root[q as usize] as usize))
         .collect();
     Numbering {
         of,
@@ -135,6 +135,8 @@ pub fn number(schedule: &Schedule, rank: u32, size: u32) -> Numbering {
     }
 }
 
+// A run has a few of these at once: their size does not matter.
+#[allow(clippy::large_enum_variant)]
 enum Active {
     Send {
         id: ActionId,
@@ -685,7 +687,7 @@ impl McastRun {
                 .expect("checked against the buffer");
             return sub.with_mut(|b| r.heal(&h, now, private, b));
         }
-        if !self.early.contains_key(&seq) {
+        if let std::collections::hash_map::Entry::Vacant(v) = self.early.entry(seq) {
             let HealMsg::Offer { len, .. } = h else {
                 return Ok(());
             };
@@ -693,13 +695,10 @@ impl McastRun {
                 .ok()
                 .filter(|&l| l <= isize::MAX as usize)
                 .ok_or_else(|| truncated(seq, root, usize::MAX, isize::MAX as usize))?;
-            self.early.insert(
-                seq,
-                Early {
-                    rx: made(len),
-                    buf: vec![0u8; len],
-                },
-            );
+            v.insert(Early {
+                rx: made(len),
+                buf: vec![0u8; len],
+            });
         }
         let e = self.early.get_mut(&seq).expect("made above");
         e.rx.heal(&h, now, private, &mut e.buf)

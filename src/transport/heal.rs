@@ -31,6 +31,14 @@ pub const TAG_HEAL: c_int = 3;
 /// MPI tag of `Control::Trouble`, which a root reads at the start of its operations.
 pub const TAG_TROUBLE: c_int = 4;
 
+/// MPI tag on the private duplicate of a barrier waiter's request for its release, when
+/// neither the multicast release nor rank 0's responder (UDP) reached it
+/// (`Channel::ask_release`).
+pub const TAG_RELEASE_ASK: c_int = 9;
+
+/// Rank 0 looks for such requests at most this often (nanoseconds) while in an operation.
+const RELEASE_POLL_NS: wire::Nanos = 1_000_000;
+
 /// The shortest wait for a probe's datagrams (`probe`).
 const PROBE_WAIT_MIN: Duration = Duration::from_millis(20);
 
@@ -101,6 +109,45 @@ impl Channel {
             p2p::send_bytes(private, r, TAG_HEAL, &out)?;
         }
         Ok(true)
+    }
+
+    /// Asks rank 0 by the host MPI for the release of barrier `seq` (UDP blocked while the
+    /// host MPI works: neither its multicast nor its responder's answer came).
+    pub fn ask_release(&self, private: MPI_Comm, seq: u64) -> Result<(), OpError> {
+        p2p::send_bytes(private, 0, TAG_RELEASE_ASK, &seq.to_le_bytes())?;
+        Ok(())
+    }
+
+    /// Rank 0 (`rank`), in any operation of the channel and at most once a millisecond:
+    /// answers the waiters that ask for the release of a barrier it has released
+    /// (`HealMsg::Data` of no bytes on `TAG_HEAL`: released by unicast). An ask for a barrier
+    /// not released yet is dropped: its waiter asks again.
+    pub fn answer_release_asks(&mut self, private: MPI_Comm, rank: u32) -> Result<(), OpError> {
+        if rank != 0 {
+            return Ok(());
+        }
+        let now = self.now();
+        if now < self.release_poll_at {
+            return Ok(());
+        }
+        self.release_poll_at = now.saturating_add(RELEASE_POLL_NS);
+        let mut b = [0u8; 8];
+        let mut out = Vec::new();
+        while let Some((src, len)) = p2p::try_recv_any(private, TAG_RELEASE_ASK, &mut b)? {
+            let seq = u64::from_le_bytes(b);
+            if len != b.len() || seq > self.released_upto {
+                continue;
+            }
+            HealMsg::Data {
+                seq,
+                first: 0,
+                payload: &[],
+            }
+            .encode(&mut out);
+            p2p::send_bytes(private, src, TAG_HEAL, &out)?;
+            stats::add(&COUNTERS.unicast, 1);
+        }
+        Ok(())
     }
 
     /// A receiver reported trouble at operation `seq` (`Control::Trouble`): news unless the

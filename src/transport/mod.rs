@@ -111,6 +111,10 @@ pub struct Channel {
     pub goal_said: (bool, bool),
     /// GOAL repair messages (`HealMsg` on `goal_mcast::TAG_GOAL_HEAL`) of a later run.
     pub goal_kept: Vec<Vec<u8>>,
+    /// Rank 0: the last barrier it released, and when it next looks for waiters that ask
+    /// for their release by the host MPI (`heal::answer_release_asks`).
+    pub released_upto: u64,
+    pub release_poll_at: wire::Nanos,
 }
 
 /// Bytes of datagrams kept for multicasts not started yet, at most (beyond this they are
@@ -666,6 +670,8 @@ pub fn setup(
         goal_path: wire::heal::RootPath::new(frag),
         goal_said: (false, false),
         goal_kept: Vec::new(),
+        released_upto: 0,
+        release_poll_at: 0,
     }))
 }
 

@@ -401,8 +401,10 @@ pub fn offer_on(comm: MPI_Comm, tag: c_int, to: u32, seq: u64, len: usize) -> Re
 
 /// A root's own path for the multicasts only it decides (`wire::heal::RootPath`: those of
 /// `MPICAST_Imcast` and of GOAL runs, `what`) changed after one whose `served` destinations
-/// took a unicast repair: the counter, and one message per kind and rank (`said`: to leave IP
-/// multicast, to come back) naming their hosts.
+/// took a unicast repair: the counter, and a message naming their hosts, once per kind (to
+/// leave IP multicast, to come back) in the whole job (`presence::say_first`; `said`: this
+/// rank's own record), not once per root: the other roots that meet the same fault follow
+/// without a word.
 pub fn root_path_changed(
     chan: &Channel,
     said: &mut (bool, bool),
@@ -431,12 +433,16 @@ pub fn root_path_changed(
                     (from - 1).min(chan.params.frag_payload) + wire::OVERHEAD
                 )
             };
-            format!(
-                "mpicast: rank {me}: IP multicast of {what} stopped reaching {} (repaired by \
-                 unicast): {which} point-to-point from now on; it tries IP multicast again \
-                 after {} of them (`mpicast doctor` tells more)",
-                crate::reach::by_host(&who),
-                wire::heal::PROBE_FIRST
+            (
+                "left",
+                format!(
+                    "mpicast: rank {me}: IP multicast of {what} stopped reaching {} (repaired \
+                     by unicast): {which} point-to-point from now on; it tries IP multicast \
+                     again after {} of them (other roots that meet the same do so without a \
+                     message; `mpicast doctor` tells more)",
+                    crate::reach::by_host(&who),
+                    wire::heal::PROBE_FIRST
+                ),
             )
         }
         PathChange::Return => {
@@ -444,11 +450,14 @@ pub fn root_path_changed(
             if std::mem::replace(&mut said.1, true) {
                 return;
             }
-            format!(
-                "mpicast: rank {me}: IP multicast reaches the destinations of {what} again: \
-                 back to IP multicast"
+            (
+                "back",
+                format!(
+                    "mpicast: rank {me}: IP multicast reaches the destinations of {what} \
+                     again: back to IP multicast"
+                ),
             )
         }
     };
-    crate::session::say(&line);
+    crate::presence::say_first(&format!("root path {what} {}", line.0), &line.1);
 }

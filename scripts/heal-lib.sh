@@ -66,3 +66,22 @@ run() {
 
 # since NAME STAMP: ms from the rule of case NAME to STAMP (a line's wall clock).
 since() { awk -v a="$2" -v b="$(cat "$TC_WORK/$1.on")" 'BEGIN { printf "%d", (a - b) * 1000 }'; }
+
+# doctor NAME MATCH RC PATTERN...: `mpicast doctor -n 3` under the rule MATCH (as `run` sets
+# it, for the doctor's datagrams on the same group range and ports); it must exit RC and print
+# a line matching each PATTERN (grep -E): its finding must agree with what the library did.
+doctor() {
+  local name=$1 match=$2 want=$3 cli=$TC_BUILD/bin/mpicast dout=$TC_WORK/doctor-$1.out rc=0 p
+  shift 3
+  [ -x "$cli" ] || fail "$name: no $cli (make lib builds it)"
+  cleanup
+  rule "$match"
+  timeout -k 10 150 "$cli" doctor -n 3 --mpi "$TC_FLAVOUR" >"$dout" 2>&1 || rc=$?
+  cleanup
+  cat "$dout"
+  [ "$rc" = "$want" ] || fail "$name: the doctor exited $rc, not $want"
+  for p in "$@"; do
+    grep -q -E -- "$p" "$dout" || fail "$name: the doctor did not say /$p/"
+  done
+  note "$name: the doctor agrees with the library"
+}

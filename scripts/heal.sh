@@ -12,6 +12,9 @@
 #            host MPI (heal_host)
 #   loss30   30 % of them, from 2 s on: every operation completes (repairs)
 #   restore  all of them from 2 s to 5 s: the host MPI, then back to multicast (heal_return)
+# Under the rules of all and loss30, `mpicast doctor -n 3` must agree with the library: for all,
+# multicast does not arrive (a problem, exit 1); for loss30, multicast works but loses a share
+# of datagrams at every rate, which mpicast repairs (a warning, exit 0).
 # Every case must end with exit 0 and "all correct". Time to heal (from the rule to rank 0's
 # message that the communicator moved) is printed for big, all and restore, and must be
 # well under MPICAST_TIMEOUT_MS. The rules live in their own table, inet mpicast_heal, which
@@ -64,6 +67,8 @@ for c in $cases; do
       [ "$n" = 1 ] || fail "all: the message came $n times, not once"
       grep -q 'multicast stopped reaching .*ranks\? [0-9]' "$out" || fail "all: the message names no rank"
       check_heal all "$(heal_time all 'multicast stopped reaching')"
+      # The library left multicast for the host MPI: the doctor must find it broken.
+      doctor all "" 1 '^problem: multicast does not arrive from rank [0-9]'
       ;;
     scouted)
       MPICAST_EAGER_BYTES=0 run scouted "" 2 - 8
@@ -73,6 +78,11 @@ for c in $cases; do
     loss30)
       run loss30 "numgen random mod 100 < 30" 2 - 6
       [ "$(stat_field "$line" repairs)" -gt 0 ] || fail "loss30: no repairs: $line"
+      # The library stayed on multicast and repaired: the doctor must find it working, with
+      # the loss named (a warning, not a problem).
+      doctor loss30 "numgen random mod 100 < 30" 0 \
+        'lost even at [0-9]+ Mbit/s, the lowest rate tried' 'mpicast repairs what is lost' \
+        'Multicast works between every pair of ranks'
       ;;
     restore)
       run restore "" 2 5 12

@@ -6,7 +6,7 @@
 # drops multicast datagrams:
 #   big      longer than 1500 bytes (IP), from 2 s on: the destinations are served the rest
 #            by unicast (unicast), and the roots move their long multicasts to point-to-point
-#            (heal_host), with one message per root naming the hosts
+#            (heal_host), with one message per job naming the hosts
 #   all      all of them, from 2 s on: the same for every length; the trials by IP fail, so no
 #            return (heal_return=0)
 #   loss30   30 % of them, from 2 s on: every operation completes (repairs)
@@ -39,30 +39,26 @@ run_im() {
   [ "$(stat_field "$line" imcast)" -gt 0 ] || fail "$1: no MPICAST_Imcast counted: $line"
 }
 
-# heal_time NAME [last]: ms from the rule to the first (or the last) root's message that it
-# moved: its next multicast of that size goes point-to-point.
+# heal_time NAME: ms from the rule to the first message that a root moved: its next multicast
+# of that size goes point-to-point.
 heal_time() {
   local at
-  if [ "${2:-}" = last ]; then
-    at=$(grep -E "$MOVED" "$TC_WORK/$1.out" | tail -n 1 | cut -d' ' -f1)
-  else
-    at=$(grep -m1 -E "$MOVED" "$TC_WORK/$1.out" | cut -d' ' -f1)
-  fi
+  at=$(grep -m1 -E "$MOVED" "$TC_WORK/$1.out" | cut -d' ' -f1)
   [ -n "$at" ] || { echo ""; return; }
   since "$1" "$at"
 }
 
 check_heal() { # NAME
-  local first last n
+  local first n
   first=$(heal_time "$1")
-  last=$(heal_time "$1" last)
   [ -n "$first" ] || fail "$1: no message that a root moved"
   [ "$first" -lt 5000 ] || fail "$1: healing took $first ms (MPICAST_TIMEOUT_MS=$MPICAST_TIMEOUT_MS)"
   n=$(grep -c -E "$MOVED" "$out" || true)
-  [ "$n" -ge 1 ] && [ "$n" -le 4 ] || fail "$1: $n messages that a root moved, not one per root at most"
+  # Once per job (presence::say_first); two roots that move at the same moment may both say it.
+  [ "$n" -ge 1 ] && [ "$n" -le 2 ] || fail "$1: $n messages that a root moved, not one per job"
   grep -q -E "$MOVED .*rank" "$out" || fail "$1: the message names no rank"
-  note "$1: time to heal $first ms (rule on -> the first root's message), $last ms to the last of $n roots"
-  echo "heal_imcast: $TC_FLAVOUR $1 time_to_heal_ms=$first last_root_ms=$last roots=$n"
+  note "$1: time to heal $first ms (rule on -> the first root's message; $n message(s))"
+  echo "heal_imcast: $TC_FLAVOUR $1 time_to_heal_ms=$first messages=$n"
 }
 
 cases=${HEAL_CASES:-big all loss30 restore}

@@ -507,6 +507,30 @@ pub fn say_once_as(comm: MPI_Comm, key: &str, message: &str) {
     crate::session::say(message);
 }
 
+/// Prints `message`, which any rank may meet on its own (a root that moved its multicasts
+/// off IP multicast), about once in the whole job: a process prints a message of `key` once,
+/// and not at all when the name service says another process printed it already (two that
+/// meet it at the same moment may both print).
+pub fn say_first(key: &str, message: &str) {
+    static SAID: Mutex<Vec<u64>> = Mutex::new(Vec::new());
+    let key = digest(key.as_bytes());
+    {
+        let mut said = lock(&SAID);
+        if said.contains(&key) {
+            return;
+        }
+        said.push(key);
+    }
+    if let Some((prefix, _, _)) = identity() {
+        let n = format!("{prefix}-first-{key:016x}");
+        if names::lookup(&n).is_some() {
+            return;
+        }
+        names::publish(&n, "1");
+    }
+    crate::session::say(message);
+}
+
 /// 64-bit FNV-1a: a digest that is the same in every process.
 pub fn digest(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {

@@ -15,15 +15,19 @@ typedef struct {
   int rank;
   double seconds, slow_ms, t0, second_max, all_max;
   size_t max;
-  int top_bit, second;
+  int top_bit, second, agree_bcast;
   long long ops, in_second;
 } heal_loop;
 
-/* --seconds T (default 10), --max-size B (default `default_max`), --slow-ms M (default 50). */
+/* --seconds T (default 10), --max-size B (default `default_max`), --slow-ms M (default 50),
+ * --agree-bcast 1 (the stop goes by an MPI_Bcast from rank 0, so that every MPI call of the
+ * program is a broadcast or barrier of mpicast's: a root that returned from an eager broadcast
+ * serves it in its next call). */
 static inline void heal_loop_init(heal_loop *h, int argc, char **argv, size_t default_max) {
   h->seconds = (double)tc_arg_ll(argc, argv, "--seconds", 10);
   h->max = (size_t)tc_arg_ll(argc, argv, "--max-size", (long long)default_max);
   h->slow_ms = (double)tc_arg_ll(argc, argv, "--slow-ms", 50);
+  h->agree_bcast = (int)tc_arg_ll(argc, argv, "--agree-bcast", 0);
   MPI_Comm_rank(MPI_COMM_WORLD, &h->rank);
   h->top_bit = 0;
   while (((size_t)1 << (h->top_bit + 1)) <= h->max) h->top_bit++;
@@ -33,10 +37,15 @@ static inline void heal_loop_init(heal_loop *h, int argc, char **argv, size_t de
   h->ops = h->in_second = 0;
 }
 
-/* Whether the time is up: every 8 operations all ranks agree (MPI_Allreduce). */
+/* Whether the time is up: every 8 operations all ranks agree (MPI_Allreduce, or rank 0's
+ * clock by MPI_Bcast with --agree-bcast). */
 static inline int heal_loop_over(const heal_loop *h) {
   if (h->ops % 8 != 0) return 0;
   int late = tc_now() - h->t0 > h->seconds, stop = 0;
+  if (h->agree_bcast) {
+    MPI_Bcast(&late, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    return late;
+  }
   MPI_Allreduce(&late, &stop, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   return stop;
 }

@@ -21,11 +21,27 @@
 //! point-to-point, and unlike mpicast's own collectives, GOAL multicasts wait without a
 //! timeout: a root and its receivers may be any time apart.
 //!
+//! When datagrams stop arriving (all, only large ones, a share), the root repairs by unicast
+//! as `MPICAST_Imcast` does (`imcast_ip`, `wire::heal`): a receiver that lacks data NACKs; one
+//! that no datagram reached (it cannot NACK: it does not know the length) says that it waits
+//! (an empty NACK at cum 0) once its run has gone on for half of `MPICAST_SUSPECT_MS`
+//! without a datagram of that multicast. The root offers the rest (`HealMsg::Offer`, with
+//! the length, tag `TAG_GOAL_HEAL`) to every receiver that asked and still lacks fragments
+//! sent `MPICAST_SUSPECT_MS` ago; the receiver answers `Control::Unicast` unless it finished
+//! meanwhile, and then finishes only with the data the root sends by the host MPI
+//! (`HealMsg::Data`). The root decides alone how its following multicasts go
+//! (`wire::heal::RootPath`, kept with the channel across runs): after two repaired ones in a
+//! row, those of that size and more go point-to-point (the root offers every receiver the
+//! data at once and sends no datagram), with one message naming the hosts; a trial by IP
+//! after 16, 32 .. 1024 of them brings them back when it passes. The receivers need not know:
+//! an offer is all they see either way.
+//!
 //! Where the communicator does not multicast (one host with the host MPI's path, several
 //! ranks per host, multicast unavailable), a multicast is carried by point-to-point messages
 //! from the root to every other rank on the state's private duplicate, with a tag per
 //! sequence number: the same semantics, without the wire.
 
+use super::heal::{offer_on, serve_on};
 use super::op::{control_seq, count_outcome, count_tx, transmit, OpError, TAG_CONTROL};
 use super::Channel;
 use crate::host::p2p::{self, Region, Requests};
@@ -34,10 +50,15 @@ use crate::lock::lock;
 use crate::sched::{ActionId, Op, Schedule};
 use crate::session::{CommState, Path};
 use crate::stats::{self, COUNTERS};
-use crate::wire::{self, packet, McastReceiver, McastSender};
+use crate::wire::heal::{HealMsg, Via};
+use crate::wire::{self, packet, Control, McastReceiver, McastSender};
 use std::collections::HashMap;
 use std::os::raw::c_int;
 use std::sync::{Arc, Mutex};
+
+/// The tag of a root's unicast repairs (`HealMsg::Offer`, `HealMsg::Data`) on the private
+/// duplicate (the collectives' `heal::TAG_HEAL` is read by their own operations).
+pub const TAG_GOAL_HEAL: c_int = 8;
 
 /// Point-to-point multicasts use tags from here (TAG_CONTROL and the scouts' tags are below).
 const TAG_P2P_BASE: c_int = 64;
@@ -53,6 +74,8 @@ pub struct Numbering {
     pub total: u32,
     /// Per number (index number - 1): whether this rank receives that multicast.
     pub recv: Vec<bool>,
+    /// Per number - 1: its root.
+    pub root: Vec<u32>,
 }
 
 impl Numbering {
@@ -101,33 +124,109 @@ pub fn number(schedule: &Schedule, rank: u32, size: u32) -> Numbering {
             recv[no as usize - 1] = true;
         }
     }
+    let root = (0..n as u32)
+        .flat_map(|q| std::iter::repeat(q).take(per_root[q as usize] as usize))
+        .collect();
     Numbering {
         of,
         total: before[n],
         recv,
+        root,
     }
 }
 
+// A run has a few of these at once: their size does not matter.
+#[allow(clippy::large_enum_variant)]
 enum Active {
     Send {
         id: ActionId,
         seq: u64,
         tx: McastSender,
         data: Region,
+        /// How it goes (`RootPath::start`), and its fragment size.
+        via: Via,
+        frag: usize,
+        /// Receivers served by unicast.
+        served: Vec<u32>,
     },
     Recv {
         id: ActionId,
         seq: u64,
         root: u32,
-        /// Made by the first datagram, which carries the length.
-        rx: Option<McastReceiver>,
+        /// Made by the first datagram, which carries the length, or by the root's offer.
+        rx: Option<Rx>,
         buf: Region,
     },
 }
 
+/// A receiver and its unicast repair.
+struct Rx {
+    rx: McastReceiver,
+    /// It answered the root's offer: it finishes only with the unicast data.
+    asked: bool,
+    got: bool,
+}
+
+impl Rx {
+    fn new(rx: McastReceiver) -> Rx {
+        Rx {
+            rx,
+            asked: false,
+            got: false,
+        }
+    }
+
+    /// Whole, and the root's unicast send (if it asked for one) received.
+    fn is_done(&self) -> bool {
+        self.rx.is_done() && (self.got || !self.asked)
+    }
+
+    /// The root's repair message `h` for it, into `buf` (the whole message).
+    fn heal(
+        &mut self,
+        h: &HealMsg,
+        now: wire::Nanos,
+        private: MPI_Comm,
+        buf: &mut [u8],
+    ) -> Result<(), OpError> {
+        match *h {
+            HealMsg::Offer { seq, .. } if !self.asked && !self.rx.is_done() => {
+                self.asked = true;
+                let mut out = Vec::new();
+                Control::Unicast {
+                    seq,
+                    cum: self.rx.cum(),
+                }
+                .encode(&mut out);
+                p2p::send_bytes(private, self.rx.root(), TAG_CONTROL, &out)?;
+            }
+            HealMsg::Data {
+                seq,
+                first,
+                payload,
+            } if self.asked && !self.got => {
+                match self.rx.accept_range(now, first, payload, buf) {
+                    Some(n) => stats::add(&COUNTERS.dgrams_recv, u64::from(n)),
+                    None => {
+                        return Err(OpError::Truncated(format!(
+                            "GOAL multicast {seq}: a unicast repair of {} bytes from fragment \
+                             {first} that does not fit its {} bytes",
+                            payload.len(),
+                            buf.len()
+                        )))
+                    }
+                }
+                self.got = true;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
 /// A multicast received before its `mrecv` started: into the library's own buffer.
 struct Early {
-    rx: McastReceiver,
+    rx: Rx,
     buf: Vec<u8>,
 }
 
@@ -143,6 +242,15 @@ pub struct McastRun {
     active: Vec<Active>,
     /// Multicasts of this run received ahead of their `mrecv`, by sequence number.
     early: HashMap<u64, Early>,
+    /// Per number - 1: its root.
+    roots: Vec<u32>,
+    /// When the run began here, and the multicasts this rank receives that no datagram (nor
+    /// offer) reached yet, by sequence number: past `began` + half the suspicion time, each
+    /// tells its root once that it waits (`say_waiting`).
+    began: wire::Nanos,
+    unheard: Vec<u64>,
+    /// Unicast repairs out (`heal::serve_on`): waited for before the run goes.
+    repairs: p2p::SharedSends,
     /// Point-to-point multicasts: requests, and per action how many are still out.
     p2p: Requests,
     p2p_left: Vec<(ActionId, usize)>,
@@ -154,19 +262,27 @@ pub struct McastRun {
 impl McastRun {
     /// Reserves the run's sequence numbers on the communicator.
     pub fn begin(state: Arc<Mutex<CommState>>, n: &Numbering) -> McastRun {
-        let base = {
+        let (base, began) = {
             let mut st = lock(&state);
             let base = st.seq;
             st.seq += u64::from(n.total);
+            let mut began = 0;
             if let Path::Mcast(chan) = &mut st.path {
                 chan.early_dgrams.forget_through(base);
                 // The acks of an eager broadcast this rank left early stay for `settle`.
                 let owed = chan.deferred.as_ref().map(|d| d.seq());
                 chan.early_control
                     .retain(|(_, m)| control_seq(m).is_some_and(|s| s > base || Some(s) == owed));
+                chan.goal_kept
+                    .retain(|m| HealMsg::decode(m).is_some_and(|h| h.seq() > base));
+                began = chan.now();
             }
-            base
+            (base, began)
         };
+        let unheard = (1..=u64::from(n.total))
+            .filter(|&k| n.recv[k as usize - 1])
+            .map(|k| base + k)
+            .collect();
         McastRun {
             state,
             base,
@@ -175,6 +291,10 @@ impl McastRun {
             recv_left: n.recv.iter().filter(|&&r| r).count(),
             active: Vec::new(),
             early: HashMap::new(),
+            roots: n.root.clone(),
+            began,
+            unheard,
+            repairs: p2p::SharedSends::default(),
             p2p: Requests::default(),
             p2p_left: Vec::new(),
             p2p_done: Vec::new(),
@@ -194,6 +314,7 @@ impl McastRun {
                 let chan: &mut Channel = chan;
                 let now = chan.now();
                 let receivers: Vec<u32> = (0..size).filter(|&r| r != rank).collect();
+                let via = chan.goal_path.start(data.len());
                 let mut tx = McastSender::new(
                     &chan.ctx,
                     seq,
@@ -212,8 +333,24 @@ impl McastRun {
                         }
                         _ => true,
                     });
-                stats::add(&COUNTERS.bytes_mcast, data.len() as u64);
-                self.active.push(Active::Send { id, seq, tx, data });
+                if via == Via::P2p {
+                    // No datagram: every receiver is offered the data at once.
+                    for r in tx.take_all() {
+                        offer_on(private, TAG_GOAL_HEAL, r, seq, data.len())?;
+                    }
+                } else {
+                    stats::add(&COUNTERS.bytes_mcast, data.len() as u64);
+                }
+                let frag = chan.params.frag();
+                self.active.push(Active::Send {
+                    id,
+                    seq,
+                    tx,
+                    data,
+                    via,
+                    frag,
+                    served: Vec::new(),
+                });
             }
             _ => {
                 let tag = p2p_tag(seq);
@@ -249,8 +386,8 @@ impl McastRun {
                 let now = chan.now();
                 let mut rx = None;
                 if let Some(e) = self.early.remove(&seq) {
-                    if e.rx.root() != root {
-                        return Err(wrong_root(seq, e.rx.root(), root));
+                    if e.rx.rx.root() != root {
+                        return Err(wrong_root(seq, e.rx.rx.root(), root));
                     }
                     if e.buf.len() > buf.len() {
                         return Err(truncated(seq, root, e.buf.len(), buf.len()));
@@ -298,6 +435,9 @@ impl McastRun {
                 }
             }
         }
+        if !self.repairs.is_empty() {
+            self.repairs.test()?;
+        }
         if self.active.is_empty() && self.recv_left == 0 {
             return Ok(());
         }
@@ -309,37 +449,13 @@ impl McastRun {
         };
         let chan: &mut Channel = chan;
         let now = chan.now();
-        // Datagrams, to the receiver of their multicast.
-        while let Some(len) = chan.sock.recv(&mut self.rbuf)? {
-            let d = &self.rbuf[..len];
-            let Some(seq) = packet::peek_seq(d) else {
-                continue;
-            };
-            let mine = self.active.iter().position(|a| match a {
-                Active::Recv { seq: s, .. } => *s == seq,
-                Active::Send { .. } => false,
-            });
-            if let Some(i) = mine {
-                accept(chan, &mut self.active[i], now, d, rank)?;
-                continue;
-            }
-            match seq.checked_sub(self.base) {
-                // This run's, not started here yet: receive it now.
-                Some(k) if k >= 1 && k <= self.total && self.recv[k as usize - 1] => {
-                    if let Some(e) = self.early.get_mut(&seq) {
-                        count_outcome(e.rx.handle_datagram(now, d, &mut e.buf));
-                    } else if let Some(e) = early_receiver(chan, now, d, seq, rank) {
-                        self.early.insert(seq, e);
-                    }
-                }
-                // A later run's (a faster root): keep it for then.
-                Some(k) if k > self.total => chan.early_dgrams.keep(seq, d),
-                // This rank's own, looped back; an old one; or beyond what is kept.
-                _ => {}
-            }
+        self.take_datagrams(chan, now, rank)?;
+        if self.recv_left > 0 {
+            self.take_repairs(chan, now, private, rank)?;
+            self.say_waiting(chan, now, private)?;
         }
         for e in self.early.values_mut() {
-            tend(&mut e.rx, now, private)?;
+            tend(&mut e.rx.rx, now, private)?;
         }
         // Control messages, to the sender of their multicast.
         if self.active.iter().any(|a| matches!(a, Active::Send { .. })) {
@@ -363,33 +479,81 @@ impl McastRun {
         let mut i = 0;
         while i < self.active.len() {
             let finished = match &mut self.active[i] {
-                Active::Send { tx, data, .. } => {
+                Active::Send {
+                    seq,
+                    tx,
+                    data,
+                    via,
+                    frag,
+                    served,
+                    ..
+                } => {
                     let before = tx.stats();
-                    data.with_mut(|d| transmit(chan, tx, now, d, wait))?;
-                    if tx.poll_timeout().is_some_and(|t| t <= now) {
-                        tx.handle_timeout(now);
+                    if *via != Via::P2p {
                         data.with_mut(|d| transmit(chan, tx, now, d, wait))?;
+                        if tx.poll_timeout().is_some_and(|t| t <= now) {
+                            tx.handle_timeout(now);
+                            data.with_mut(|d| transmit(chan, tx, now, d, wait))?;
+                        }
                     }
                     count_tx(before, tx.stats());
+                    // Unicast to the receivers multicast does not reach.
+                    for r in tx.take_unreached(now, chan.suspect_ns, false) {
+                        offer_on(private, TAG_GOAL_HEAL, r, *seq, data.len())?;
+                    }
+                    for (to, first) in tx.take_serve() {
+                        data.with_mut(|d| {
+                            serve_on(
+                                &mut self.repairs,
+                                private,
+                                TAG_GOAL_HEAL,
+                                to,
+                                *seq,
+                                first,
+                                *frag,
+                                d,
+                            )
+                        })?;
+                        served.push(to);
+                    }
                     tx.is_done()
                 }
                 Active::Recv { rx, .. } => match rx {
                     None => false,
-                    Some(rx) => {
-                        tend(rx, now, private)?;
-                        rx.is_done()
+                    Some(r) => {
+                        tend(&mut r.rx, now, private)?;
+                        r.is_done()
                     }
                 },
             };
             if finished {
                 let a = self.active.swap_remove(i);
-                if let Active::Recv { seq, .. } = a {
-                    // Late copies of it are dropped from now on.
-                    if let Some(r) = self.recv.get_mut((seq - self.base - 1) as usize) {
-                        if *r {
-                            *r = false;
-                            self.recv_left -= 1;
+                match &a {
+                    Active::Recv { seq, .. } => {
+                        // Late copies of it are dropped from now on.
+                        if let Some(r) = self.recv.get_mut((seq - self.base - 1) as usize) {
+                            if *r {
+                                *r = false;
+                                self.recv_left -= 1;
+                            }
                         }
+                    }
+                    Active::Send {
+                        via, data, served, ..
+                    } => {
+                        let change = chan
+                            .goal_path
+                            .finished(*via, data.len(), !served.is_empty());
+                        let mut said = chan.goal_said;
+                        super::heal::root_path_changed(
+                            chan,
+                            &mut said,
+                            rank,
+                            "GOAL runs",
+                            change,
+                            served,
+                        );
+                        chan.goal_said = said;
                     }
                 }
                 done.push(match a {
@@ -399,13 +563,192 @@ impl McastRun {
                 i += 1;
             }
         }
+        if !self.repairs.is_empty() {
+            self.repairs.test()?;
+        }
+        Ok(())
+    }
+
+    /// Datagrams, to the receiver of their multicast.
+    fn take_datagrams(
+        &mut self,
+        chan: &mut Channel,
+        now: wire::Nanos,
+        rank: u32,
+    ) -> Result<(), OpError> {
+        while let Some(len) = chan.sock.recv(&mut self.rbuf)? {
+            let d = &self.rbuf[..len];
+            let Some(seq) = packet::peek_seq(d) else {
+                continue;
+            };
+            let mine = self.active.iter().position(|a| match a {
+                Active::Recv { seq: s, .. } => *s == seq,
+                Active::Send { .. } => false,
+            });
+            if let Some(i) = mine {
+                accept(chan, &mut self.active[i], now, d, rank)?;
+                continue;
+            }
+            match seq.checked_sub(self.base) {
+                // This run's, not started here yet: receive it now.
+                Some(k) if k >= 1 && k <= self.total && self.recv[k as usize - 1] => {
+                    if let Some(e) = self.early.get_mut(&seq) {
+                        count_outcome(e.rx.rx.handle_datagram(now, d, &mut e.buf));
+                    } else if let Some(e) = early_receiver(chan, now, d, seq, rank) {
+                        self.early.insert(seq, e);
+                    }
+                }
+                // A later run's (a faster root): keep it for then.
+                Some(k) if k > self.total => chan.early_dgrams.keep(seq, d),
+                // This rank's own, looped back; an old one; or beyond what is kept.
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// The roots' unicast repairs (`HealMsg` on `TAG_GOAL_HEAL`), kept ones of this run
+    /// first: to the receiver of their multicast, made by an offer when no datagram made it.
+    fn take_repairs(
+        &mut self,
+        chan: &mut Channel,
+        now: wire::Nanos,
+        private: MPI_Comm,
+        rank: u32,
+    ) -> Result<(), OpError> {
+        if !chan.goal_kept.is_empty() {
+            for m in std::mem::take(&mut chan.goal_kept) {
+                self.repair(chan, now, private, rank, m)?;
+            }
+        }
+        while let Some((_, m)) = p2p::recv_any_probed(private, TAG_GOAL_HEAL)? {
+            self.repair(chan, now, private, rank, m)?;
+        }
+        Ok(())
+    }
+
+    fn repair(
+        &mut self,
+        chan: &mut Channel,
+        now: wire::Nanos,
+        private: MPI_Comm,
+        rank: u32,
+        m: Vec<u8>,
+    ) -> Result<(), OpError> {
+        let Some(h) = HealMsg::decode(&m) else {
+            return Ok(());
+        };
+        let seq = h.seq();
+        let k = match seq.checked_sub(self.base) {
+            Some(k) if k > self.total => {
+                chan.goal_kept.push(m);
+                return Ok(());
+            }
+            Some(k) if k >= 1 => k as usize,
+            _ => return Ok(()),
+        };
+        // One for a multicast that is over here (it finished by multicast before the offer
+        // came) is dropped.
+        if !self.recv[k - 1] {
+            return Ok(());
+        }
+        let root = self.roots[k - 1];
+        let made = |len: usize| {
+            Rx::new(McastReceiver::new(
+                &chan.ctx,
+                seq,
+                root,
+                rank,
+                len,
+                &chan.params,
+                now,
+            ))
+        };
+        let mine = self.active.iter_mut().find_map(|a| match a {
+            Active::Recv {
+                seq: s, rx, buf, ..
+            } if *s == seq => Some((rx, *buf)),
+            _ => None,
+        });
+        if let Some((rx, buf)) = mine {
+            if rx.is_none() {
+                let HealMsg::Offer { len, .. } = h else {
+                    return Ok(());
+                };
+                let len = usize::try_from(len).unwrap_or(usize::MAX);
+                if len > buf.len() {
+                    return Err(truncated(seq, root, len, buf.len()));
+                }
+                *rx = Some(made(len));
+            }
+            let r = rx.as_mut().expect("made above");
+            let sub = buf
+                .sub(0, r.rx.total_len())
+                .expect("checked against the buffer");
+            return sub.with_mut(|b| r.heal(&h, now, private, b));
+        }
+        if let std::collections::hash_map::Entry::Vacant(v) = self.early.entry(seq) {
+            let HealMsg::Offer { len, .. } = h else {
+                return Ok(());
+            };
+            let len = usize::try_from(len)
+                .ok()
+                .filter(|&l| l <= isize::MAX as usize)
+                .ok_or_else(|| truncated(seq, root, usize::MAX, isize::MAX as usize))?;
+            v.insert(Early {
+                rx: made(len),
+                buf: vec![0u8; len],
+            });
+        }
+        let e = self.early.get_mut(&seq).expect("made above");
+        e.rx.heal(&h, now, private, &mut e.buf)
+    }
+
+    /// Half the suspicion time into the run, each multicast this rank receives that no
+    /// datagram nor offer reached tells its root once that this rank waits for it (an empty
+    /// NACK at cum 0): the root then offers the rest by unicast when its own datagrams have
+    /// gone unanswered that long (it cannot tell a waiting receiver that multicast does not
+    /// reach from a late one otherwise).
+    fn say_waiting(
+        &mut self,
+        chan: &Channel,
+        now: wire::Nanos,
+        private: MPI_Comm,
+    ) -> Result<(), OpError> {
+        if self.unheard.is_empty() || now < self.began.saturating_add(chan.suspect_ns / 2) {
+            return Ok(());
+        }
+        let heard = |seq: u64| {
+            self.early.contains_key(&seq)
+                || self
+                    .active
+                    .iter()
+                    .any(|a| matches!(a, Active::Recv { seq: s, rx: Some(_), .. } if *s == seq))
+        };
+        let mut out = Vec::new();
+        for seq in std::mem::take(&mut self.unheard) {
+            let k = (seq - self.base) as usize;
+            if heard(seq) || !self.recv[k - 1] {
+                continue;
+            }
+            Control::Nack {
+                seq,
+                cum: 0,
+                missing: Vec::new(),
+            }
+            .encode(&mut out);
+            p2p::send_bytes(private, self.roots[k - 1], TAG_CONTROL, &out)?;
+        }
         Ok(())
     }
 
     /// Nothing in flight and nothing left to receive by multicast in this run (a rank that
     /// will receive a multicast later must keep reading and acknowledging it meanwhile).
     pub fn is_idle(&self) -> bool {
-        self.active.is_empty() && self.p2p_left.is_empty() && self.recv_left == 0
+        self.active.is_empty()
+            && self.p2p_left.is_empty()
+            && self.recv_left == 0
+            && self.repairs.is_empty()
     }
 }
 
@@ -452,10 +795,18 @@ fn early_receiver(
     }
     let len = usize::try_from(h.total_len).ok()?;
     let mut e = Early {
-        rx: McastReceiver::new(&chan.ctx, seq, h.root, rank, len, &chan.params, now),
+        rx: Rx::new(McastReceiver::new(
+            &chan.ctx,
+            seq,
+            h.root,
+            rank,
+            len,
+            &chan.params,
+            now,
+        )),
         buf: vec![0u8; len],
     };
-    count_outcome(e.rx.handle_datagram(now, d, &mut e.buf));
+    count_outcome(e.rx.rx.handle_datagram(now, d, &mut e.buf));
     Some(e)
 }
 
@@ -492,7 +843,7 @@ fn accept(
         if len > buf.len() {
             return Err(truncated(*seq, *root, len, buf.len()));
         }
-        *rx = Some(McastReceiver::new(
+        *rx = Some(Rx::new(McastReceiver::new(
             &chan.ctx,
             *seq,
             *root,
@@ -500,9 +851,9 @@ fn accept(
             len,
             &chan.params,
             now,
-        ));
+        )));
     }
-    let r = rx.as_mut().expect("made above");
+    let r = &mut rx.as_mut().expect("made above").rx;
     let len = r.total_len();
     let sub = buf.sub(0, len).expect("checked against the buffer");
     sub.with_mut(|b| count_outcome(r.handle_datagram(now, d, b)));

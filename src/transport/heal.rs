@@ -31,6 +31,14 @@ pub const TAG_HEAL: c_int = 3;
 /// MPI tag of `Control::Trouble`, which a root reads at the start of its operations.
 pub const TAG_TROUBLE: c_int = 4;
 
+/// MPI tag on the private duplicate of a barrier waiter's request for its release, when
+/// neither the multicast release nor rank 0's responder (UDP) reached it
+/// (`Channel::ask_release`).
+pub const TAG_RELEASE_ASK: c_int = 9;
+
+/// Rank 0 looks for such requests at most this often (nanoseconds) while in an operation.
+const RELEASE_POLL_NS: wire::Nanos = 1_000_000;
+
 /// The shortest wait for a probe's datagrams (`probe`).
 const PROBE_WAIT_MIN: Duration = Duration::from_millis(20);
 
@@ -101,6 +109,45 @@ impl Channel {
             p2p::send_bytes(private, r, TAG_HEAL, &out)?;
         }
         Ok(true)
+    }
+
+    /// Asks rank 0 by the host MPI for the release of barrier `seq` (UDP blocked while the
+    /// host MPI works: neither its multicast nor its responder's answer came).
+    pub fn ask_release(&self, private: MPI_Comm, seq: u64) -> Result<(), OpError> {
+        p2p::send_bytes(private, 0, TAG_RELEASE_ASK, &seq.to_le_bytes())?;
+        Ok(())
+    }
+
+    /// Rank 0 (`rank`), in any operation of the channel and at most once a millisecond:
+    /// answers the waiters that ask for the release of a barrier it has released
+    /// (`HealMsg::Data` of no bytes on `TAG_HEAL`: released by unicast). An ask for a barrier
+    /// not released yet is dropped: its waiter asks again.
+    pub fn answer_release_asks(&mut self, private: MPI_Comm, rank: u32) -> Result<(), OpError> {
+        if rank != 0 {
+            return Ok(());
+        }
+        let now = self.now();
+        if now < self.release_poll_at {
+            return Ok(());
+        }
+        self.release_poll_at = now.saturating_add(RELEASE_POLL_NS);
+        let mut b = [0u8; 8];
+        let mut out = Vec::new();
+        while let Some((src, len)) = p2p::try_recv_any(private, TAG_RELEASE_ASK, &mut b)? {
+            let seq = u64::from_le_bytes(b);
+            if len != b.len() || seq > self.released_upto {
+                continue;
+            }
+            HealMsg::Data {
+                seq,
+                first: 0,
+                payload: &[],
+            }
+            .encode(&mut out);
+            p2p::send_bytes(private, src, TAG_HEAL, &out)?;
+            stats::add(&COUNTERS.unicast, 1);
+        }
+        Ok(())
     }
 
     /// A receiver reported trouble at operation `seq` (`Control::Trouble`): news unless the
@@ -334,16 +381,83 @@ pub fn serve_on(
     }
 }
 
-/// Tells receiver `to` of broadcast `seq` that multicast does not reach it (`HealMsg::Offer`:
-/// small, so the send never waits for it).
-pub fn offer(private: MPI_Comm, to: u32, seq: u64) -> Result<(), OpError> {
-    offer_on(private, TAG_HEAL, to, seq)
+/// Tells receiver `to` of broadcast `seq` (of `len` bytes) that multicast does not reach it
+/// (`HealMsg::Offer`: small, so the send never waits for it).
+pub fn offer(private: MPI_Comm, to: u32, seq: u64, len: usize) -> Result<(), OpError> {
+    offer_on(private, TAG_HEAL, to, seq, len)
 }
 
 /// As `offer`, with tag `tag`.
-pub fn offer_on(comm: MPI_Comm, tag: c_int, to: u32, seq: u64) -> Result<(), OpError> {
+pub fn offer_on(comm: MPI_Comm, tag: c_int, to: u32, seq: u64, len: usize) -> Result<(), OpError> {
     let mut out = Vec::new();
-    HealMsg::Offer { seq }.encode(&mut out);
+    HealMsg::Offer {
+        seq,
+        len: len as u64,
+    }
+    .encode(&mut out);
     p2p::send_bytes(comm, to, tag, &out)?;
     Ok(())
+}
+
+/// A root's own path for the multicasts only it decides (`wire::heal::RootPath`: those of
+/// `MPICAST_Imcast` and of GOAL runs, `what`) changed after one whose `served` destinations
+/// took a unicast repair: the counter, and a message naming their hosts, once per kind (to
+/// leave IP multicast, to come back) in the whole job (`presence::say_first`; `said`: this
+/// rank's own record), not once per root: the other roots that meet the same fault follow
+/// without a word.
+pub fn root_path_changed(
+    chan: &Channel,
+    said: &mut (bool, bool),
+    me: u32,
+    what: &str,
+    change: wire::heal::PathChange,
+    served: &[u32],
+) {
+    use wire::heal::PathChange;
+    let line = match change {
+        PathChange::Same => return,
+        PathChange::ToP2p { from } => {
+            stats::add(&COUNTERS.heal_host, 1);
+            if std::mem::replace(&mut said.0, true) {
+                return;
+            }
+            let who: Vec<crate::reach::Who> = served
+                .iter()
+                .filter_map(|&r| chan.members.get(r as usize).cloned())
+                .collect();
+            let which = if from == 0 {
+                "all its multicasts go".to_string()
+            } else {
+                format!(
+                    "its multicasts of {from} bytes and more (datagrams over {} bytes) go",
+                    (from - 1).min(chan.params.frag_payload) + wire::OVERHEAD
+                )
+            };
+            (
+                "left",
+                format!(
+                    "mpicast: rank {me}: IP multicast of {what} stopped reaching {} (repaired \
+                     by unicast): {which} point-to-point from now on; it tries IP multicast \
+                     again after {} of them (other roots that meet the same do so without a \
+                     message; `mpicast doctor` tells more)",
+                    crate::reach::by_host(&who),
+                    wire::heal::PROBE_FIRST
+                ),
+            )
+        }
+        PathChange::Return => {
+            stats::add(&COUNTERS.heal_return, 1);
+            if std::mem::replace(&mut said.1, true) {
+                return;
+            }
+            (
+                "back",
+                format!(
+                    "mpicast: rank {me}: IP multicast reaches the destinations of {what} \
+                     again: back to IP multicast"
+                ),
+            )
+        }
+    };
+    crate::presence::say_first(&format!("root path {what} {}", line.0), &line.1);
 }

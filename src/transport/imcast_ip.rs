@@ -31,9 +31,8 @@
 use super::op::{control_seq, count_outcome, count_tx, transmit, OpError};
 use super::Channel;
 use crate::host::{p2p, MPI_Comm};
-use crate::stats::{self, COUNTERS};
 use crate::wire::forward::MsgKey;
-use crate::wire::heal::{HealMsg, PathChange, RootPath, Via};
+use crate::wire::heal::{HealMsg, RootPath, Via};
 use crate::wire::{self, packet, Control, McastReceiver, McastSender};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::os::raw::c_int;
@@ -283,7 +282,7 @@ impl IpSide {
             }
             count_tx(before, s.tx.stats());
             for r in s.tx.take_unreached(now, self.chan.suspect_ns, false) {
-                super::heal::offer_on(comm, TAG_IP_REPAIR, r, s.seq)?;
+                super::heal::offer_on(comm, TAG_IP_REPAIR, r, s.seq, s.data.len())?;
             }
             for (to, first) in s.tx.take_serve() {
                 super::heal::serve_on(
@@ -303,7 +302,14 @@ impl IpSide {
                 let change = self
                     .path
                     .finished(s.via, s.data.len(), !s.served.is_empty());
-                self.changed(change, &s.served);
+                super::heal::root_path_changed(
+                    &self.chan,
+                    &mut self.said,
+                    self.me,
+                    "MPICAST_Imcast",
+                    change,
+                    &s.served,
+                );
             } else {
                 i += 1;
             }
@@ -337,52 +343,6 @@ impl IpSide {
             whole.push((key, r.buf));
         }
         Ok(whole)
-    }
-
-    /// This rank's path changed (`RootPath::finished`): the counter, and one message per
-    /// kind naming the hosts of `served` (the destinations of the multicast that made it).
-    fn changed(&mut self, change: PathChange, served: &[u32]) {
-        let line = match change {
-            PathChange::Same => return,
-            PathChange::ToP2p { from } => {
-                stats::add(&COUNTERS.heal_host, 1);
-                if std::mem::replace(&mut self.said.0, true) {
-                    return;
-                }
-                let who: Vec<crate::reach::Who> = served
-                    .iter()
-                    .filter_map(|&r| self.chan.members.get(r as usize).cloned())
-                    .collect();
-                let which = if from == 0 {
-                    "all its multicasts go".to_string()
-                } else {
-                    format!(
-                        "its multicasts of {from} bytes and more (datagrams over {} bytes) go",
-                        (from - 1).min(self.chan.params.frag_payload) + wire::OVERHEAD
-                    )
-                };
-                format!(
-                    "mpicast: rank {}: IP multicast of MPICAST_Imcast stopped reaching {} \
-                     (repaired by unicast): {which} point-to-point from now on; it tries IP \
-                     multicast again after {} of them (`mpicast doctor` tells more)",
-                    self.me,
-                    crate::reach::by_host(&who),
-                    wire::heal::PROBE_FIRST
-                )
-            }
-            PathChange::Return => {
-                stats::add(&COUNTERS.heal_return, 1);
-                if std::mem::replace(&mut self.said.1, true) {
-                    return;
-                }
-                format!(
-                    "mpicast: rank {}: IP multicast reaches the destinations of MPICAST_Imcast \
-                     again: back to IP multicast",
-                    self.me
-                )
-            }
-        };
-        crate::session::say(&line);
     }
 
     /// Nothing of ours in flight.

@@ -107,6 +107,16 @@ pub struct Channel {
     pub switched_at: u64,
     /// Rank 0 said that the communicator left multicast / came back (once each).
     pub heal_said: (bool, bool),
+    /// How this rank's GOAL multicasts go (`goal_mcast`: decided by the root alone, like
+    /// `MPICAST_Imcast`'s), and what it said about it (to leave IP multicast, to return).
+    pub goal_path: wire::heal::RootPath,
+    pub goal_said: (bool, bool),
+    /// GOAL repair messages (`HealMsg` on `goal_mcast::TAG_GOAL_HEAL`) of a later run.
+    pub goal_kept: Vec<Vec<u8>>,
+    /// Rank 0: the last barrier it released, and when it next looks for waiters that ask
+    /// for their release by the host MPI (`heal::answer_release_asks`).
+    pub released_upto: u64,
+    pub release_poll_at: wire::Nanos,
 }
 
 /// Bytes of datagrams kept for multicasts not started yet, at most (beyond this they are
@@ -660,6 +670,11 @@ pub fn setup(
         heal_kept: Vec::new(),
         switched_at: 0,
         heal_said: (false, false),
+        goal_path: wire::heal::RootPath::new(frag),
+        goal_said: (false, false),
+        goal_kept: Vec::new(),
+        released_upto: 0,
+        release_poll_at: 0,
     }))
 }
 

@@ -181,10 +181,26 @@ impl Channel {
         buf: &mut [u8],
     ) -> Result<(), OpError> {
         let seq = d.seq;
+        let mut uni = p2p::SharedSends::default();
         loop {
             let now = self.now();
+            self.answer_release_asks(private, d.rank)?;
             take_control(self, private, &mut d.tx, seq, buf, now)?;
+            // Receivers that asked by MPI and that neither multicast nor the responder reached
+            // (UDP blocked while the host MPI works): the rest by unicast.
+            for r in d.tx.take_unreached(now, self.suspect_ns, false) {
+                super::heal::offer(private, r, seq, d.data.len())?;
+                self.trouble = true;
+            }
+            for (r, first) in d.tx.take_serve() {
+                let frag = self.params.frag();
+                super::heal::serve(&mut uni, private, r, seq, first, frag, &d.data)?;
+            }
             if d.tx.is_done() {
+                while uni.test()? > 0 {
+                    super::progress::poll();
+                    std::thread::yield_now();
+                }
                 return Ok(());
             }
             let before = d.tx.stats();
@@ -273,6 +289,8 @@ pub struct OpBackend<'a> {
     uni: p2p::SharedSends,
     /// A barrier waiter released by the multicast datagram (not by a query's answer).
     released_by_mcast: bool,
+    /// A barrier waiter asks rank 0 for its release by the host MPI from then on.
+    ask_release_at: wire::Nanos,
     /// A receiver that asked for the rest by unicast (`HealMsg::Offer`) finishes only once
     /// it came: the root's send of it must find this rank.
     unicast: Unicast,
@@ -327,6 +345,7 @@ impl<'a> OpBackend<'a> {
             received: None,
             uni: p2p::SharedSends::default(),
             released_by_mcast: false,
+            ask_release_at: wire::Nanos::MAX,
             unicast: Unicast::No,
             linger: crate::presence::Linger::new(
                 match kind {
@@ -391,7 +410,7 @@ impl<'a> OpBackend<'a> {
                 }
                 count_tx(before, tx.stats());
                 for r in tx.take_unreached(now, self.chan.suspect_ns, self.scouted) {
-                    super::heal::offer(self.private, r, self.seq)?;
+                    super::heal::offer(self.private, r, self.seq, data.len())?;
                     self.chan.trouble = true;
                 }
                 for (r, first) in tx.take_serve() {
@@ -531,6 +550,13 @@ impl<'a> OpBackend<'a> {
                             // The root's responder repairs; acks go to the root, which
                             // collects them when it comes back for them.
                             (wire::Control::Nack { seq, missing, .. }, Some(to)) => {
+                                if rx.quiet(now, self.chan.suspect_ns) {
+                                    // The responder's repairs do not come either (UDP blocked
+                                    // while the host MPI works?): the root hears it by MPI
+                                    // too, and offers the rest by unicast (`settle`).
+                                    msg.encode(&mut self.dgram);
+                                    p2p::send_bytes(self.private, root, TAG_CONTROL, &self.dgram)?;
+                                }
                                 let q = &mut self.dgram;
                                 wire::release::encode_repair_query(
                                     &self.chan.ctx,
@@ -598,13 +624,24 @@ impl<'a> OpBackend<'a> {
                         moved |= got;
                     }
                 }
+                let mut by_unicast = false;
                 if let Some(m) = self.chan.heal_msg(self.private, self.seq)? {
-                    if let Some(wire::heal::HealMsg::Switch { .. }) =
-                        wire::heal::HealMsg::decode(&m)
-                    {
-                        wait_all(&mut self.reqs)?;
-                        return Err(OpError::Switched);
+                    match wire::heal::HealMsg::decode(&m) {
+                        Some(wire::heal::HealMsg::Switch { .. }) => {
+                            wait_all(&mut self.reqs)?;
+                            return Err(OpError::Switched);
+                        }
+                        // Rank 0's answer by the host MPI (`ask_release`).
+                        Some(wire::heal::HealMsg::Data { .. }) => by_unicast = true,
+                        _ => {}
                     }
+                }
+                if !w.is_done() && !by_unicast && now >= self.ask_release_at {
+                    // Neither the release nor the responder's answer came for the suspicion
+                    // time: rank 0 is asked by the host MPI too, and again as long as the
+                    // silence lasts.
+                    self.chan.ask_release(self.private, self.seq)?;
+                    self.ask_release_at = now.saturating_add(self.chan.suspect_ns);
                 }
                 if w.poll_timeout().is_some_and(|t| t <= now) {
                     w.handle_timeout(now);
@@ -619,7 +656,7 @@ impl<'a> OpBackend<'a> {
                         moved |= count_outcome(w.handle_datagram(now, &self.rbuf[..len]));
                     }
                 }
-                if w.is_done() {
+                if w.is_done() || by_unicast {
                     done.push(*id);
                     self.mcast = Mcast::Idle;
                     let by_mcast = self.released_by_mcast;
@@ -659,6 +696,7 @@ impl<'a> OpBackend<'a> {
                 let mut p = self.chan.params.clone();
                 p.nack_initial = p.nack_initial.max(RELEASE_QUERY_AFTER);
                 let w = ReleaseWaiter::new(&self.chan.ctx, self.seq, root, self.rank, &p, now);
+                self.ask_release_at = now.saturating_add(self.chan.suspect_ns.max(p.nack_initial));
                 self.mcast = Mcast::Waiter(w, id);
             }
             Kind::Bcast => {
@@ -1057,6 +1095,7 @@ impl Backend for OpBackend<'_> {
                     if let Some(r) = &self.chan.responder {
                         r.released(self.chan.ctx.comm, self.seq);
                     }
+                    self.chan.released_upto = self.seq;
                     wire::release::encode_release(
                         &self.chan.ctx,
                         self.seq,
@@ -1145,6 +1184,7 @@ impl Backend for OpBackend<'_> {
     }
 
     fn progress(&mut self, done: &mut Vec<ActionId>) -> Result<(), OpError> {
+        self.chan.answer_release_asks(self.private, self.rank)?;
         let before = done.len();
         self.reqs.testsome(done)?;
         if done.len() > before {

@@ -247,7 +247,10 @@ fn heal_messages_decode_canonically_and_never_panic() {
                 payload: &payload,
             },
             1 => HealMsg::Switch { seq },
-            _ => HealMsg::Offer { seq },
+            _ => HealMsg::Offer {
+                seq,
+                len: num(rng, 9),
+            },
         };
         let mut b = Vec::new();
         m.encode(&mut b);

@@ -17,6 +17,7 @@ const MSG_OFFER: u8 = 3;
 /// Bytes before a `Data` message's payload: kind(1) seq(8) first fragment(4).
 pub const DATA_HEADER: usize = 13;
 const SWITCH_LEN: usize = 9;
+const OFFER_LEN: usize = 17;
 
 /// A message of the host MPI that replaces datagrams of one operation (tag `TAG_HEAL` on the
 /// private duplicate: reliable and ordered, so it carries no MAC).
@@ -32,17 +33,18 @@ pub enum HealMsg<'a> {
     /// Operation `seq` goes by the host MPI (a broadcast) or is released by this message (a
     /// barrier), and the communicator probes its multicast path right after it.
     Switch { seq: u64 },
-    /// Multicast does not reach this receiver: the root of `seq` offers the rest by unicast.
+    /// Multicast does not reach this receiver: the root of `seq` offers the rest (of `len`
+    /// bytes in all, so that a receiver no datagram reached can take it) by unicast.
     /// The receiver answers `Control::Unicast` (then waits for `Data`) unless it has finished
     /// meanwhile: the root sends data only to a receiver that waits for it, so that a large
     /// send never waits for a rank that has left.
-    Offer { seq: u64 },
+    Offer { seq: u64, len: u64 },
 }
 
 impl HealMsg<'_> {
     pub fn seq(&self) -> u64 {
         match *self {
-            HealMsg::Data { seq, .. } | HealMsg::Switch { seq } | HealMsg::Offer { seq } => seq,
+            HealMsg::Data { seq, .. } | HealMsg::Switch { seq } | HealMsg::Offer { seq, .. } => seq,
         }
     }
 
@@ -64,9 +66,10 @@ impl HealMsg<'_> {
                 out.push(MSG_SWITCH);
                 out.extend_from_slice(&seq.to_le_bytes());
             }
-            HealMsg::Offer { seq } => {
+            HealMsg::Offer { seq, len } => {
                 out.push(MSG_OFFER);
                 out.extend_from_slice(&seq.to_le_bytes());
+                out.extend_from_slice(&len.to_le_bytes());
             }
         }
     }
@@ -80,7 +83,10 @@ impl HealMsg<'_> {
                 payload: &b[DATA_HEADER..],
             }),
             MSG_SWITCH if b.len() == SWITCH_LEN => Some(HealMsg::Switch { seq }),
-            MSG_OFFER if b.len() == SWITCH_LEN => Some(HealMsg::Offer { seq }),
+            MSG_OFFER if b.len() == OFFER_LEN => Some(HealMsg::Offer {
+                seq,
+                len: u64::from_le_bytes(b[9..17].try_into().ok()?),
+            }),
             _ => None,
         }
     }
@@ -429,8 +435,20 @@ mod tests {
             Some(HealMsg::Switch { seq: u64::MAX })
         );
         let mut o2 = Vec::new();
-        HealMsg::Offer { seq: 4 }.encode(&mut o2);
-        assert_eq!(HealMsg::decode(&o2), Some(HealMsg::Offer { seq: 4 }));
+        HealMsg::Offer {
+            seq: 4,
+            len: 1 << 40,
+        }
+        .encode(&mut o2);
+        assert_eq!(
+            HealMsg::decode(&o2),
+            Some(HealMsg::Offer {
+                seq: 4,
+                len: 1 << 40
+            })
+        );
+        o2.truncate(SWITCH_LEN);
+        assert_eq!(HealMsg::decode(&o2), None, "an offer without its length");
         out.push(0);
         assert_eq!(HealMsg::decode(&out), None);
         assert_eq!(HealMsg::decode(&[]), None);
@@ -656,6 +674,44 @@ mod tests {
         assert_eq!(tx.take_serve(), vec![(2, 2)]);
         assert!(tx.take_serve().is_empty());
         assert!(tx.is_done());
+    }
+
+    /// A GOAL receiver that no datagram reached has no receiver to NACK with; it says it waits
+    /// (an empty NACK at cum 0, `transport::goal_mcast`), even before the root started, and
+    /// then counts as asking: named once `SUSPECT` passed after the first fragment went out.
+    /// A multicast that goes point-to-point from the start offers everyone at once.
+    #[test]
+    fn a_waiting_receiver_no_datagram_reached_is_named_and_take_all_offers_everyone() {
+        use crate::wire::McastSender;
+        let (ctx, params) = virtual_channel(3, 2);
+        let data = vec![1u8; 5000];
+        let mut tx = McastSender::new(&ctx, 5, 0, &[1, 2], data.len(), &params, 0);
+        let mut c = Vec::new();
+        Control::Nack {
+            seq: 5,
+            cum: 0,
+            missing: vec![],
+        }
+        .encode(&mut c);
+        tx.handle_control(0, 2, &c).unwrap();
+        let mut d = Vec::new();
+        while tx.poll_transmit(10, &data, &mut d) {}
+        assert!(tx.take_unreached(9, 1, false).is_empty(), "not yet");
+        assert!(tx.take_unreached(10 + 999, 1000, false).is_empty());
+        assert_eq!(tx.take_unreached(10 + 1000, 1000, false), vec![2]);
+        assert!(tx.take_unreached(u64::MAX / 2, 1000, false).is_empty());
+        // Point-to-point from the start: both, once, nothing sent; done when both asked.
+        let mut tx = McastSender::new(&ctx, 6, 0, &[1, 2], data.len(), &params, 0);
+        assert_eq!(tx.take_all(), vec![1, 2]);
+        assert!(tx.take_all().is_empty());
+        assert!(!tx.is_done());
+        for r in [1, 2] {
+            Control::Unicast { seq: 6, cum: 0 }.encode(&mut c);
+            tx.handle_control(5, r, &c).unwrap();
+        }
+        assert_eq!(tx.take_serve(), vec![(1, 0), (2, 0)]);
+        assert!(tx.is_done());
+        assert_eq!(tx.stats().datagrams, 0);
     }
 
     #[test]

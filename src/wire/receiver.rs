@@ -409,6 +409,13 @@ impl McastReceiver {
     }
 
     /// No new fragment arrived for `stall_timeout` while some are missing.
+    /// Nothing new arrived for `quiet` (or since the operation started) while something is
+    /// missing: for an eager broadcast, the moment to ask the root by the host MPI as well as
+    /// its responder by UDP (`transport::op`).
+    pub fn quiet(&self, now: Nanos, quiet: Nanos) -> bool {
+        !self.complete() && now.saturating_sub(self.last_progress) >= quiet
+    }
+
     pub fn stalled(&self, now: Nanos) -> bool {
         !self.complete() && now.saturating_sub(self.last_progress) >= self.stall_timeout
     }

@@ -303,6 +303,20 @@ impl McastSender {
         out
     }
 
+    /// Every receiver that lacks something and was not offered yet, offered the rest by
+    /// unicast at once (as `take_unreached` names them): for a multicast that goes
+    /// point-to-point from the start, whose datagrams the transport does not send.
+    pub fn take_all(&mut self) -> Vec<u32> {
+        let mut out = Vec::new();
+        for idx in 0..self.ranks.len() {
+            if !self.by_unicast[idx] && self.cums[idx] < self.nfrags {
+                self.by_unicast[idx] = true;
+                out.push(self.ranks[idx]);
+            }
+        }
+        out
+    }
+
     /// The receivers that asked for the rest by unicast since the last call, with the first
     /// fragment each lacks: the transport sends them fragments from there to the end.
     pub fn take_serve(&mut self) -> Vec<(u32, u32)> {

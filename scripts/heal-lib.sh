@@ -1,7 +1,8 @@
-# Sourced by heal.sh and heal_imcast.sh (after test-lib.sh): a job of HEAL_PROG (seed
-# HEAL_SEED) on 4 ranks, preloaded, under an nft rule on lo's input that drops multicast UDP
-# to GROUP_NET, ports PORTS, in table TABLE of the caller's own; the EXIT trap deletes the
-# table whatever happens. The caller exports its settings, then calls `run`.
+# Sourced by heal.sh, heal_imcast.sh, heal_goal.sh and heal_udp.sh (after test-lib.sh): a job
+# of HEAL_PROG (seed HEAL_SEED) on 4 ranks, preloaded, under an nft rule on lo's input that
+# drops multicast UDP to GROUP_NET, ports PORTS, in table TABLE of the caller's own; the EXIT
+# trap deletes the table whatever happens. The caller exports its settings, then calls `run`,
+# or `root_path_cases` (the four cases of the tests whose roots move and come back).
 
 need_nft
 
@@ -84,4 +85,68 @@ doctor() {
     grep -q -E -- "$p" "$dout" || fail "$name: the doctor did not say /$p/"
   done
   note "$name: the doctor agrees with the library"
+}
+
+# heal_time NAME: ms from the rule to the first message that a root moved: its next multicast
+# of that size goes point-to-point.
+heal_time() {
+  local at
+  at=$(grep -m1 -E "$MOVED" "$TC_WORK/$1.out" | cut -d' ' -f1)
+  [ -n "$at" ] || { echo ""; return; }
+  since "$1" "$at"
+}
+
+check_heal() { # NAME
+  local first n
+  first=$(heal_time "$1")
+  [ -n "$first" ] || fail "$1: no message that a root moved"
+  [ "$first" -lt 5000 ] || fail "$1: healing took $first ms (MPICAST_TIMEOUT_MS=$MPICAST_TIMEOUT_MS)"
+  n=$(grep -c -E "$MOVED" "$out" || true)
+  # Once per job (presence::say_first); two roots that move at the same moment may both say it.
+  [ "$n" -ge 1 ] && [ "$n" -le 2 ] || fail "$1: $n messages that a root moved, not one per job"
+  grep -q -E "$MOVED .*rank" "$out" || fail "$1: the message names no rank"
+  note "$1: time to heal $first ms (rule on -> the first root's message; $n message(s))"
+  echo "$HEAL_NAME: $TC_FLAVOUR $1 time_to_heal_ms=$first messages=$n"
+}
+
+# root_path_cases: the cases of a test whose roots move their multicasts to point-to-point
+# and back (heal_imcast.sh, heal_goal.sh): HEAL_NAME names the test, MOVED and BACK are the
+# first words of the messages that a root moved and came back, HEAL_RUN the run function
+# (heal-lib's run, or one that checks more). HEAL_CASES="all restore" limits the cases.
+root_path_cases() {
+  local c cases off back
+  cases=${HEAL_CASES:-big all loss30 restore}
+  for c in $cases; do
+    case $c in
+      big)
+        $HEAL_RUN big "meta length > 1500" 2 - 8
+        [ "$(stat_field "$line" unicast)" -ge 1 ] || fail "big: no unicast repair: $line"
+        [ "$(stat_field "$line" heal_host)" -ge 1 ] || fail "big: rank 0 did not move: $line"
+        check_heal big
+        ;;
+      all)
+        $HEAL_RUN all "" 2 - 8
+        [ "$(stat_field "$line" unicast)" -ge 1 ] || fail "all: no unicast repair: $line"
+        [ "$(stat_field "$line" heal_host)" -ge 1 ] || fail "all: rank 0 did not move: $line"
+        [ "$(stat_field "$line" heal_return)" = 0 ] || fail "all: a return while multicast is dropped: $line"
+        check_heal all
+        ;;
+      loss30)
+        $HEAL_RUN loss30 "numgen random mod 100 < 30" 2 - 6
+        [ "$(stat_field "$line" repairs)" -gt 0 ] || fail "loss30: no repairs: $line"
+        ;;
+      restore)
+        $HEAL_RUN restore "" 2 5 12
+        [ "$(stat_field "$line" heal_host)" -ge 1 ] || fail "restore: rank 0 did not move: $line"
+        [ "$(stat_field "$line" heal_return)" -ge 1 ] || fail "restore: no return to IP multicast: $line"
+        grep -q "$BACK: back to IP multicast" "$out" || fail "restore: no message of the return"
+        check_heal restore
+        off=$(cut -d' ' -f1 "$TC_WORK/restore.off")
+        back=$(grep -m1 "$BACK" "$out" | cut -d' ' -f1)
+        note "restore: back to IP multicast $(awk -v a="$back" -v b="$off" 'BEGIN { printf "%d", (a - b) * 1000 }') ms after the rule went"
+        ;;
+      *) fail "unknown case $c" ;;
+    esac
+  done
+  echo "$HEAL_NAME: ok"
 }

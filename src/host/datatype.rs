@@ -158,26 +158,7 @@ fn decode(
         usize::try_from(na).ok()?,
         usize::try_from(nd).ok()?,
     );
-    let mut ints: Vec<c_int> = vec![0; ni];
-    let mut aints: Vec<mpi_sys::MPI_Aint> = vec![0; na];
-    // SAFETY: MPI_Datatype is a plain handle.
-    let mut types: Vec<MPI_Datatype> = vec![unsafe { std::mem::zeroed() }; nd];
-    // SAFETY: each array holds exactly as many elements as the envelope announced.
-    let rc = unsafe {
-        mpi_sys::PMPI_Type_get_contents(
-            dtype,
-            ni as c_int,
-            na as c_int,
-            nd as c_int,
-            ints.as_mut_ptr(),
-            aints.as_mut_ptr(),
-            types.as_mut_ptr(),
-        )
-    };
-    if rc != SUCCESS {
-        return None;
-    }
-    let old = OldTypes(types);
+    let (ints, aints, old) = contents(dtype, ni, na, nd)?;
     let elem = |i: usize| -> Option<Elem> {
         let t = *old.0.get(i)?;
         Some(Elem {
@@ -308,26 +289,7 @@ fn print(dtype: MPI_Datatype, depth: u32, out: &mut Vec<i64>) -> Option<()> {
     if out.len() + ni + na + 4 > MAX_FINGERPRINT {
         return None;
     }
-    let mut ints: Vec<c_int> = vec![0; ni];
-    let mut aints: Vec<mpi_sys::MPI_Aint> = vec![0; na];
-    // SAFETY: MPI_Datatype is a plain handle.
-    let mut types: Vec<MPI_Datatype> = vec![unsafe { std::mem::zeroed() }; nd];
-    // SAFETY: each array holds exactly as many elements as the envelope announced.
-    let rc = unsafe {
-        mpi_sys::PMPI_Type_get_contents(
-            dtype,
-            ni as c_int,
-            na as c_int,
-            nd as c_int,
-            ints.as_mut_ptr(),
-            aints.as_mut_ptr(),
-            types.as_mut_ptr(),
-        )
-    };
-    if rc != SUCCESS {
-        return None;
-    }
-    let old = OldTypes(types);
+    let (ints, aints, old) = contents(dtype, ni, na, nd)?;
     out.extend([i64::from(code), ni as i64, na as i64, nd as i64]);
     out.extend(ints.iter().map(|&v| i64::from(v)));
     #[allow(clippy::unnecessary_cast)] // MPI_Aint is isize under Open MPI, i64 under MPICH
@@ -407,4 +369,32 @@ fn set_attr(dtype: MPI_Datatype, key: c_int, token: usize) {
     // SAFETY: the value is an integer token in a pointer, never dereferenced. A failure
     // only means the next look decodes again.
     unsafe { mpi_sys::PMPI_Type_set_attr(dtype, key, token as *mut c_void) };
+}
+
+/// The constructor arguments of a derived datatype (`MPI_Type_get_contents`), with the
+/// counts its envelope announced; the old types are freed when the result goes.
+fn contents(
+    dtype: MPI_Datatype,
+    ni: usize,
+    na: usize,
+    nd: usize,
+) -> Option<(Vec<c_int>, Vec<mpi_sys::MPI_Aint>, OldTypes)> {
+    let mut ints: Vec<c_int> = vec![0; ni];
+    let mut aints: Vec<mpi_sys::MPI_Aint> = vec![0; na];
+    // SAFETY: MPI_Datatype is a plain handle.
+    let mut types: Vec<MPI_Datatype> = vec![unsafe { std::mem::zeroed() }; nd];
+    // SAFETY: each array holds exactly as many elements as the envelope announced.
+    let rc = unsafe {
+        mpi_sys::PMPI_Type_get_contents(
+            dtype,
+            ni as c_int,
+            na as c_int,
+            nd as c_int,
+            ints.as_mut_ptr(),
+            aints.as_mut_ptr(),
+            types.as_mut_ptr(),
+        )
+    };
+    // Wrapped (to be freed) only when the host filled the handles in.
+    (rc == SUCCESS).then(|| (ints, aints, OldTypes(types)))
 }

@@ -489,22 +489,31 @@ pub fn say_once_as(comm: MPI_Comm, key: &str, message: &str) {
     if lowest.is_some() && lowest != me {
         return;
     }
+    if first_in_job(&SAID, "said", key) {
+        crate::session::say(message);
+    }
+}
+
+/// Whether this process is the first to meet `key`: not met before here (`said`), nor, by
+/// the launcher's name service, in another process (a name `<job>-<kind>-<digest>`, which
+/// this call then publishes). Two processes at the same moment may both be first.
+fn first_in_job(said: &Mutex<Vec<u64>>, kind: &str, key: &str) -> bool {
     let key = digest(key.as_bytes());
     {
-        let mut said = lock(&SAID);
+        let mut said = lock(said);
         if said.contains(&key) {
-            return;
+            return false;
         }
         said.push(key);
     }
     if let Some((prefix, _, _)) = identity() {
-        let n = format!("{prefix}-said-{key:016x}");
+        let n = format!("{prefix}-{kind}-{key:016x}");
         if names::lookup(&n).is_some() {
-            return;
+            return false;
         }
         names::publish(&n, "1");
     }
-    crate::session::say(message);
+    true
 }
 
 /// Prints `message`, which any rank may meet on its own (a root that moved its multicasts
@@ -513,22 +522,9 @@ pub fn say_once_as(comm: MPI_Comm, key: &str, message: &str) {
 /// meet it at the same moment may both print).
 pub fn say_first(key: &str, message: &str) {
     static SAID: Mutex<Vec<u64>> = Mutex::new(Vec::new());
-    let key = digest(key.as_bytes());
-    {
-        let mut said = lock(&SAID);
-        if said.contains(&key) {
-            return;
-        }
-        said.push(key);
+    if first_in_job(&SAID, "first", key) {
+        crate::session::say(message);
     }
-    if let Some((prefix, _, _)) = identity() {
-        let n = format!("{prefix}-first-{key:016x}");
-        if names::lookup(&n).is_some() {
-            return;
-        }
-        names::publish(&n, "1");
-    }
-    crate::session::say(message);
 }
 
 /// 64-bit FNV-1a: a digest that is the same in every process.

@@ -25,30 +25,39 @@ fn record(comm: MPI_Comm, info: MPI_Info) -> c_int {
 /// The info key that turns dynamic broadcast on.
 pub const DBCAST_KEY: &str = "mpicast_dbcast";
 
-/// `mpicast_dbcast=on` (or true, yes, 1): dynamic broadcast on for `comm`, collective. Other
-/// values leave it as it is (off cannot be undone); one that is neither on nor off gets a
-/// warning, once.
-fn dbcast_hint(comm: MPI_Comm, info: MPI_Info) -> c_int {
-    let Some((_, v)) = host::comm::info_entries(info, &[DBCAST_KEY])
-        .into_iter()
-        .next()
-    else {
+/// The value of an on/off key `key` of `info` for `comm`: `on` (or true, yes, 1) runs
+/// `switch_on`, collective; other values leave it as it is (off cannot be undone); one that
+/// is neither on nor off gets a warning, once.
+fn on_off_hint(
+    comm: MPI_Comm,
+    info: MPI_Info,
+    key: &str,
+    switch_on: impl FnOnce() -> c_int,
+) -> c_int {
+    let Some((_, v)) = host::comm::info_entries(info, &[key]).into_iter().next() else {
         return host::SUCCESS;
     };
     match v.trim().to_ascii_lowercase().as_str() {
-        "on" | "true" | "yes" | "1" => match session_or_die().dbcast_enable(comm) {
-            Ok(_) => host::SUCCESS,
-            Err(e) => host::call_errhandler(comm, e.0),
-        },
+        "on" | "true" | "yes" | "1" => switch_on(),
         "off" | "false" | "no" | "0" => host::SUCCESS,
         other => {
             crate::presence::say_once(
                 comm,
-                &format!("mpicast: MPI_Info key {DBCAST_KEY}={other:?}: on or off; ignored"),
+                &format!("mpicast: MPI_Info key {key}={other:?}: on or off; ignored"),
             );
             host::SUCCESS
         }
     }
+}
+
+/// `mpicast_dbcast=on`: dynamic broadcast on for `comm`.
+fn dbcast_hint(comm: MPI_Comm, info: MPI_Info) -> c_int {
+    on_off_hint(comm, info, DBCAST_KEY, || {
+        match session_or_die().dbcast_enable(comm) {
+            Ok(_) => host::SUCCESS,
+            Err(e) => host::call_errhandler(comm, e.0),
+        }
+    })
 }
 
 /// The info key that turns dynamic broadcast and fan-out detection on (`MPICAST_FANOUT` for
@@ -56,33 +65,18 @@ fn dbcast_hint(comm: MPI_Comm, info: MPI_Info) -> c_int {
 pub const FANOUT_KEY: &str = "mpicast_fanout";
 
 /// `mpicast_fanout=on`: dynamic broadcast on for `comm` (collective), and the program's
-/// MPI_Isends on it grouped into dynamic broadcasts (`MPICAST_FANOUT_BYTES` and more). Off
-/// cannot be undone; another value gets a warning, once.
+/// MPI_Isends on it grouped into dynamic broadcasts (`MPICAST_FANOUT_BYTES` and more).
 fn fanout_hint(comm: MPI_Comm, info: MPI_Info) -> c_int {
-    let Some((_, v)) = host::comm::info_entries(info, &[FANOUT_KEY])
-        .into_iter()
-        .next()
-    else {
-        return host::SUCCESS;
-    };
-    match v.trim().to_ascii_lowercase().as_str() {
-        "on" | "true" | "yes" | "1" => match session_or_die().dbcast_enable(comm) {
+    on_off_hint(comm, info, FANOUT_KEY, || {
+        match session_or_die().dbcast_enable(comm) {
             Ok(_) => {
                 let min = crate::config::Config::process().map_or(1 << 10, |c| c.fanout_bytes);
                 crate::transport::fanout::mark(comm, min);
                 host::SUCCESS
             }
             Err(e) => host::call_errhandler(comm, e.0),
-        },
-        "off" | "false" | "no" | "0" => host::SUCCESS,
-        other => {
-            crate::presence::say_once(
-                comm,
-                &format!("mpicast: MPI_Info key {FANOUT_KEY}={other:?}: on or off; ignored"),
-            );
-            host::SUCCESS
         }
-    }
+    })
 }
 
 /// The keys that switch something on for `comm`: dynamic broadcast, then fan-out detection.

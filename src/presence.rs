@@ -363,11 +363,10 @@ pub struct Explanation {
 impl Explanation {
     pub fn from_seen(me: u32, cfg: &Config, seen: &[(u32, Seen)]) -> Explanation {
         let mut e = Explanation::default();
-        let mine: Vec<(String, String)> = cfg
-            .agreed()
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v))
-            .collect();
+        // As the other ranks registered theirs: cut where the name service cuts (`register`).
+        let mut value = here_value(env!("CARGO_PKG_VERSION"), cfg);
+        value.truncate(names::max_value_len());
+        let mine = parse_here(&value).1;
         let mut compared = vec![(me, mine.clone())];
         for (r, s) in seen {
             match s {

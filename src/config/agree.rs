@@ -74,7 +74,9 @@ pub fn parse_agreed_line(line: &str) -> Vec<(String, String)> {
 
 /// Where ranks disagree: one line per variable whose value is not the same on every rank
 /// listed, naming each value and the ranks that have it (the most common value first).
-/// `ranks[i]` holds rank `i`'s (variable, value) pairs; `None` for a rank not known.
+/// `ranks[i]` holds rank `i`'s (variable, value) pairs. Only variables every rank lists are
+/// compared: a rank's list ends early where the launcher's name service cut its registration
+/// (MPICH keeps 255 bytes), which says nothing of the rest.
 pub fn differences(ranks: &[(u32, Vec<(String, String)>)]) -> Vec<String> {
     let mut names: Vec<&str> = Vec::new();
     for (_, kv) in ranks {
@@ -84,6 +86,7 @@ pub fn differences(ranks: &[(u32, Vec<(String, String)>)]) -> Vec<String> {
             }
         }
     }
+    names.retain(|n| ranks.iter().all(|(_, kv)| kv.iter().any(|(k, _)| k == n)));
     let mut out = Vec::new();
     for name in names {
         // value -> ranks, in first-seen order.

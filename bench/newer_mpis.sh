@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 44, item 5: does mpicast's speed-up hold against newer MPIs' tuned broadcasts? 1 MiB
+# Does mpicast's speed-up hold against newer MPIs' tuned broadcasts? 1 MiB
 # broadcasts on 9 emulated hosts at 100 Mbit/s (cluster instance 7), each MPI's own MPI_Bcast
 # (mcast_bench's `host` variant, PMPI_Bcast) against mpicast's (`default` and `linear`), one
 # launch per MPI, variants interleaved round by round inside it:

@@ -1,4 +1,4 @@
-//! The simulator against LogGOPSim (issue 45): the schedules of Schedgen's patterns, written
+//! The simulator against LogGOPSim: the schedules of Schedgen's patterns, written
 //! here as Schedgen writes them (LogGOPSim text, labels `l1`, `l2`, ... in Schedgen's order),
 //! timed under both receiver-CPU rules. Every LogGOPSim figure below came from LogGOPSim at
 //! spcl/LogGOPSim 76451de (its own CMake build, `schedgen ... -o x.goal; txt2bin -i x.goal -o

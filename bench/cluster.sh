@@ -9,7 +9,7 @@
 #   cluster.sh loss HOST PCT              drop PCT% of multicast datagrams arriving at HOST (0: none)
 #   cluster.sh counters                   "host rx_bytes tx_bytes" per host (of its veth)
 #   cluster.sh exec HOST CMD...           run CMD inside HOST's namespace
-#   cluster.sh run [--mpi openmpi|mpich|openmpi5|mpich5] [--ppn K] [--hosts M] [--timeout S] [--] PROG ARGS...
+#   cluster.sh run [--mpi openmpi|mpich|openmpi5|mpich5|impi] [--ppn K] [--hosts M] [--timeout S] [--] PROG ARGS...
 #                                         one MPI job, K ranks on each of the first M hosts
 #   cluster.sh mpi-env [--mpi M] [--ppn K] [--hosts M] HOSTFILE
 #                                         for a launcher that we do not start (mpicast sim
@@ -281,7 +281,7 @@ run() {
   done
   [ $# -ge 1 ] || die "run: no program"
   [ -z "$marker" ] || [ -n "$out" ] || die "run: --done-marker needs --out"
-  case $mpi in openmpi|mpich|openmpi5|mpich5) ;; *) die "run: --mpi openmpi, mpich, openmpi5 or mpich5" ;; esac
+  case $mpi in openmpi|mpich|openmpi5|mpich5|impi) ;; *) die "run: --mpi openmpi, mpich, openmpi5, mpich5 or impi" ;; esac
   local n
   n=$(host_count)
   [ "$n" -ge 1 ] || die "run: the cluster is not up (cluster.sh up N)"

@@ -34,7 +34,8 @@
 # openmpi5 is Open MPI 5 under PRRTE: the agent and tree spawn are PRRTE's settings
 # (PRTE_MCA_plm_ssh_*), and the collectives are tuned's (coll self,basic,libnbc,tuned): with
 # the same host name in every namespace, Open MPI 5 takes all ranks for one node and its
-# shared-memory collectives (han's) never complete; mpich5 launches as MPICH does.
+# shared-memory collectives (han's) never complete; mpich5 launches as MPICH does; impi (Intel
+# MPI) runs the mpich5 library and programs (the same ABI) under its own hydra.
 
 JOBRUN_MPIS=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/build/mpis
 
@@ -85,6 +86,16 @@ jobrun_launcher() {
       for v in "${vars[@]}"; do LAUNCH+=(-genv "$v" "${!v}"); done
       [ -z "${RANK_PRELOAD:-}" ] || LAUNCH+=(-genv LD_PRELOAD "$RANK_PRELOAD")
       ;;
+    impi)
+      # Intel MPI's hydra: its bootstrap is the agent; I_MPI_FABRICS=ofi keeps its shared
+      # memory out (every namespace has the same host name), libfabric's tcp provider on the
+      # bridge's subnet.
+      LAUNCH=("$JOBRUN_MPIS/impi/mpicast-mpiexec" -bootstrap ssh -bootstrap-exec "$agent"
+        -f "$hf" -n "$np" -ppn "$ppn" -iface "$hydra_if" -genv I_MPI_FABRICS ofi
+        -genv FI_PROVIDER tcp -genv FI_TCP_IFACE "$ucx_dev" -genv I_MPI_PIN 0)
+      for v in "${vars[@]}"; do LAUNCH+=(-genv "$v" "${!v}"); done
+      [ -z "${RANK_PRELOAD:-}" ] || LAUNCH+=(-genv LD_PRELOAD "$RANK_PRELOAD")
+      ;;
     *) return 1 ;;
   esac
 }
@@ -109,7 +120,7 @@ jobrun_job() {
       kill -TERM "$job" 2>/dev/null || true
       wait "$job" 2>/dev/null || true
       echo "$name: finalize-hang" >&2
-      $cleanup
+      eval "$cleanup"
       job=""
       break
     fi

@@ -6,10 +6,12 @@
 # are printed, then the median of each and the ratios to "none".
 #
 #   bench/fanout_starpu.sh [NP] [SIZE] [NBLOCKS] [ROUNDS]      (defaults 4 1920 12 5)
+#   CLUSTER_RATE=100mbit bench/fanout_starpu.sh 9 1920 12 3    (NP hosts of the emulated cluster)
 #
-# Loopback only (MPICAST_IFACE=lo MPICAST_TTL=0): on one machine the ranks share its cores,
-# so this measures the shim's overhead more than the network; the emulated cluster
-# (bench/cluster.sh) is where fan-out detection should be judged.
+# Without CLUSTER_RATE: loopback (MPICAST_IFACE=lo MPICAST_TTL=0): on one machine the ranks share
+# its cores, so this measures the shim's overhead more than the network. With CLUSTER_RATE: one
+# rank on each of NP emulated hosts (bench/cluster.sh instance 6, links of that rate), where the
+# links carry the tiles; the cluster is torn down on exit.
 set -euo pipefail
 NP=${1:-4}
 SIZE=${2:-1920}
@@ -22,7 +24,15 @@ BIN=$(dpkg -L starpu-examples 2>/dev/null | grep '/starpu/mpi/mpi_cholesky$' | h
 [ -e "$LIB" ] || { echo "no $LIB: make lib" >&2; exit 1; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+RATE=${CLUSTER_RATE:-}
+if [ -n "$RATE" ]; then
+  export BENCH_CLUSTER=6
+  trap '"$here/bench/cluster.sh" down >/dev/null 2>&1; rm -rf "$work"' EXIT
+  trap 'exit 130' INT TERM
+  "$here/bench/cluster.sh" up "$NP" --rate "$RATE" >&2
+else
+  trap 'rm -rf "$work"' EXIT
+fi
 
 run() { # run CONFIG -> "ms share"
   local pre=() out=$work/out
@@ -31,10 +41,21 @@ run() { # run CONFIG -> "ms share"
     off) pre=(-x LD_PRELOAD="$LIB" -x MPICAST_FANOUT=off) ;;
     on) pre=(-x LD_PRELOAD="$LIB" -x MPICAST_FANOUT=on) ;;
   esac
-  timeout -k 10 600 mpirun.openmpi --oversubscribe --bind-to none -np "$NP" \
-    -x STARPU_NCPU=1 -x STARPU_SILENT=1 -x STARPU_HOME="$work" \
-    -x MPICAST_IFACE=lo -x MPICAST_TTL=0 -x MPICAST_STATS=1 "${pre[@]}" \
-    "$BIN" -size "$SIZE" -nblocks "$NBLOCKS" >"$out" 2>&1 || { cat "$out" >&2; exit 1; }
+  if [ -n "$RATE" ]; then
+    # cluster.sh passes MPICAST_*, STARPU_* and LD_PRELOAD to the ranks.
+    local envs=(STARPU_NCPU=1 STARPU_SILENT=1 STARPU_HOME="$work" MPICAST_STATS=1)
+    case $1 in
+      off) envs+=(LD_PRELOAD="$LIB" MPICAST_FANOUT=off) ;;
+      on) envs+=(LD_PRELOAD="$LIB" MPICAST_FANOUT=on) ;;
+    esac
+    env "${envs[@]}" "$here/bench/cluster.sh" run --mpi openmpi --timeout 600 -- \
+      "$BIN" -size "$SIZE" -nblocks "$NBLOCKS" >"$out" 2>&1 || { cat "$out" >&2; exit 1; }
+  else
+    timeout -k 10 600 mpirun.openmpi --oversubscribe --bind-to none -np "$NP" \
+      -x STARPU_NCPU=1 -x STARPU_SILENT=1 -x STARPU_HOME="$work" \
+      -x MPICAST_IFACE=lo -x MPICAST_TTL=0 -x MPICAST_STATS=1 "${pre[@]}" \
+      "$BIN" -size "$SIZE" -nblocks "$NBLOCKS" >"$out" 2>&1 || { cat "$out" >&2; exit 1; }
+  fi
   local ms b p
   ms=$(sed -n 's/^Computation time (in ms): *//p' "$out")
   b=$(sed -n 's/.* fanout_bcast_bytes=\([0-9]*\).*/\1/p' "$out")
@@ -42,7 +63,9 @@ run() { # run CONFIG -> "ms share"
   if [ -n "$b" ] && [ $((b + p)) -gt 0 ]; then echo "$ms $((100 * b / (b + p)))"; else echo "$ms -"; fi
 }
 
-echo "# mpi_cholesky -size $SIZE -nblocks $NBLOCKS, $NP ranks, loopback, $(nproc) cores, $(date -u +%F)"
+where=loopback
+[ -z "$RATE" ] || where="$NP emulated hosts at $RATE"
+echo "# mpi_cholesky -size $SIZE -nblocks $NBLOCKS, $NP ranks, $where, $(nproc) cores, $(date -u +%F)"
 echo "# round config ms bcast_share%(rank 0)"
 declare -A all
 for r in $(seq 1 "$ROUNDS"); do

@@ -5,7 +5,7 @@
 #   jobrun_launcher MPI PPN NP HOSTFILE AGENT PMIX_SUBNET BTL_SUBNET OOB_SUBNET HYDRA_IFACE UCX_DEV
 #       fills the array LAUNCH with the launcher's command line for NP ranks, PPN per host, on
 #       the hosts of HOSTFILE (one address per line, as `jobrun_hostfile` writes it); the
-#       environment variables LD_PRELOAD, MPICAST_* and MPIR_CVAR_* go to every rank, and
+#       environment variables LD_PRELOAD, MPICAST_*, MPIR_CVAR_* and STARPU_* go to every rank, and
 #       RANK_PRELOAD, when set, goes to the ranks only, as their LD_PRELOAD (for an MPI whose
 #       libraries are not on the system's path, such as the wheels': a library preloaded
 #       into the launcher too would not load there).
@@ -53,7 +53,7 @@ jobrun_hostfile() {
 jobrun_launcher() {
   local mpi=$1 ppn=$2 np=$3 hf=$4 agent=$5 pmix=$6 btl=$7 oob=$8 hydra_if=$9 ucx_dev=${10}
   local v vars=()
-  for v in $(compgen -e | grep -E '^(MPICAST_|MPIR_CVAR_|LD_PRELOAD$)' || true); do vars+=("$v"); done
+  for v in $(compgen -e | grep -E '^(MPICAST_|MPIR_CVAR_|STARPU_|LD_PRELOAD$)' || true); do vars+=("$v"); done
   case $mpi in
     openmpi)
       LAUNCH=(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

@@ -799,10 +799,33 @@ fn iface_addrs(comm: MPI_Comm, cfg: &Config) -> Result<Vec<u32>, host::MpiError>
 impl CommState {
     fn teardown(&mut self, session: &Session) {
         if let Some(e) = self.fwd.take() {
-            // Unless a progress call of another thread holds it right now (then its
-            // communicator stays until MPI_Finalize).
-            if let Ok(m) = Arc::try_unwrap(e) {
-                crate::lock::into_inner(m).close(session);
+            // Closing is collective (the engine's last sums run on its communicator), so
+            // every rank must close it here. A progress step of another thread (the progress
+            // thread, or an application thread under MPI_THREAD_MULTIPLE) may hold the engine
+            // for a moment: wait for it to let go. Only an engine held past the stall bound
+            // stays open until MPI_Finalize, with a message.
+            let mut e = e;
+            let limit = std::time::Duration::from_millis(self.cfg.timeout_ms);
+            let start = std::time::Instant::now();
+            loop {
+                match Arc::try_unwrap(e) {
+                    Ok(m) => {
+                        crate::lock::into_inner(m).close(session);
+                        break;
+                    }
+                    Err(back) if start.elapsed() < limit => {
+                        e = back;
+                        std::thread::yield_now();
+                    }
+                    Err(_) => {
+                        crate::session::say(&format!(
+                            "mpicast: warning: a communicator's forwarding engine was still in \
+                             use by another thread after {} ms: it closes at MPI_Finalize",
+                            limit.as_millis()
+                        ));
+                        break;
+                    }
+                }
             }
         }
         match std::mem::replace(&mut self.path, Path::Host("freed".into())) {

@@ -314,7 +314,8 @@ settings! {
             besides every MPI call of the rank: nobody else (poll), a progress thread (thread: \
             MPI_Init/MPI_Init_thread then ask the host MPI for MPI_THREAD_MULTIPLE; without it \
             mpicast warns and polls), or the thread when the application's own initialisation \
-            got MPI_THREAD_MULTIPLE (auto)",
+            got MPI_THREAD_MULTIPLE or MPICAST_FANOUT is on (auto; with MPICAST_FANOUT=on as \
+            thread)",
     },
     /// `MPICAST_EAGER_BYTES`: broadcasts of at most this many bytes go without scouts (the
     /// root multicasts at once; receivers' sockets, joined all along, hold the data until they

@@ -125,7 +125,8 @@ pub enum Progress {
     /// then asks for in MPI_Init / MPI_Init_thread).
     Thread,
     /// The thread where the application's own initialisation got MPI_THREAD_MULTIPLE
-    /// (nothing asked for on its behalf), polling otherwise.
+    /// (nothing asked for on its behalf), polling otherwise; with `MPICAST_FANOUT=on`, as
+    /// `Thread` (fan-out detection serves programs that do not call MPI while they compute).
     Auto,
 }
 

@@ -1,5 +1,5 @@
-//! MPI initialisation on behalf of the application. With `MPICAST_PROGRESS=thread` mpicast
-//! runs GOAL schedules from a thread of its own, which calls the host MPI concurrently with
+//! MPI initialisation on behalf of the application. With `MPICAST_PROGRESS=thread` (or `auto`
+//! with `MPICAST_FANOUT=on`) mpicast forwards and runs GOAL schedules from a thread of its own, which calls the host MPI concurrently with
 //! the application: that needs MPI_THREAD_MULTIPLE, so every initialisation entry point the
 //! program can reach (C MPI_Init / MPI_Init_thread here; the Fortran ones the host does not
 //! route through them, in `ffi::fortran`) asks the host for it. Otherwise initialisation is
@@ -12,14 +12,21 @@ use crate::config::{Config, Progress};
 use std::os::raw::{c_char, c_int};
 use std::sync::OnceLock;
 
-/// Whether the configuration asks for the progress thread (and mpicast is not disabled).
-/// A configuration error is not reported here: the first collective reports it. Read once
-/// (the environment is the process's at its first MPI call).
+/// Whether the configuration asks for the progress thread (and mpicast is not disabled):
+/// `MPICAST_PROGRESS=thread`, or `auto` with `MPICAST_FANOUT=on` (an unmodified task runtime
+/// computes, or sleeps in its own progress thread, while the sends it issued must be released
+/// and the dynamic broadcasts routed through its rank forwarded: measured on the emulated
+/// cluster, StarPU's Cholesky at 9 hosts went from 1.6 times slower than without mpicast to
+/// 2.3 times faster with the thread). A configuration error is not reported here: the first
+/// collective reports it. Read once (the environment is the process's at its first MPI call).
 pub fn progress_thread_wanted() -> bool {
     static WANTED: OnceLock<bool> = OnceLock::new();
-    *WANTED.get_or_init(
-        || matches!(Config::process(), Ok(c) if !c.disable && c.progress == Progress::Thread),
-    )
+    *WANTED.get_or_init(|| matches!(Config::process(), Ok(c) if !c.disable && wants_thread(&c)))
+}
+
+/// The progress thread is asked for: `thread`, or `auto` under fan-out detection.
+fn wants_thread(c: &Config) -> bool {
+    c.progress == Progress::Thread || (c.progress == Progress::Auto && c.fanout)
 }
 
 /// `MPICAST_GOAL_WINDOW` (0: off) and `MPICAST_VERBOSE`, read once like the progress setting.
@@ -67,10 +74,15 @@ fn report(provided: c_int) {
         return;
     }
     if super::comm::rank(super::comm_world()).unwrap_or(0) == 0 {
+        let why = if progress_mode() == Progress::Thread {
+            "MPICAST_PROGRESS=thread"
+        } else {
+            "MPICAST_FANOUT=on (with MPICAST_PROGRESS=auto) runs a progress thread and"
+        };
         crate::session::say(&format!(
-            "mpicast: warning: MPICAST_PROGRESS=thread needs MPI_THREAD_MULTIPLE, but the host \
-             MPI provides only {}: GOAL runs progress inside MPICAST_Goal_test/MPICAST_Goal_wait \
-             only (as with MPICAST_PROGRESS=poll)",
+            "mpicast: warning: {why} needs MPI_THREAD_MULTIPLE, but the host MPI provides only \
+             {}: multicasts are forwarded, held sends released and GOAL runs moved only inside \
+             the rank's MPI calls (as with MPICAST_PROGRESS=poll)",
             level_name(provided)
         ));
     }

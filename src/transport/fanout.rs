@@ -37,9 +37,15 @@ const MAX_TAG: c_int = 32767;
 
 /// Some communicator has fan-out detection on.
 static ON: AtomicBool = AtomicBool::new(false);
-/// Some send is held.
+/// Some send is held, or groups taken out of the state are still being sent.
 static HELD: AtomicBool = AtomicBool::new(false);
 static STATE: Mutex<Option<State>> = Mutex::new(None);
+/// Held across taking groups out of the state and sending them: with the progress thread
+/// releasing stale sends while the application thread releases others (or sends one that
+/// is not held), groups taken first must be sent first, and a send that is not held must
+/// not overtake a group another thread has taken but not yet sent. Lock order: `RELEASING`,
+/// then `STATE` or an engine; never taken while either is held.
+static RELEASING: Mutex<()> = Mutex::new(());
 
 /// What makes two sends the same datum: the same bytes (address, count, size and how the
 /// datatype was built, not its handle), tag and communicator.
@@ -190,10 +196,13 @@ pub fn defer(
     Some(Ok(req))
 }
 
-/// Takes groups out of the state with `take`, then releases them in order.
+/// Takes groups out of the state with `take`, then releases them in order, all under
+/// `RELEASING`. `HELD` stays set until they are sent, so that a caller who finds nothing
+/// held (`held()`) knows nothing is in flight either.
 fn release_with(
     take: impl FnOnce(&mut Collector<Datum, (u64, u32), Held>) -> Vec<Group<Datum, (u64, u32), Held>>,
 ) -> Result<(), EngineError> {
+    let _serial = lock(&RELEASING);
     let groups = {
         let mut g = lock(&STATE);
         let Some(s) = g.as_mut() else {
@@ -201,8 +210,8 @@ fn release_with(
         };
         let out = take(&mut s.held);
         if s.held.is_empty() {
+            // A send held from now on is aged from its own arrival.
             s.oldest = None;
-            HELD.store(false, Ordering::Release);
         }
         out
     };
@@ -210,6 +219,11 @@ fn release_with(
     for g in groups {
         if let Err(e) = release(g) {
             first_err.get_or_insert(e);
+        }
+    }
+    if let Some(s) = lock(&STATE).as_mut() {
+        if s.held.is_empty() {
+            HELD.store(false, Ordering::Release);
         }
     }
     first_err.map_or(Ok(()), Err)

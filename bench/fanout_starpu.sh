@@ -7,6 +7,7 @@
 #
 #   bench/fanout_starpu.sh [NP] [SIZE] [NBLOCKS] [ROUNDS]      (defaults 4 1920 12 5)
 #   CLUSTER_RATE=100mbit bench/fanout_starpu.sh 9 1920 12 3    (NP hosts of the emulated cluster)
+#   CHECK=1 ...                       every run with -check: stops at the first wrong result
 #
 # Without CLUSTER_RATE: loopback (MPICAST_IFACE=lo MPICAST_TTL=0): on one machine the ranks share
 # its cores, so this measures the shim's overhead more than the network. With CLUSTER_RATE: one
@@ -17,6 +18,8 @@ NP=${1:-4}
 SIZE=${2:-1920}
 NBLOCKS=${3:-12}
 ROUNDS=${4:-5}
+extra=()
+[ "${CHECK:-0}" = 0 ] || extra=(-check)
 here=$(cd "$(dirname "$0")/.." && pwd)
 LIB=${LIB:-$here/build/openmpi/lib/libmpicast.so}
 BIN=$(dpkg -L starpu-examples 2>/dev/null | grep '/starpu/mpi/mpi_cholesky$' | head -n 1 || true)
@@ -43,20 +46,29 @@ run() { # run CONFIG -> "ms share"
   esac
   if [ -n "$RATE" ]; then
     # cluster.sh passes MPICAST_*, STARPU_* and LD_PRELOAD to the ranks.
-    local envs=(STARPU_NCPU=1 STARPU_SILENT=1 STARPU_HOME="$work" MPICAST_STATS=1)
+    local envs=(STARPU_NCPU=1 STARPU_SILENT=1 MPICAST_STATS=1)
     case $1 in
       off) envs+=(LD_PRELOAD="$LIB" MPICAST_FANOUT=off) ;;
       on) envs+=(LD_PRELOAD="$LIB" MPICAST_FANOUT=on) ;;
     esac
+    # A StarPU home per rank: ranks that calibrate the bus into one home at once read each
+    # other's half-written files (StarPU's assertion in check_bus_affinity_file).
     env "${envs[@]}" "$here/bench/cluster.sh" run --mpi openmpi --timeout 600 -- \
-      "$BIN" -size "$SIZE" -nblocks "$NBLOCKS" >"$out" 2>&1 || { cat "$out" >&2; exit 1; }
+      /bin/sh -c 'STARPU_HOME="$0/home$OMPI_COMM_WORLD_RANK" exec "$@"' "$work" \
+      "$BIN" -size "$SIZE" -nblocks "$NBLOCKS" "${extra[@]}" >"$out" 2>&1 || { cat "$out" >&2; exit 1; }
   else
     timeout -k 10 600 mpirun.openmpi --oversubscribe --bind-to none -np "$NP" \
-      -x STARPU_NCPU=1 -x STARPU_SILENT=1 -x STARPU_HOME="$work" \
+      -x STARPU_NCPU=1 -x STARPU_SILENT=1 \
       -x MPICAST_IFACE=lo -x MPICAST_TTL=0 -x MPICAST_STATS=1 "${pre[@]}" \
-      "$BIN" -size "$SIZE" -nblocks "$NBLOCKS" >"$out" 2>&1 || { cat "$out" >&2; exit 1; }
+      /bin/sh -c 'STARPU_HOME="$0/home$OMPI_COMM_WORLD_RANK" exec "$@"' "$work" \
+      "$BIN" -size "$SIZE" -nblocks "$NBLOCKS" "${extra[@]}" >"$out" 2>&1 || { cat "$out" >&2; exit 1; }
   fi
   local ms b p
+  if grep -q "Error\[" "$out"; then
+    cat "$out" >&2
+    echo "fanout_starpu: $1: -check found wrong values" >&2
+    exit 1
+  fi
   ms=$(sed -n 's/^Computation time (in ms): *//p' "$out")
   b=$(sed -n 's/.* fanout_bcast_bytes=\([0-9]*\).*/\1/p' "$out")
   p=$(sed -n 's/.* fanout_p2p_bytes=\([0-9]*\).*/\1/p' "$out")

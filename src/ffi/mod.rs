@@ -10,7 +10,8 @@
 //! - `blocking`: the host's blocking collectives and communicator creations, polled while a
 //!   forwarding engine exists;
 //! - `progress`: GOAL runs and the progress thread;
-//! - `ext`: the extension calls `MPICAST_*`, by topic.
+//! - `ext`: the extension calls `MPICAST_*`, by topic;
+//! - `error`: the one mapping of internal errors to MPI error codes and extension statuses.
 
 /// Defines an intercepted MPI call `$name` with the parameters given: while no forwarding
 /// engine exists in the process, a jump to the host's `$pmpi`; afterwards the body, out of
@@ -76,7 +77,7 @@ fn release_held_now() -> Option<std::os::raw::c_int> {
         || {
             crate::transport::fanout::release_all()
                 .err()
-                .map(dbcast::engine_failed)
+                .map(error::engine_mpi_code)
         },
     )
 }
@@ -126,6 +127,7 @@ fn fanout_on(comm: crate::host::MPI_Comm) -> std::os::raw::c_int {
 
 pub mod blocking;
 pub mod dbcast;
+mod error;
 pub mod ext;
 // With no Fortran entry point to export (the MPI-5 standard ABI, or an MPI neither Open MPI
 // nor MPICH: build.rs), the shared helpers of the Fortran entries go unused.

@@ -382,7 +382,7 @@ intercept! {
         tag: c_int,
         comm: MPI_Comm,
         request: *mut MPI_Request,
-    ) {
+    ) on comm {
         guard_comm("MPI_Irecv", comm, || {
             if let Some(e) = db::engine_of(comm) {
                 // SAFETY: the application's arguments.
@@ -419,7 +419,7 @@ intercept! {
         tag: c_int,
         comm: MPI_Comm,
         status: *mut MPI_Status,
-    ) {
+    ) on comm {
         guard_comm("MPI_Recv", comm, || {
             let Some(e) = db::engine_of(comm) else {
                 // SAFETY: the application's arguments.
@@ -847,7 +847,7 @@ intercept! {
         comm: MPI_Comm,
         flag: *mut c_int,
         status: *mut MPI_Status,
-    ) {
+    ) on comm {
         // SAFETY: as above.
         guard_comm("MPI_Iprobe", comm, || unsafe {
             iprobe(source, tag, comm, flag, status)
@@ -899,7 +899,7 @@ intercept! {
         tag: c_int,
         comm: MPI_Comm,
         status: *mut MPI_Status,
-    ) {
+    ) on comm {
         guard_comm("MPI_Probe", comm, || {
             if db::engine_of(comm).is_none() {
                 // SAFETY: the application's arguments.
@@ -1221,19 +1221,29 @@ intercept! {
 }
 
 intercept! {
+    @keep_held
     /// MPI_Comm_free: the held sends go first (they may be on this communicator), and
-    /// fan-out detection forgets it.
+    /// fan-out detection forgets it. A panic goes to the communicator's error handler (it is
+    /// still live then: the host frees it last).
     ///
     /// # Safety
     /// The arguments of MPI_Comm_free.
     fn MPI_Comm_free => PMPI_Comm_free(
         comm: *mut MPI_Comm,
     ) {
-        guard("MPI_Comm_free", host::err_other, || {
-            if !comm.is_null() {
-                // SAFETY: the application's pointer.
-                crate::transport::fanout::forget(unsafe { *comm });
+        // SAFETY: the application's pointer, or NULL (which the host reports).
+        let Some(c) = (!comm.is_null()).then(|| unsafe { *comm }) else {
+            if let Some(rc) = super::release_held() {
+                return rc;
             }
+            // SAFETY: the application's argument.
+            return unsafe { mpi_sys::PMPI_Comm_free(comm) };
+        };
+        if let Some(rc) = super::release_held_on(c) {
+            return rc;
+        }
+        guard_comm("MPI_Comm_free", c, || {
+            crate::transport::fanout::forget(c);
             // SAFETY: the application's argument.
             unsafe { mpi_sys::PMPI_Comm_free(comm) }
         })
@@ -1335,7 +1345,7 @@ intercept! {
         flag: *mut c_int,
         message: *mut mpi_sys::MPI_Message,
         status: *mut MPI_Status,
-    ) {
+    ) on comm {
         // SAFETY: as above.
         guard_comm("MPI_Improbe", comm, || unsafe {
             improbe(source, tag, comm, flag, message, status)
@@ -1354,7 +1364,7 @@ intercept! {
         comm: MPI_Comm,
         message: *mut mpi_sys::MPI_Message,
         status: *mut MPI_Status,
-    ) {
+    ) on comm {
         guard_comm("MPI_Mprobe", comm, || {
             if db::engine_of(comm).is_none() {
                 // SAFETY: the application's arguments.

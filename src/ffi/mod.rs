@@ -293,75 +293,92 @@ mod tests {
         panic!("unbalanced from byte {from}")
     }
 
+    /// The body of the first item `start` begins in `s`.
+    fn body_of<'a>(s: &'a str, start: &str) -> &'a str {
+        let at = s.find(start).unwrap_or_else(|| panic!("no {start}"));
+        balanced(s, at + s[at..].find('{').unwrap(), b'{', b'}')
+    }
+
+    /// A `fn MPI_*` of a source file that takes a communicator.
+    struct OnComm<'a> {
+        name: String,
+        /// Between its parameters and its body (`on comm` for `intercept!`).
+        between: &'a str,
+        /// None for a `collective!` or `creation!` without a body of its own.
+        body: Option<&'a str>,
+        /// Defined by `intercept!` without `@keep_held`: held sends are released before it.
+        releases: bool,
+    }
+
+    fn calls_on_a_comm(s: &str) -> Vec<OnComm<'_>> {
+        let mut found = Vec::new();
+        for (at, _) in s.match_indices("fn MPI_") {
+            let name: String = s[at + 3..]
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            let open = at + s[at..].find('(').unwrap();
+            let params = balanced(s, open, b'(', b')');
+            if !params.contains("MPI_Comm") {
+                continue;
+            }
+            let after = open + params.len();
+            let brace = after + s[after..].find('{').unwrap();
+            let between = &s[after..brace];
+            let body = (!between.contains('}')).then(|| balanced(s, brace, b'{', b'}'));
+            let intercept = s[..at]
+                .rfind("intercept! {")
+                .filter(|&m| !s[m..at].contains("\n}\n"));
+            let releases = intercept.is_some_and(|m| !s[m..at].contains("@keep_held"));
+            found.push(OnComm {
+                name,
+                between,
+                body,
+                releases,
+            });
+        }
+        found
+    }
+
     /// Every MPI call mpicast defines that takes a communicator hands a panic to that
     /// communicator's error handler (`guard_comm`), as the host's own errors there would go,
     /// the release of held sends before it included (`release_held_on`, or `intercept!`'s
     /// `on comm`). A source check: it reads the definitions as written.
     #[test]
     fn every_call_on_a_communicator_panics_into_its_error_handler() {
-        let files = [
-            ("mpi.rs", include_str!("mpi.rs")),
-            ("dbcast.rs", include_str!("dbcast.rs")),
-            ("blocking.rs", include_str!("blocking.rs")),
-        ];
+        let (mpi, blocking) = (include_str!("mpi.rs"), include_str!("blocking.rs"));
         let mut checked = Vec::new();
-        for (file, s) in files {
-            for (at, _) in s.match_indices("fn MPI_") {
-                let name: String = s[at + 3..]
-                    .chars()
-                    .take_while(|c| c.is_alphanumeric() || *c == '_')
-                    .collect();
-                let open = at + s[at..].find('(').unwrap();
-                let params = balanced(s, open, b'(', b')');
-                if !params.contains("MPI_Comm") {
-                    continue;
+        for (file, s) in [
+            ("mpi.rs", mpi),
+            ("dbcast.rs", include_str!("dbcast.rs")),
+            ("blocking.rs", blocking),
+        ] {
+            for c in calls_on_a_comm(s) {
+                let at = format!("{} ({file})", c.name);
+                if c.releases || c.body.is_none() {
+                    assert!(c.between.contains(" on "), "{at}: say `on comm`");
                 }
-                let after = open + params.len();
-                let brace = after + s[after..].find('{').unwrap();
-                let between = &s[after..brace];
-                let where_ = format!("{name} ({file})");
-                if between.contains('}') {
-                    // A `collective!` or `creation!` without a body of its own: those macros
-                    // are checked below.
-                    assert!(between.contains(" on "), "{where_}: say `on comm`");
-                    checked.push(name);
-                    continue;
-                }
-                let body = balanced(s, brace, b'{', b'}');
-                // (MPI_Bcast and MPI_Bcast_c through `bcast_guarded`, checked below.)
-                assert!(
-                    ["guard_comm(", "call_errhandler(", "bcast_guarded("]
-                        .iter()
-                        .any(|g| body.contains(g)),
-                    "{where_}: a panic must go to the communicator's error handler"
-                );
-                let macro_start = s[..at].rfind("intercept! {");
-                let in_intercept = macro_start.is_some_and(|m| !s[m..at].contains("\n}\n"));
-                let keeps_held = in_intercept && s[macro_start.unwrap()..at].contains("@keep_held");
-                if in_intercept && !keeps_held {
+                // A `collective!` or `creation!` without a body: those macros are checked below.
+                if let Some(body) = c.body {
+                    // (MPI_Bcast and MPI_Bcast_c through `bcast_guarded`, checked below.)
                     assert!(
-                        between.contains(" on "),
-                        "{where_}: intercept! releases held sends before it: say `on comm`"
+                        ["guard_comm(", "call_errhandler(", "bcast_guarded("]
+                            .iter()
+                            .any(|g| body.contains(g)),
+                        "{at}: a panic must go to the communicator's error handler"
+                    );
+                    // MPI_Comm_free of a NULL pointer has no communicator to report to.
+                    assert!(
+                        c.name == "MPI_Comm_free" || !body.contains("release_held()"),
+                        "{at}: release_held_on(comm), not release_held()"
                     );
                 }
-                // MPI_Comm_free of a NULL pointer has no communicator to report to.
-                if name != "MPI_Comm_free" {
-                    assert!(
-                        !body.contains("release_held()"),
-                        "{where_}: release_held_on(comm), not release_held()"
-                    );
-                }
-                checked.push(name);
+                checked.push(c.name);
             }
         }
-        let mpi = files[0].1;
-        let guarded = mpi.find("fn bcast_guarded(").unwrap();
-        let body = balanced(mpi, guarded + mpi[guarded..].find('{').unwrap(), b'{', b'}');
-        assert!(body.contains("guard_comm("), "bcast_guarded: no guard_comm");
-        let blocking = files[2].1;
+        assert!(body_of(mpi, "fn bcast_guarded(").contains("guard_comm("));
         for m in ["macro_rules! collective", "macro_rules! creation"] {
-            let at = blocking.find(m).unwrap();
-            let body = balanced(blocking, at + blocking[at..].find('{').unwrap(), b'{', b'}');
+            let body = body_of(blocking, m);
             assert!(body.contains("guard_comm("), "{m}: no guard_comm");
             assert!(
                 body.contains(") on $comm {"),
@@ -375,6 +392,8 @@ mod tests {
             "MPI_Recv",
             "MPI_Comm_free",
             "MPI_Sendrecv",
+            "MPI_Allreduce",
+            "MPI_Comm_split",
         ] {
             assert!(
                 checked.iter().any(|c| c == name),

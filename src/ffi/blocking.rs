@@ -29,7 +29,7 @@ macro_rules! collective {
             ///
             /// # Safety
             /// The arguments of the MPI call of this name.
-            fn $name => $pmpi($($arg: $ty),*) {
+            fn $name => $pmpi($($arg: $ty),*) on $comm {
                 guard_comm(
                     stringify!($name),
                     $comm,
@@ -181,7 +181,7 @@ intercept! {
     ///
     /// # Safety
     /// The arguments of MPI_Comm_dup.
-    fn MPI_Comm_dup => PMPI_Comm_dup(comm: MPI_Comm, newcomm: *mut MPI_Comm) {
+    fn MPI_Comm_dup => PMPI_Comm_dup(comm: MPI_Comm, newcomm: *mut MPI_Comm) on comm {
         let rc = guard_comm("MPI_Comm_dup", comm, || {
             host::progress::collective(
                 comm,
@@ -207,7 +207,7 @@ macro_rules! creation {
                 "forwarding engine covers the communicator.\n\n# Safety\nThe arguments of the ",
                 "MPI call."
             )]
-            fn $name => $pmpi($($arg: $ty),*) {
+            fn $name => $pmpi($($arg: $ty),*) on $comm {
                 let rc = guard_comm(
                     stringify!($name),
                     $comm,
@@ -263,7 +263,7 @@ intercept! {
         recvtag: c_int,
         comm: MPI_Comm,
         status: *mut MPI_Status,
-    ) {
+    ) on comm {
         guard_comm(
             "MPI_Sendrecv",
             comm,
@@ -335,7 +335,7 @@ intercept! {
         recvtag: c_int,
         comm: MPI_Comm,
         status: *mut MPI_Status,
-    ) {
+    ) on comm {
         let host_call = || {
             // SAFETY: the application's arguments.
             unsafe {

@@ -22,12 +22,13 @@ use crate::host::progress::{request_null, Pause};
 fn want(source: c_int, tag: c_int, size: u32) -> Option<Want> {
     super::ext::parse_want(source, tag, size).ok().flatten()
 }
+use super::error::engine_mpi_code;
 use super::{guard, guard_comm};
 use crate::host::buffer::UserBuf;
 use crate::host::recv::{self, HostReq};
 use crate::host::{self, MPI_Comm, MPI_Datatype, MPI_Request};
 use crate::transport::dbcast::{self as db, RecvState};
-use crate::transport::forward::{Engine, EngineError};
+use crate::transport::forward::Engine;
 use crate::wire::matching::{RecvId, Want};
 use mpi_sys::MPI_Status;
 use std::os::raw::{c_int, c_void};
@@ -36,27 +37,18 @@ use std::sync::{Arc, Mutex};
 
 type EngineRef = Arc<Mutex<Engine>>;
 
-/// An engine that cannot go on ends the job (a broadcast cannot be lost); an MPI error is
-/// the call's result.
-pub(crate) fn engine_failed(e: EngineError) -> c_int {
-    match e {
-        EngineError::Mpi(m) => m.0,
-        EngineError::Full(m) | EngineError::Protocol(m) => {
-            crate::session::say(&format!("mpicast: {m}; aborting"));
-            host::abort(host::comm_world(), 1)
-        }
-    }
-}
+/// The name `ffi::progress` knows `error::engine_mpi_code` by.
+pub(crate) use super::error::engine_mpi_code as engine_failed;
 
 /// Every engine moves along once (segments forwarded, receives completed).
 fn progress() -> Result<(), c_int> {
-    crate::transport::progress::step().map_err(engine_failed)
+    crate::transport::progress::step().map_err(engine_mpi_code)
 }
 
 /// `progress` from a test call an application may make in a tight loop: at most once every
 /// few microseconds (`transport::progress::step_in_loop`).
 fn progress_in_loop() -> Result<(), c_int> {
-    crate::transport::progress::step_in_loop().map_err(engine_failed)
+    crate::transport::progress::step_in_loop().map_err(engine_mpi_code)
 }
 
 fn lock(e: &EngineRef) -> std::sync::MutexGuard<'_, Engine> {
@@ -110,7 +102,7 @@ unsafe fn post(
     };
     Some(match d.post(h, ub, w) {
         Ok(id) => Ok((h.0, Some(id))),
-        Err(err) => Err(engine_failed(err)),
+        Err(err) => Err(engine_mpi_code(err)),
     })
 }
 
@@ -188,7 +180,7 @@ fn done(e: &EngineRef, id: RecvId) -> Option<RecvState> {
         Some(Err(err)) => {
             // An MPI error: the host's wait on the request reports it.
             drop(g);
-            engine_failed(err);
+            engine_mpi_code(err);
             return Some(RecvState::Host);
         }
         None => None,
@@ -236,7 +228,7 @@ unsafe fn look_recv(
         }
         Some(Err(err)) => {
             // An MPI error: the host's wait on the request reports it.
-            engine_failed(err);
+            engine_mpi_code(err);
             RecvState::Host
         }
     };
@@ -390,7 +382,7 @@ intercept! {
         tag: c_int,
         comm: MPI_Comm,
         request: *mut MPI_Request,
-    ) {
+    ) on comm {
         guard_comm("MPI_Irecv", comm, || {
             if let Some(e) = db::engine_of(comm) {
                 // SAFETY: the application's arguments.
@@ -427,7 +419,7 @@ intercept! {
         tag: c_int,
         comm: MPI_Comm,
         status: *mut MPI_Status,
-    ) {
+    ) on comm {
         guard_comm("MPI_Recv", comm, || {
             let Some(e) = db::engine_of(comm) else {
                 // SAFETY: the application's arguments.
@@ -855,7 +847,7 @@ intercept! {
         comm: MPI_Comm,
         flag: *mut c_int,
         status: *mut MPI_Status,
-    ) {
+    ) on comm {
         // SAFETY: as above.
         guard_comm("MPI_Iprobe", comm, || unsafe {
             iprobe(source, tag, comm, flag, status)
@@ -907,7 +899,7 @@ intercept! {
         tag: c_int,
         comm: MPI_Comm,
         status: *mut MPI_Status,
-    ) {
+    ) on comm {
         guard_comm("MPI_Probe", comm, || {
             if db::engine_of(comm).is_none() {
                 // SAFETY: the application's arguments.
@@ -1059,7 +1051,7 @@ fn send_by_engine(
     drop(g);
     Sent::Engine(match r {
         Ok(Ok(())) => host::SUCCESS,
-        Ok(Err(err)) => engine_failed(err),
+        Ok(Err(err)) => engine_mpi_code(err),
         Err(e) => e.0,
     })
 }
@@ -1092,7 +1084,7 @@ fn not_held(comm: MPI_Comm, dest: c_int, count: c_int, datatype: MPI_Datatype) -
     crate::transport::fanout::count_plain(comm, count, datatype);
     crate::transport::fanout::before_send(comm, dest)
         .err()
-        .map(engine_failed)
+        .map(engine_mpi_code)
 }
 
 macro_rules! blocking_send {
@@ -1175,7 +1167,7 @@ macro_rules! nonblocking_send {
                                 unsafe { request.write(r) };
                                 return host::SUCCESS;
                             }
-                            Some(Err(e)) => return engine_failed(e),
+                            Some(Err(e)) => return engine_mpi_code(e),
                             None => {}
                         }
                     }
@@ -1229,19 +1221,29 @@ intercept! {
 }
 
 intercept! {
+    @keep_held
     /// MPI_Comm_free: the held sends go first (they may be on this communicator), and
-    /// fan-out detection forgets it.
+    /// fan-out detection forgets it. A panic goes to the communicator's error handler (it is
+    /// still live then: the host frees it last).
     ///
     /// # Safety
     /// The arguments of MPI_Comm_free.
     fn MPI_Comm_free => PMPI_Comm_free(
         comm: *mut MPI_Comm,
     ) {
-        guard("MPI_Comm_free", host::err_other, || {
-            if !comm.is_null() {
-                // SAFETY: the application's pointer.
-                crate::transport::fanout::forget(unsafe { *comm });
+        // SAFETY: the application's pointer, or NULL (which the host reports).
+        let Some(c) = (!comm.is_null()).then(|| unsafe { *comm }) else {
+            if let Some(rc) = super::release_held() {
+                return rc;
             }
+            // SAFETY: the application's argument.
+            return unsafe { mpi_sys::PMPI_Comm_free(comm) };
+        };
+        if let Some(rc) = super::release_held_on(c) {
+            return rc;
+        }
+        guard_comm("MPI_Comm_free", c, || {
+            crate::transport::fanout::forget(c);
             // SAFETY: the application's argument.
             unsafe { mpi_sys::PMPI_Comm_free(comm) }
         })
@@ -1318,7 +1320,7 @@ unsafe fn improbe(
         if st.MPI_SOURCE >= 0 {
             if let Some(d) = lock(&e).dbcast.as_mut() {
                 if let Err(err) = d.note_plain(st.MPI_SOURCE as u32, st.MPI_TAG) {
-                    return engine_failed(err);
+                    return engine_mpi_code(err);
                 }
             }
         }
@@ -1343,7 +1345,7 @@ intercept! {
         flag: *mut c_int,
         message: *mut mpi_sys::MPI_Message,
         status: *mut MPI_Status,
-    ) {
+    ) on comm {
         // SAFETY: as above.
         guard_comm("MPI_Improbe", comm, || unsafe {
             improbe(source, tag, comm, flag, message, status)
@@ -1362,7 +1364,7 @@ intercept! {
         comm: MPI_Comm,
         message: *mut mpi_sys::MPI_Message,
         status: *mut MPI_Status,
-    ) {
+    ) on comm {
         guard_comm("MPI_Mprobe", comm, || {
             if db::engine_of(comm).is_none() {
                 // SAFETY: the application's arguments.

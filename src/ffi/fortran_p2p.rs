@@ -183,19 +183,58 @@ unsafe fn count_of(p: *const Fint) -> Option<usize> {
 }
 
 // ---------------------------------------------------------------------------------------
-// The calls. Each takes the host's entry of its binding first, and goes there at once while
-// dynamic broadcast is off.
+// The calls. Each reads the application's arguments and says whether the call is mpicast's
+// (`Ours`: what runs it) or the host's, untouched (None); the exported entry (`p2p_entry!`)
+// does the rest, the same for every call.
 
-type H = &'static CachedSymbol;
+/// A Fortran call that mpicast runs: `run` inside the panic boundary of `what` (through the
+/// error handler of `comm` when the call names a communicator, as MPI_Bcast's), its result
+/// then written to `ierror` by the entry.
+struct Ours<F> {
+    what: &'static str,
+    comm: Option<host::MPI_Comm>,
+    run: F,
+}
+
+impl<F: FnOnce() -> c_int> Ours<F> {
+    /// A call on no communicator (a request's completion).
+    fn call(what: &'static str, run: F) -> Option<Self> {
+        Some(Ours {
+            what,
+            comm: None,
+            run,
+        })
+    }
+
+    /// A call on communicator `comm`.
+    fn on(what: &'static str, comm: host::MPI_Comm, run: F) -> Option<Self> {
+        Some(Ours {
+            what,
+            comm: Some(comm),
+            run,
+        })
+    }
+
+    /// Runs the call and writes its result to `ierror`.
+    ///
+    /// # Safety
+    /// `ierror` is NULL or the caller's INTEGER.
+    unsafe fn finish(self, ierror: *mut Fint) {
+        let rc = match self.comm {
+            Some(comm) => super::guard_comm(self.what, comm, self.run),
+            None => guard(self.what, host::err_other, self.run),
+        };
+        // SAFETY: as the caller promises.
+        unsafe { set_ierr(ierror, rc) };
+    }
+}
 
 /// MPI_Recv from Fortran.
 ///
 /// # Safety
-/// The arguments of the Fortran MPI_Recv, each by reference; `ierror` may be NULL.
+/// The arguments of the Fortran MPI_Recv, each by reference.
 #[cfg(any(mpicast_fortran_p2p_mpif, mpicast_fortran_p2p_f08_post))]
-#[allow(clippy::too_many_arguments)]
 unsafe fn recv_f(
-    host_e: H,
     buf: *mut c_void,
     count: *const Fint,
     datatype: *const Fint,
@@ -203,44 +242,24 @@ unsafe fn recv_f(
     tag: *const Fint,
     comm: *const Fint,
     status: *mut Fint,
-    ierror: *mut Fint,
-) {
-    let ours = || {
-        if [count, datatype, source, tag, comm]
-            .iter()
-            .any(|p| p.is_null())
-            || hf::is_sentinel(buf)
-        {
-            return None;
-        }
-        // SAFETY: by reference from Fortran; checked non-NULL.
-        let (n, t, s, g, cm) = unsafe { (*count, *datatype, *source, *tag, *comm) };
-        Some((n, hf::type_f2c(t)?, s, g, hf::comm_f2c(cm)?))
-    };
-    let Some((n, ct, s, g, cc)) = ours() else {
-        return to_host!(host_e; buf: *mut c_void, count: *const Fint, datatype: *const Fint,
-            source: *const Fint, tag: *const Fint, comm: *const Fint, status: *mut Fint,
-            ierror: *mut Fint);
-    };
-    let rc = super::guard_comm("MPI_Recv (Fortran)", cc, || {
+) -> Option<Ours<impl FnOnce() -> c_int>> {
+    // SAFETY: as the caller promises.
+    let (n, ct, s, g, cc) = unsafe { posted(buf, count, datatype, source, tag, comm) }?;
+    Ours::on("MPI_Recv (Fortran)", cc, move || {
         let mut st = OneStatus::new(status);
         // SAFETY: the application's arguments, converted.
         let rc = unsafe { c::MPI_Recv(buf, n, ct, s, g, cc, st.c_ptr()) };
         st.give();
         rc
-    });
-    // SAFETY: the caller's ierror, or NULL.
-    unsafe { set_ierr(ierror, rc) };
+    })
 }
 
 /// MPI_Irecv from Fortran.
 ///
 /// # Safety
-/// The arguments of the Fortran MPI_Irecv, each by reference; `ierror` may be NULL.
+/// The arguments of the Fortran MPI_Irecv, each by reference.
 #[cfg(any(mpicast_fortran_p2p_mpif, mpicast_fortran_p2p_f08_post))]
-#[allow(clippy::too_many_arguments)]
 unsafe fn irecv_f(
-    host_e: H,
     buf: *mut c_void,
     count: *const Fint,
     datatype: *const Fint,
@@ -248,27 +267,13 @@ unsafe fn irecv_f(
     tag: *const Fint,
     comm: *const Fint,
     request: *mut Fint,
-    ierror: *mut Fint,
-) {
-    let ours = || {
-        if [count, datatype, source, tag, comm]
-            .iter()
-            .any(|p| p.is_null())
-            || request.is_null()
-            || hf::is_sentinel(buf)
-        {
-            return None;
-        }
-        // SAFETY: by reference from Fortran; checked non-NULL.
-        let (n, t, s, g, cm) = unsafe { (*count, *datatype, *source, *tag, *comm) };
-        Some((n, hf::type_f2c(t)?, s, g, hf::comm_f2c(cm)?))
-    };
-    let Some((n, ct, s, g, cc)) = ours() else {
-        return to_host!(host_e; buf: *mut c_void, count: *const Fint, datatype: *const Fint,
-            source: *const Fint, tag: *const Fint, comm: *const Fint, request: *mut Fint,
-            ierror: *mut Fint);
-    };
-    let rc = super::guard_comm("MPI_Irecv (Fortran)", cc, || {
+) -> Option<Ours<impl FnOnce() -> c_int>> {
+    if request.is_null() {
+        return None;
+    }
+    // SAFETY: as the caller promises.
+    let (n, ct, s, g, cc) = unsafe { posted(buf, count, datatype, source, tag, comm) }?;
+    Ours::on("MPI_Irecv (Fortran)", cc, move || {
         let mut r = hf::request_f2c(0);
         // SAFETY: the application's arguments, converted; `r` is ours.
         let rc = unsafe { c::MPI_Irecv(buf, n, ct, s, g, cc, &mut r) };
@@ -277,20 +282,44 @@ unsafe fn irecv_f(
             unsafe { *request = hf::request_c2f(r) };
         }
         rc
-    });
-    // SAFETY: the caller's ierror, or NULL.
-    unsafe { set_ierr(ierror, rc) };
+    })
+}
+
+/// A receive's arguments (count, datatype, source, tag, communicator) in C; None when one
+/// is NULL, the buffer is the host's Fortran MPI_BOTTOM, or a handle is not the host's.
+///
+/// # Safety
+/// Each pointer is NULL or the caller's INTEGER.
+#[cfg(any(mpicast_fortran_p2p_mpif, mpicast_fortran_p2p_f08_post))]
+unsafe fn posted(
+    buf: *mut c_void,
+    count: *const Fint,
+    datatype: *const Fint,
+    source: *const Fint,
+    tag: *const Fint,
+    comm: *const Fint,
+) -> Option<(c_int, host::MPI_Datatype, c_int, c_int, host::MPI_Comm)> {
+    if [count, datatype, source, tag, comm]
+        .iter()
+        .any(|p| p.is_null())
+        || hf::is_sentinel(buf)
+    {
+        return None;
+    }
+    // SAFETY: by reference from Fortran; checked non-NULL.
+    let (n, t, s, g, cm) = unsafe { (*count, *datatype, *source, *tag, *comm) };
+    Some((n, hf::type_f2c(t)?, s, g, hf::comm_f2c(cm)?))
 }
 
 /// MPI_Wait from Fortran.
 ///
 /// # Safety
 /// The arguments of the Fortran MPI_Wait.
-unsafe fn wait_f(host_e: H, request: *mut Fint, status: *mut Fint, ierror: *mut Fint) {
+unsafe fn wait_f(request: *mut Fint, status: *mut Fint) -> Option<Ours<impl FnOnce() -> c_int>> {
     if request.is_null() {
-        return to_host!(host_e; request: *mut Fint, status: *mut Fint, ierror: *mut Fint);
+        return None;
     }
-    let rc = guard("MPI_Wait (Fortran)", host::err_other, || {
+    Ours::call("MPI_Wait (Fortran)", move || {
         // SAFETY: the application's request, checked non-NULL.
         let mut r = hf::request_f2c(unsafe { *request });
         let mut st = OneStatus::new(status);
@@ -300,9 +329,7 @@ unsafe fn wait_f(host_e: H, request: *mut Fint, status: *mut Fint, ierror: *mut 
         unsafe { *request = hf::request_c2f(r) };
         st.give();
         rc
-    });
-    // SAFETY: the caller's ierror, or NULL.
-    unsafe { set_ierr(ierror, rc) };
+    })
 }
 
 /// MPI_Test from Fortran.
@@ -310,17 +337,14 @@ unsafe fn wait_f(host_e: H, request: *mut Fint, status: *mut Fint, ierror: *mut 
 /// # Safety
 /// The arguments of the Fortran MPI_Test.
 unsafe fn test_f(
-    host_e: H,
     request: *mut Fint,
     flag: *mut Fint,
     status: *mut Fint,
-    ierror: *mut Fint,
-) {
+) -> Option<Ours<impl FnOnce() -> c_int>> {
     if request.is_null() || flag.is_null() {
-        return to_host!(host_e; request: *mut Fint, flag: *mut Fint, status: *mut Fint,
-            ierror: *mut Fint);
+        return None;
     }
-    let rc = guard("MPI_Test (Fortran)", host::err_other, || {
+    Ours::call("MPI_Test (Fortran)", move || {
         // SAFETY: the application's request, checked non-NULL.
         let mut r = hf::request_f2c(unsafe { *request });
         let mut st = OneStatus::new(status);
@@ -336,9 +360,7 @@ unsafe fn test_f(
             st.give();
         }
         rc
-    });
-    // SAFETY: the caller's ierror, or NULL.
-    unsafe { set_ierr(ierror, rc) };
+    })
 }
 
 /// MPI_Waitall from Fortran.
@@ -346,18 +368,13 @@ unsafe fn test_f(
 /// # Safety
 /// The arguments of the Fortran MPI_Waitall.
 unsafe fn waitall_f(
-    host_e: H,
     count: *const Fint,
     requests: *mut Fint,
     statuses: *mut Fint,
-    ierror: *mut Fint,
-) {
+) -> Option<Ours<impl FnOnce() -> c_int>> {
     // SAFETY: the caller's count, or NULL.
-    let Some(n) = (unsafe { count_of(count) }).filter(|_| !requests.is_null()) else {
-        return to_host!(host_e; count: *const Fint, requests: *mut Fint, statuses: *mut Fint,
-            ierror: *mut Fint);
-    };
-    let rc = guard("MPI_Waitall (Fortran)", host::err_other, || {
+    let n = unsafe { count_of(count) }.filter(|_| !requests.is_null())?;
+    Ours::call("MPI_Waitall (Fortran)", move || {
         // SAFETY: the application's array of `n` requests.
         let mut r = unsafe { Requests::new(requests, n) };
         let mut st = Statuses::new(statuses, n);
@@ -366,9 +383,7 @@ unsafe fn waitall_f(
         r.give_back();
         (0..n).for_each(|i| st.give(i));
         rc
-    });
-    // SAFETY: the caller's ierror, or NULL.
-    unsafe { set_ierr(ierror, rc) };
+    })
 }
 
 /// MPI_Testall from Fortran.
@@ -376,20 +391,14 @@ unsafe fn waitall_f(
 /// # Safety
 /// The arguments of the Fortran MPI_Testall.
 unsafe fn testall_f(
-    host_e: H,
     count: *const Fint,
     requests: *mut Fint,
     flag: *mut Fint,
     statuses: *mut Fint,
-    ierror: *mut Fint,
-) {
+) -> Option<Ours<impl FnOnce() -> c_int>> {
     // SAFETY: the caller's count, or NULL.
-    let Some(n) = (unsafe { count_of(count) }).filter(|_| !requests.is_null() && !flag.is_null())
-    else {
-        return to_host!(host_e; count: *const Fint, requests: *mut Fint, flag: *mut Fint,
-            statuses: *mut Fint, ierror: *mut Fint);
-    };
-    let rc = guard("MPI_Testall (Fortran)", host::err_other, || {
+    let n = unsafe { count_of(count) }.filter(|_| !requests.is_null() && !flag.is_null())?;
+    Ours::call("MPI_Testall (Fortran)", move || {
         // SAFETY: the application's array of `n` requests.
         let mut r = unsafe { Requests::new(requests, n) };
         let mut st = Statuses::new(statuses, n);
@@ -403,9 +412,7 @@ unsafe fn testall_f(
             (0..n).for_each(|i| st.give(i));
         }
         rc
-    });
-    // SAFETY: the caller's ierror, or NULL.
-    unsafe { set_ierr(ierror, rc) };
+    })
 }
 
 /// A C index (0-based, or MPI_UNDEFINED) as Fortran's (1-based).
@@ -422,20 +429,14 @@ fn index_c2f(i: c_int) -> Fint {
 /// # Safety
 /// The arguments of the Fortran MPI_Waitany.
 unsafe fn waitany_f(
-    host_e: H,
     count: *const Fint,
     requests: *mut Fint,
     index: *mut Fint,
     status: *mut Fint,
-    ierror: *mut Fint,
-) {
+) -> Option<Ours<impl FnOnce() -> c_int>> {
     // SAFETY: the caller's count, or NULL.
-    let Some(n) = (unsafe { count_of(count) }).filter(|_| !requests.is_null() && !index.is_null())
-    else {
-        return to_host!(host_e; count: *const Fint, requests: *mut Fint, index: *mut Fint,
-            status: *mut Fint, ierror: *mut Fint);
-    };
-    let rc = guard("MPI_Waitany (Fortran)", host::err_other, || {
+    let n = unsafe { count_of(count) }.filter(|_| !requests.is_null() && !index.is_null())?;
+    Ours::call("MPI_Waitany (Fortran)", move || {
         // SAFETY: the application's array of `n` requests.
         let mut r = unsafe { Requests::new(requests, n) };
         let mut st = OneStatus::new(status);
@@ -447,9 +448,7 @@ unsafe fn waitany_f(
         unsafe { *index = index_c2f(i) };
         st.give();
         rc
-    });
-    // SAFETY: the caller's ierror, or NULL.
-    unsafe { set_ierr(ierror, rc) };
+    })
 }
 
 /// MPI_Testany from Fortran.
@@ -457,22 +456,16 @@ unsafe fn waitany_f(
 /// # Safety
 /// The arguments of the Fortran MPI_Testany.
 unsafe fn testany_f(
-    host_e: H,
     count: *const Fint,
     requests: *mut Fint,
     index: *mut Fint,
     flag: *mut Fint,
     status: *mut Fint,
-    ierror: *mut Fint,
-) {
+) -> Option<Ours<impl FnOnce() -> c_int>> {
     // SAFETY: the caller's count, or NULL.
-    let Some(n) = (unsafe { count_of(count) })
-        .filter(|_| !requests.is_null() && !index.is_null() && !flag.is_null())
-    else {
-        return to_host!(host_e; count: *const Fint, requests: *mut Fint, index: *mut Fint,
-            flag: *mut Fint, status: *mut Fint, ierror: *mut Fint);
-    };
-    let rc = guard("MPI_Testany (Fortran)", host::err_other, || {
+    let n = unsafe { count_of(count) }
+        .filter(|_| !requests.is_null() && !index.is_null() && !flag.is_null())?;
+    Ours::call("MPI_Testany (Fortran)", move || {
         // SAFETY: the application's array of `n` requests.
         let mut r = unsafe { Requests::new(requests, n) };
         let mut st = OneStatus::new(status);
@@ -491,39 +484,30 @@ unsafe fn testany_f(
             st.give();
         }
         rc
-    });
-    // SAFETY: the caller's ierror, or NULL.
-    unsafe { set_ierr(ierror, rc) };
+    })
 }
 
 /// MPI_Waitsome (`test` false) or MPI_Testsome from Fortran.
 ///
 /// # Safety
 /// The arguments of the Fortran MPI_Waitsome / MPI_Testsome.
-#[allow(clippy::too_many_arguments)]
 unsafe fn some_f(
     test: bool,
-    host_e: H,
     incount: *const Fint,
     requests: *mut Fint,
     outcount: *mut Fint,
     indices: *mut Fint,
     statuses: *mut Fint,
-    ierror: *mut Fint,
-) {
+) -> Option<Ours<impl FnOnce() -> c_int>> {
     // SAFETY: the caller's count, or NULL.
-    let Some(n) = (unsafe { count_of(incount) })
-        .filter(|_| !requests.is_null() && !outcount.is_null() && !indices.is_null())
-    else {
-        return to_host!(host_e; incount: *const Fint, requests: *mut Fint,
-            outcount: *mut Fint, indices: *mut Fint, statuses: *mut Fint, ierror: *mut Fint);
-    };
+    let n = unsafe { count_of(incount) }
+        .filter(|_| !requests.is_null() && !outcount.is_null() && !indices.is_null())?;
     let what = if test {
         "MPI_Testsome (Fortran)"
     } else {
         "MPI_Waitsome (Fortran)"
     };
-    let rc = guard(what, host::err_other, || {
+    Ours::call(what, move || {
         // SAFETY: the application's array of `n` requests.
         let mut r = unsafe { Requests::new(requests, n) };
         let mut st = Statuses::new(statuses, n);
@@ -546,9 +530,55 @@ unsafe fn some_f(
             }
         }
         rc
-    });
-    // SAFETY: the caller's ierror, or NULL.
-    unsafe { set_ierr(ierror, rc) };
+    })
+}
+
+/// MPI_Waitsome from Fortran (`some_f`).
+///
+/// # Safety
+/// The arguments of the Fortran MPI_Waitsome.
+unsafe fn waitsome_f(
+    i: *const Fint,
+    r: *mut Fint,
+    o: *mut Fint,
+    x: *mut Fint,
+    s: *mut Fint,
+) -> Option<Ours<impl FnOnce() -> c_int>> {
+    // SAFETY: the caller's arguments.
+    unsafe { some_f(false, i, r, o, x, s) }
+}
+
+/// MPI_Testsome from Fortran (`some_f`).
+///
+/// # Safety
+/// The arguments of the Fortran MPI_Testsome.
+unsafe fn testsome_f(
+    i: *const Fint,
+    r: *mut Fint,
+    o: *mut Fint,
+    x: *mut Fint,
+    s: *mut Fint,
+) -> Option<Ours<impl FnOnce() -> c_int>> {
+    // SAFETY: the caller's arguments.
+    unsafe { some_f(true, i, r, o, x, s) }
+}
+
+/// A probe's (source, tag, communicator) in C; None when one is NULL or the communicator is
+/// not the host's.
+///
+/// # Safety
+/// Each pointer is NULL or the caller's INTEGER.
+unsafe fn probed(
+    source: *const Fint,
+    tag: *const Fint,
+    comm: *const Fint,
+) -> Option<(c_int, c_int, host::MPI_Comm)> {
+    if [source, tag, comm].iter().any(|p| p.is_null()) {
+        return None;
+    }
+    // SAFETY: by reference from Fortran; checked non-NULL.
+    let (s, g, cm) = unsafe { (*source, *tag, *comm) };
+    Some((s, g, hf::comm_f2c(cm)?))
 }
 
 /// MPI_Iprobe from Fortran.
@@ -556,27 +586,18 @@ unsafe fn some_f(
 /// # Safety
 /// The arguments of the Fortran MPI_Iprobe.
 unsafe fn iprobe_f(
-    host_e: H,
     source: *const Fint,
     tag: *const Fint,
     comm: *const Fint,
     flag: *mut Fint,
     status: *mut Fint,
-    ierror: *mut Fint,
-) {
-    let ours = || {
-        if [source, tag, comm].iter().any(|p| p.is_null()) || flag.is_null() {
-            return None;
-        }
-        // SAFETY: by reference from Fortran; checked non-NULL.
-        let (s, g, cm) = unsafe { (*source, *tag, *comm) };
-        Some((s, g, hf::comm_f2c(cm)?))
-    };
-    let Some((s, g, cc)) = ours() else {
-        return to_host!(host_e; source: *const Fint, tag: *const Fint, comm: *const Fint,
-            flag: *mut Fint, status: *mut Fint, ierror: *mut Fint);
-    };
-    let rc = super::guard_comm("MPI_Iprobe (Fortran)", cc, || {
+) -> Option<Ours<impl FnOnce() -> c_int>> {
+    if flag.is_null() {
+        return None;
+    }
+    // SAFETY: as the caller promises.
+    let (s, g, cc) = unsafe { probed(source, tag, comm) }?;
+    Ours::on("MPI_Iprobe (Fortran)", cc, move || {
         let mut st = OneStatus::new(status);
         let mut found: c_int = 0;
         // SAFETY: the application's arguments, converted.
@@ -587,9 +608,7 @@ unsafe fn iprobe_f(
             st.give();
         }
         rc
-    });
-    // SAFETY: the caller's ierror, or NULL.
-    unsafe { set_ierr(ierror, rc) };
+    })
 }
 
 /// MPI_Probe from Fortran.
@@ -597,63 +616,47 @@ unsafe fn iprobe_f(
 /// # Safety
 /// The arguments of the Fortran MPI_Probe.
 unsafe fn probe_f(
-    host_e: H,
     source: *const Fint,
     tag: *const Fint,
     comm: *const Fint,
     status: *mut Fint,
-    ierror: *mut Fint,
-) {
-    let ours = || {
-        if [source, tag, comm].iter().any(|p| p.is_null()) {
-            return None;
-        }
-        // SAFETY: by reference from Fortran; checked non-NULL.
-        let (s, g, cm) = unsafe { (*source, *tag, *comm) };
-        Some((s, g, hf::comm_f2c(cm)?))
-    };
-    let Some((s, g, cc)) = ours() else {
-        return to_host!(host_e; source: *const Fint, tag: *const Fint, comm: *const Fint,
-            status: *mut Fint, ierror: *mut Fint);
-    };
-    let rc = super::guard_comm("MPI_Probe (Fortran)", cc, || {
+) -> Option<Ours<impl FnOnce() -> c_int>> {
+    // SAFETY: as the caller promises.
+    let (s, g, cc) = unsafe { probed(source, tag, comm) }?;
+    Ours::on("MPI_Probe (Fortran)", cc, move || {
         let mut st = OneStatus::new(status);
         // SAFETY: the application's arguments, converted.
         let rc = unsafe { c::MPI_Probe(s, g, cc, st.c_ptr()) };
         st.give();
         rc
-    });
-    // SAFETY: the caller's ierror, or NULL.
-    unsafe { set_ierr(ierror, rc) };
+    })
 }
 
 /// MPI_Cancel from Fortran.
 ///
 /// # Safety
 /// The arguments of the Fortran MPI_Cancel.
-unsafe fn cancel_f(host_e: H, request: *mut Fint, ierror: *mut Fint) {
+unsafe fn cancel_f(request: *mut Fint) -> Option<Ours<impl FnOnce() -> c_int>> {
     if request.is_null() {
-        return to_host!(host_e; request: *mut Fint, ierror: *mut Fint);
+        return None;
     }
-    let rc = guard("MPI_Cancel (Fortran)", host::err_other, || {
+    Ours::call("MPI_Cancel (Fortran)", move || {
         // SAFETY: the application's request, checked non-NULL.
         let mut r = hf::request_f2c(unsafe { *request });
         // SAFETY: our request.
         unsafe { c::MPI_Cancel(&mut r) }
-    });
-    // SAFETY: the caller's ierror, or NULL.
-    unsafe { set_ierr(ierror, rc) };
+    })
 }
 
 /// MPI_Request_free from Fortran.
 ///
 /// # Safety
 /// The arguments of the Fortran MPI_Request_free.
-unsafe fn request_free_f(host_e: H, request: *mut Fint, ierror: *mut Fint) {
+unsafe fn request_free_f(request: *mut Fint) -> Option<Ours<impl FnOnce() -> c_int>> {
     if request.is_null() {
-        return to_host!(host_e; request: *mut Fint, ierror: *mut Fint);
+        return None;
     }
-    let rc = guard("MPI_Request_free (Fortran)", host::err_other, || {
+    Ours::call("MPI_Request_free (Fortran)", move || {
         // SAFETY: the application's request, checked non-NULL.
         let mut r = hf::request_f2c(unsafe { *request });
         // SAFETY: our request.
@@ -663,9 +666,7 @@ unsafe fn request_free_f(host_e: H, request: *mut Fint, ierror: *mut Fint) {
             unsafe { *request = hf::request_c2f(r) };
         }
         rc
-    });
-    // SAFETY: the caller's ierror, or NULL.
-    unsafe { set_ierr(ierror, rc) };
+    })
 }
 
 /// MPI_Request_get_status from Fortran.
@@ -673,17 +674,14 @@ unsafe fn request_free_f(host_e: H, request: *mut Fint, ierror: *mut Fint) {
 /// # Safety
 /// The arguments of the Fortran MPI_Request_get_status.
 unsafe fn request_get_status_f(
-    host_e: H,
     request: *const Fint,
     flag: *mut Fint,
     status: *mut Fint,
-    ierror: *mut Fint,
-) {
+) -> Option<Ours<impl FnOnce() -> c_int>> {
     if request.is_null() || flag.is_null() {
-        return to_host!(host_e; request: *const Fint, flag: *mut Fint, status: *mut Fint,
-            ierror: *mut Fint);
+        return None;
     }
-    let rc = guard("MPI_Request_get_status (Fortran)", host::err_other, || {
+    Ours::call("MPI_Request_get_status (Fortran)", move || {
         // SAFETY: the application's request, checked non-NULL.
         let r = hf::request_f2c(unsafe { *request });
         let mut st = OneStatus::new(status);
@@ -696,35 +694,7 @@ unsafe fn request_get_status_f(
             st.give();
         }
         rc
-    });
-    // SAFETY: the caller's ierror, or NULL.
-    unsafe { set_ierr(ierror, rc) };
-}
-
-unsafe fn waitsome_f(
-    h: H,
-    i: *const Fint,
-    r: *mut Fint,
-    o: *mut Fint,
-    x: *mut Fint,
-    s: *mut Fint,
-    e: *mut Fint,
-) {
-    // SAFETY: the caller's arguments.
-    unsafe { some_f(false, h, i, r, o, x, s, e) }
-}
-
-unsafe fn testsome_f(
-    h: H,
-    i: *const Fint,
-    r: *mut Fint,
-    o: *mut Fint,
-    x: *mut Fint,
-    s: *mut Fint,
-    e: *mut Fint,
-) {
-    // SAFETY: the caller's arguments.
-    unsafe { some_f(true, h, i, r, o, x, s, e) }
+    })
 }
 
 // ---------------------------------------------------------------------------------------
@@ -745,16 +715,20 @@ macro_rules! p2p_entry {
         #[doc = concat!("Fortran ", $what, " (`", stringify!($name), "`): see the module doc.")]
         ///
         /// # Safety
-        /// Called from Fortran: every argument by reference, as the MPI binding says.
+        /// Called from Fortran: every argument by reference, as the MPI binding says;
+        /// `ierror` may be NULL.
         #[no_mangle]
         #[allow(non_snake_case)]
-        pub unsafe extern "C" fn $name($($a: $t),*) {
+        pub unsafe extern "C" fn $name($($a: $t,)* ierror: *mut Fint) {
             static HOST: CachedSymbol = CachedSymbol::new(&[$($host),+]);
-            if !ON.load(Ordering::Relaxed) {
-                return to_host!(&HOST; $($a: $t),*);
+            if ON.load(Ordering::Relaxed) {
+                // SAFETY: the application's arguments.
+                if let Some(ours) = unsafe { $imp($($a),*) } {
+                    // SAFETY: the caller's ierror, or NULL.
+                    return unsafe { ours.finish(ierror) };
+                }
             }
-            // SAFETY: the application's arguments, forwarded unchanged.
-            unsafe { $imp(&HOST, $($a),*) }
+            to_host!(&HOST; $($a: $t,)* ierror: *mut Fint)
         }
     };
 }
@@ -767,73 +741,70 @@ mod mpif {
     p2p_entries!("MPI_Recv", recv_f
         [b"pmpi_recv_\0", b"pmpi_recv\0", b"pmpi_recv__\0", b"PMPI_RECV\0"]
         (buf: *mut c_void, count: *const Fint, datatype: *const Fint, source: *const Fint,
-         tag: *const Fint, comm: *const Fint, status: *mut Fint, ierror: *mut Fint)
+         tag: *const Fint, comm: *const Fint, status: *mut Fint)
         as mpi_recv_, mpi_recv__, mpi_recv, MPI_RECV);
     p2p_entries!("MPI_Irecv", irecv_f
         [b"pmpi_irecv_\0", b"pmpi_irecv\0", b"pmpi_irecv__\0", b"PMPI_IRECV\0"]
         (buf: *mut c_void, count: *const Fint, datatype: *const Fint, source: *const Fint,
-         tag: *const Fint, comm: *const Fint, request: *mut Fint, ierror: *mut Fint)
+         tag: *const Fint, comm: *const Fint, request: *mut Fint)
         as mpi_irecv_, mpi_irecv__, mpi_irecv, MPI_IRECV);
     p2p_entries!("MPI_Wait", wait_f
         [b"pmpi_wait_\0", b"pmpi_wait\0", b"pmpi_wait__\0", b"PMPI_WAIT\0"]
-        (request: *mut Fint, status: *mut Fint, ierror: *mut Fint)
+        (request: *mut Fint, status: *mut Fint)
         as mpi_wait_, mpi_wait__, mpi_wait, MPI_WAIT);
     p2p_entries!("MPI_Test", test_f
         [b"pmpi_test_\0", b"pmpi_test\0", b"pmpi_test__\0", b"PMPI_TEST\0"]
-        (request: *mut Fint, flag: *mut Fint, status: *mut Fint, ierror: *mut Fint)
+        (request: *mut Fint, flag: *mut Fint, status: *mut Fint)
         as mpi_test_, mpi_test__, mpi_test, MPI_TEST);
     p2p_entries!("MPI_Waitall", waitall_f
         [b"pmpi_waitall_\0", b"pmpi_waitall\0", b"pmpi_waitall__\0", b"PMPI_WAITALL\0"]
-        (count: *const Fint, requests: *mut Fint, statuses: *mut Fint, ierror: *mut Fint)
+        (count: *const Fint, requests: *mut Fint, statuses: *mut Fint)
         as mpi_waitall_, mpi_waitall__, mpi_waitall, MPI_WAITALL);
     p2p_entries!("MPI_Testall", testall_f
         [b"pmpi_testall_\0", b"pmpi_testall\0", b"pmpi_testall__\0", b"PMPI_TESTALL\0"]
-        (count: *const Fint, requests: *mut Fint, flag: *mut Fint, statuses: *mut Fint,
-         ierror: *mut Fint)
+        (count: *const Fint, requests: *mut Fint, flag: *mut Fint, statuses: *mut Fint)
         as mpi_testall_, mpi_testall__, mpi_testall, MPI_TESTALL);
     p2p_entries!("MPI_Waitany", waitany_f
         [b"pmpi_waitany_\0", b"pmpi_waitany\0", b"pmpi_waitany__\0", b"PMPI_WAITANY\0"]
-        (count: *const Fint, requests: *mut Fint, index: *mut Fint, status: *mut Fint,
-         ierror: *mut Fint)
+        (count: *const Fint, requests: *mut Fint, index: *mut Fint, status: *mut Fint)
         as mpi_waitany_, mpi_waitany__, mpi_waitany, MPI_WAITANY);
     p2p_entries!("MPI_Testany", testany_f
         [b"pmpi_testany_\0", b"pmpi_testany\0", b"pmpi_testany__\0", b"PMPI_TESTANY\0"]
         (count: *const Fint, requests: *mut Fint, index: *mut Fint, flag: *mut Fint,
-         status: *mut Fint, ierror: *mut Fint)
+         status: *mut Fint)
         as mpi_testany_, mpi_testany__, mpi_testany, MPI_TESTANY);
     p2p_entries!("MPI_Waitsome", waitsome_f
         [b"pmpi_waitsome_\0", b"pmpi_waitsome\0", b"pmpi_waitsome__\0", b"PMPI_WAITSOME\0"]
         (incount: *const Fint, requests: *mut Fint, outcount: *mut Fint, indices: *mut Fint,
-         statuses: *mut Fint, ierror: *mut Fint)
+         statuses: *mut Fint)
         as mpi_waitsome_, mpi_waitsome__, mpi_waitsome, MPI_WAITSOME);
     p2p_entries!("MPI_Testsome", testsome_f
         [b"pmpi_testsome_\0", b"pmpi_testsome\0", b"pmpi_testsome__\0", b"PMPI_TESTSOME\0"]
         (incount: *const Fint, requests: *mut Fint, outcount: *mut Fint, indices: *mut Fint,
-         statuses: *mut Fint, ierror: *mut Fint)
+         statuses: *mut Fint)
         as mpi_testsome_, mpi_testsome__, mpi_testsome, MPI_TESTSOME);
     p2p_entries!("MPI_Iprobe", iprobe_f
         [b"pmpi_iprobe_\0", b"pmpi_iprobe\0", b"pmpi_iprobe__\0", b"PMPI_IPROBE\0"]
         (source: *const Fint, tag: *const Fint, comm: *const Fint, flag: *mut Fint,
-         status: *mut Fint, ierror: *mut Fint)
+         status: *mut Fint)
         as mpi_iprobe_, mpi_iprobe__, mpi_iprobe, MPI_IPROBE);
     p2p_entries!("MPI_Probe", probe_f
         [b"pmpi_probe_\0", b"pmpi_probe\0", b"pmpi_probe__\0", b"PMPI_PROBE\0"]
-        (source: *const Fint, tag: *const Fint, comm: *const Fint, status: *mut Fint,
-         ierror: *mut Fint)
+        (source: *const Fint, tag: *const Fint, comm: *const Fint, status: *mut Fint)
         as mpi_probe_, mpi_probe__, mpi_probe, MPI_PROBE);
     p2p_entries!("MPI_Cancel", cancel_f
         [b"pmpi_cancel_\0", b"pmpi_cancel\0", b"pmpi_cancel__\0", b"PMPI_CANCEL\0"]
-        (request: *mut Fint, ierror: *mut Fint)
+        (request: *mut Fint)
         as mpi_cancel_, mpi_cancel__, mpi_cancel, MPI_CANCEL);
     p2p_entries!("MPI_Request_free", request_free_f
         [b"pmpi_request_free_\0", b"pmpi_request_free\0", b"pmpi_request_free__\0",
          b"PMPI_REQUEST_FREE\0"]
-        (request: *mut Fint, ierror: *mut Fint)
+        (request: *mut Fint)
         as mpi_request_free_, mpi_request_free__, mpi_request_free, MPI_REQUEST_FREE);
     p2p_entries!("MPI_Request_get_status", request_get_status_f
         [b"pmpi_request_get_status_\0", b"pmpi_request_get_status\0",
          b"pmpi_request_get_status__\0", b"PMPI_REQUEST_GET_STATUS\0"]
-        (request: *const Fint, flag: *mut Fint, status: *mut Fint, ierror: *mut Fint)
+        (request: *const Fint, flag: *mut Fint, status: *mut Fint)
         as mpi_request_get_status_, mpi_request_get_status__, mpi_request_get_status,
         MPI_REQUEST_GET_STATUS);
 }
@@ -847,11 +818,11 @@ mod f08_post {
 
     p2p_entries!("mpi_f08 MPI_Recv", recv_f [b"pmpi_recv_f08_\0"]
         (buf: *mut c_void, count: *const Fint, datatype: *const Fint, source: *const Fint,
-         tag: *const Fint, comm: *const Fint, status: *mut Fint, ierror: *mut Fint)
+         tag: *const Fint, comm: *const Fint, status: *mut Fint)
         as mpi_recv_f08_);
     p2p_entries!("mpi_f08 MPI_Irecv", irecv_f [b"pmpi_irecv_f08_\0"]
         (buf: *mut c_void, count: *const Fint, datatype: *const Fint, source: *const Fint,
-         tag: *const Fint, comm: *const Fint, request: *mut Fint, ierror: *mut Fint)
+         tag: *const Fint, comm: *const Fint, request: *mut Fint)
         as mpi_irecv_f08_);
 }
 
@@ -862,58 +833,55 @@ mod f08_complete {
     use super::*;
 
     p2p_entries!("mpi_f08 MPI_Wait", wait_f [b"pmpi_wait_f08_\0", b"pmpir_wait_f08_\0"]
-        (request: *mut Fint, status: *mut Fint, ierror: *mut Fint)
+        (request: *mut Fint, status: *mut Fint)
         as mpi_wait_f08_);
     p2p_entries!("mpi_f08 MPI_Test", test_f [b"pmpi_test_f08_\0", b"pmpir_test_f08_\0"]
-        (request: *mut Fint, flag: *mut Fint, status: *mut Fint, ierror: *mut Fint)
+        (request: *mut Fint, flag: *mut Fint, status: *mut Fint)
         as mpi_test_f08_);
     p2p_entries!("mpi_f08 MPI_Waitall", waitall_f
         [b"pmpi_waitall_f08_\0", b"pmpir_waitall_f08_\0"]
-        (count: *const Fint, requests: *mut Fint, statuses: *mut Fint, ierror: *mut Fint)
+        (count: *const Fint, requests: *mut Fint, statuses: *mut Fint)
         as mpi_waitall_f08_);
     p2p_entries!("mpi_f08 MPI_Testall", testall_f
         [b"pmpi_testall_f08_\0", b"pmpir_testall_f08_\0"]
-        (count: *const Fint, requests: *mut Fint, flag: *mut Fint, statuses: *mut Fint,
-         ierror: *mut Fint)
+        (count: *const Fint, requests: *mut Fint, flag: *mut Fint, statuses: *mut Fint)
         as mpi_testall_f08_);
     p2p_entries!("mpi_f08 MPI_Waitany", waitany_f
         [b"pmpi_waitany_f08_\0", b"pmpir_waitany_f08_\0"]
-        (count: *const Fint, requests: *mut Fint, index: *mut Fint, status: *mut Fint,
-         ierror: *mut Fint)
+        (count: *const Fint, requests: *mut Fint, index: *mut Fint, status: *mut Fint)
         as mpi_waitany_f08_);
     p2p_entries!("mpi_f08 MPI_Testany", testany_f
         [b"pmpi_testany_f08_\0", b"pmpir_testany_f08_\0"]
         (count: *const Fint, requests: *mut Fint, index: *mut Fint, flag: *mut Fint,
-         status: *mut Fint, ierror: *mut Fint)
+         status: *mut Fint)
         as mpi_testany_f08_);
     p2p_entries!("mpi_f08 MPI_Waitsome", waitsome_f
         [b"pmpi_waitsome_f08_\0", b"pmpir_waitsome_f08_\0"]
         (incount: *const Fint, requests: *mut Fint, outcount: *mut Fint, indices: *mut Fint,
-         statuses: *mut Fint, ierror: *mut Fint)
+         statuses: *mut Fint)
         as mpi_waitsome_f08_);
     p2p_entries!("mpi_f08 MPI_Testsome", testsome_f
         [b"pmpi_testsome_f08_\0", b"pmpir_testsome_f08_\0"]
         (incount: *const Fint, requests: *mut Fint, outcount: *mut Fint, indices: *mut Fint,
-         statuses: *mut Fint, ierror: *mut Fint)
+         statuses: *mut Fint)
         as mpi_testsome_f08_);
     p2p_entries!("mpi_f08 MPI_Iprobe", iprobe_f
         [b"pmpi_iprobe_f08_\0", b"pmpir_iprobe_f08_\0"]
         (source: *const Fint, tag: *const Fint, comm: *const Fint, flag: *mut Fint,
-         status: *mut Fint, ierror: *mut Fint)
+         status: *mut Fint)
         as mpi_iprobe_f08_);
     p2p_entries!("mpi_f08 MPI_Probe", probe_f [b"pmpi_probe_f08_\0", b"pmpir_probe_f08_\0"]
-        (source: *const Fint, tag: *const Fint, comm: *const Fint, status: *mut Fint,
-         ierror: *mut Fint)
+        (source: *const Fint, tag: *const Fint, comm: *const Fint, status: *mut Fint)
         as mpi_probe_f08_);
     p2p_entries!("mpi_f08 MPI_Cancel", cancel_f [b"pmpi_cancel_f08_\0", b"pmpir_cancel_f08_\0"]
-        (request: *mut Fint, ierror: *mut Fint)
+        (request: *mut Fint)
         as mpi_cancel_f08_);
     p2p_entries!("mpi_f08 MPI_Request_free", request_free_f
         [b"pmpi_request_free_f08_\0", b"pmpir_request_free_f08_\0"]
-        (request: *mut Fint, ierror: *mut Fint)
+        (request: *mut Fint)
         as mpi_request_free_f08_);
     p2p_entries!("mpi_f08 MPI_Request_get_status", request_get_status_f
         [b"pmpi_request_get_status_f08_\0", b"pmpir_request_get_status_f08_\0"]
-        (request: *const Fint, flag: *mut Fint, status: *mut Fint, ierror: *mut Fint)
+        (request: *const Fint, flag: *mut Fint, status: *mut Fint)
         as mpi_request_get_status_f08_);
 }

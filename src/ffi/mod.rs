@@ -10,12 +10,16 @@
 //! - `blocking`: the host's blocking collectives and communicator creations, polled while a
 //!   forwarding engine exists;
 //! - `progress`: GOAL runs and the progress thread;
-//! - `ext`: the extension calls `MPICAST_*`, by topic.
+//! - `ext`: the extension calls `MPICAST_*`, by topic;
+//! - `error`: the one mapping of internal errors to MPI error codes and extension statuses.
 
 /// Defines an intercepted MPI call `$name` with the parameters given: while no forwarding
 /// engine exists in the process, a jump to the host's `$pmpi`; afterwards the body, out of
 /// line (so that the fast path is a load, a branch and a jump). The intercepted calls of
-/// `dbcast` and `blocking` are defined with it.
+/// `dbcast` and `blocking` are defined with it. The body runs after the sends fan-out
+/// detection holds (not with `@keep_held`); `on comm` after the parameters names the
+/// communicator of a call that has one, whose error handler then gets a panic of that
+/// release, as the body's `guard_comm` gives it the body's.
 macro_rules! intercept {
     (
         @keep_held
@@ -39,6 +43,23 @@ macro_rules! intercept {
     };
     (
         $(#[$doc:meta])*
+        fn $name:ident => $pmpi:ident($($arg:ident: $ty:ty),* $(,)?) on $comm:ident $body:block
+    ) => {
+        intercept! {
+            @keep_held
+            $(#[$doc])*
+            ///
+            /// Sends that fan-out detection holds go first (`transport::fanout`).
+            fn $name => $pmpi($($arg: $ty),*) {
+                if let Some(rc) = $crate::ffi::release_held_on($comm) {
+                    return rc;
+                }
+                $body
+            }
+        }
+    };
+    (
+        $(#[$doc:meta])*
         fn $name:ident => $pmpi:ident($($arg:ident: $ty:ty),* $(,)?) $body:block
     ) => {
         intercept! {
@@ -58,25 +79,38 @@ macro_rules! intercept {
 
 /// Before a call that is not an `MPI_Isend` fan-out detection may hold: the held sends go
 /// (`transport::fanout`). None, or the call's result when that failed. One load while
-/// nothing is held.
+/// nothing is held. For a call on a communicator, `release_held_on`.
 #[inline]
 pub(crate) fn release_held() -> Option<std::os::raw::c_int> {
     if !crate::transport::fanout::held() {
         return None;
     }
-    release_held_now()
+    release_held_now(None)
+}
+
+/// `release_held` before a call on `comm`: a panic goes to `comm`'s error handler, as the
+/// call's own would (`guard_comm`).
+#[inline]
+pub(crate) fn release_held_on(comm: crate::host::MPI_Comm) -> Option<std::os::raw::c_int> {
+    if !crate::transport::fanout::held() {
+        return None;
+    }
+    release_held_now(Some(comm))
 }
 
 #[inline(never)]
 #[cold]
-fn release_held_now() -> Option<std::os::raw::c_int> {
+fn release_held_now(comm: Option<crate::host::MPI_Comm>) -> Option<std::os::raw::c_int> {
     guard(
         "the release of held sends",
-        || Some(crate::host::err_other()),
+        || {
+            let code = crate::host::err_other();
+            Some(comm.map_or(code, |c| crate::host::call_errhandler(c, code)))
+        },
         || {
             crate::transport::fanout::release_all()
                 .err()
-                .map(dbcast::engine_failed)
+                .map(error::engine_mpi_code)
         },
     )
 }
@@ -126,6 +160,7 @@ fn fanout_on(comm: crate::host::MPI_Comm) -> std::os::raw::c_int {
 
 pub mod blocking;
 pub mod dbcast;
+mod error;
 pub mod ext;
 // With no Fortran entry point to export (the MPI-5 standard ABI, or an MPI neither Open MPI
 // nor MPICH: build.rs), the shared helpers of the Fortran entries go unused.
@@ -238,4 +273,132 @@ fn launcher_rank_is_zero() -> bool {
         .iter()
         .find_map(|v| std::env::var(v).ok())
         .map_or(true, |r| r.trim() == "0")
+}
+
+#[cfg(test)]
+mod tests {
+    /// The text from `open` at `from` to its matching `close` (both included).
+    fn balanced(s: &str, from: usize, open: u8, close: u8) -> &str {
+        let mut depth = 0;
+        for (i, &b) in s.as_bytes()[from..].iter().enumerate() {
+            if b == open {
+                depth += 1;
+            } else if b == close {
+                depth -= 1;
+                if depth == 0 {
+                    return &s[from..=from + i];
+                }
+            }
+        }
+        panic!("unbalanced from byte {from}")
+    }
+
+    /// The body of the first item `start` begins in `s`.
+    fn body_of<'a>(s: &'a str, start: &str) -> &'a str {
+        let at = s.find(start).unwrap_or_else(|| panic!("no {start}"));
+        balanced(s, at + s[at..].find('{').unwrap(), b'{', b'}')
+    }
+
+    /// A `fn MPI_*` of a source file that takes a communicator.
+    struct OnComm<'a> {
+        name: String,
+        /// Between its parameters and its body (`on comm` for `intercept!`).
+        between: &'a str,
+        /// None for a `collective!` or `creation!` without a body of its own.
+        body: Option<&'a str>,
+        /// Defined by `intercept!` without `@keep_held`: held sends are released before it.
+        releases: bool,
+    }
+
+    fn calls_on_a_comm(s: &str) -> Vec<OnComm<'_>> {
+        let mut found = Vec::new();
+        for (at, _) in s.match_indices("fn MPI_") {
+            let name: String = s[at + 3..]
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            let open = at + s[at..].find('(').unwrap();
+            let params = balanced(s, open, b'(', b')');
+            if !params.contains("MPI_Comm") {
+                continue;
+            }
+            let after = open + params.len();
+            let brace = after + s[after..].find('{').unwrap();
+            let between = &s[after..brace];
+            let body = (!between.contains('}')).then(|| balanced(s, brace, b'{', b'}'));
+            let intercept = s[..at]
+                .rfind("intercept! {")
+                .filter(|&m| !s[m..at].contains("\n}\n"));
+            let releases = intercept.is_some_and(|m| !s[m..at].contains("@keep_held"));
+            found.push(OnComm {
+                name,
+                between,
+                body,
+                releases,
+            });
+        }
+        found
+    }
+
+    /// Every MPI call mpicast defines that takes a communicator hands a panic to that
+    /// communicator's error handler (`guard_comm`), as the host's own errors there would go,
+    /// the release of held sends before it included (`release_held_on`, or `intercept!`'s
+    /// `on comm`). A source check: it reads the definitions as written.
+    #[test]
+    fn every_call_on_a_communicator_panics_into_its_error_handler() {
+        let (mpi, blocking) = (include_str!("mpi.rs"), include_str!("blocking.rs"));
+        let mut checked = Vec::new();
+        for (file, s) in [
+            ("mpi.rs", mpi),
+            ("dbcast.rs", include_str!("dbcast.rs")),
+            ("blocking.rs", blocking),
+        ] {
+            for c in calls_on_a_comm(s) {
+                let at = format!("{} ({file})", c.name);
+                if c.releases || c.body.is_none() {
+                    assert!(c.between.contains(" on "), "{at}: say `on comm`");
+                }
+                // A `collective!` or `creation!` without a body: those macros are checked below.
+                if let Some(body) = c.body {
+                    // (MPI_Bcast and MPI_Bcast_c through `bcast_guarded`, checked below.)
+                    assert!(
+                        ["guard_comm(", "call_errhandler(", "bcast_guarded("]
+                            .iter()
+                            .any(|g| body.contains(g)),
+                        "{at}: a panic must go to the communicator's error handler"
+                    );
+                    // MPI_Comm_free of a NULL pointer has no communicator to report to.
+                    assert!(
+                        c.name == "MPI_Comm_free" || !body.contains("release_held()"),
+                        "{at}: release_held_on(comm), not release_held()"
+                    );
+                }
+                checked.push(c.name);
+            }
+        }
+        assert!(body_of(mpi, "fn bcast_guarded(").contains("guard_comm("));
+        for m in ["macro_rules! collective", "macro_rules! creation"] {
+            let body = body_of(blocking, m);
+            assert!(body.contains("guard_comm("), "{m}: no guard_comm");
+            assert!(
+                body.contains(") on $comm {"),
+                "{m}: not intercept!'s `on $comm`"
+            );
+        }
+        // The check found the calls it is about.
+        for name in [
+            "MPI_Bcast",
+            "MPI_Barrier",
+            "MPI_Recv",
+            "MPI_Comm_free",
+            "MPI_Sendrecv",
+            "MPI_Allreduce",
+            "MPI_Comm_split",
+        ] {
+            assert!(
+                checked.iter().any(|c| c == name),
+                "{name} not found: {checked:?}"
+            );
+        }
+    }
 }

@@ -69,7 +69,7 @@ pub unsafe extern "C" fn MPI_Bcast(
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
-    if let Some(rc) = super::release_held() {
+    if let Some(rc) = super::release_held_on(comm) {
         return rc;
     }
     if let Some(rc) = coll::bcast_below_threshold(buffer, i64::from(count), datatype, root, comm) {
@@ -117,7 +117,7 @@ pub unsafe extern "C" fn MPI_Bcast_c(
     // MPI_Count is a 64-bit integer (long or long long) in every MPI with MPI_Bcast_c.
     #[allow(clippy::unnecessary_cast)]
     let count = count as i64;
-    if let Some(rc) = super::release_held() {
+    if let Some(rc) = super::release_held_on(comm) {
         return rc;
     }
     if let Some(rc) = coll::bcast_below_threshold(buffer, count, datatype, root, comm) {
@@ -132,7 +132,7 @@ pub unsafe extern "C" fn MPI_Bcast_c(
 /// The argument is that of MPI_Barrier.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Barrier(comm: MPI_Comm) -> c_int {
-    if let Some(rc) = super::release_held() {
+    if let Some(rc) = super::release_held_on(comm) {
         return rc;
     }
     guard_comm("MPI_Barrier", comm, || coll::barrier(comm))
@@ -145,7 +145,7 @@ pub unsafe extern "C" fn MPI_Barrier(comm: MPI_Comm) -> c_int {
 /// The arguments are those of MPI_Comm_set_info.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_set_info(comm: MPI_Comm, info: MPI_Info) -> c_int {
-    if let Some(rc) = super::release_held() {
+    if let Some(rc) = super::release_held_on(comm) {
         return rc;
     }
     guard_comm("MPI_Comm_set_info", comm, || coll::set_info(comm, info))
@@ -163,7 +163,7 @@ pub unsafe extern "C" fn MPI_Comm_dup_with_info(
     info: MPI_Info,
     newcomm: *mut MPI_Comm,
 ) -> c_int {
-    if let Some(rc) = super::release_held() {
+    if let Some(rc) = super::release_held_on(comm) {
         return rc;
     }
     guard_comm("MPI_Comm_dup_with_info", comm, || {

@@ -9,10 +9,8 @@
 use super::super::guard;
 use super::check;
 use super::request::MPICAST_Request;
-use super::{
-    dest_list, engine_error, send_tag, SendArgs, ARG, ERR_MPI, INTERNAL, NOT_ENABLED, OK,
-    UNKNOWN_KEY,
-};
+use super::{dest_list, send_tag, SendArgs, ARG, ERR_MPI, INTERNAL, NOT_ENABLED, OK, UNKNOWN_KEY};
+use crate::ffi::error::engine_status;
 use crate::host::recv::{self, HostReq};
 use crate::host::{self, buffer::UserBuf, MPI_Comm, MPI_Datatype, SendComm};
 use crate::lock::lock;
@@ -135,7 +133,7 @@ pub unsafe extern "C" fn MPICAST_Dbcast(
                     crate::stats::add(&crate::stats::COUNTERS.dbcast, 1);
                     OK
                 }
-                Ok(Err(e)) => engine_error(e),
+                Ok(Err(e)) => engine_status(e),
                 Err(_) => ERR_MPI,
             }
         },
@@ -309,7 +307,7 @@ pub unsafe extern "C" fn MPICAST_Send_release(
                         let r = ub.with_send_bytes(|b| side.direct(ecomm, dest, tag, b));
                         match r {
                             Ok(Ok(())) => continue,
-                            Ok(Err(e)) => return engine_error(e),
+                            Ok(Err(e)) => return engine_status(e),
                             Err(_) => return ERR_MPI,
                         }
                     }
@@ -327,7 +325,7 @@ pub unsafe extern "C" fn MPICAST_Send_release(
                     let r = ub.with_send_bytes(|b| side.start(ecomm, &order, shape, tag, b));
                     match r {
                         Ok(Ok(_)) => crate::stats::add(&crate::stats::COUNTERS.dbcast, 1),
-                        Ok(Err(e)) => return engine_error(e),
+                        Ok(Err(e)) => return engine_status(e),
                         Err(_) => return ERR_MPI,
                     }
                 }

@@ -5,6 +5,7 @@ use super::super::progress::{self, Exec, RoundsRun, RunCell, Spare};
 use super::{
     check, request, MPICAST_Request, MPICAST_Status, ARG, ERR_MPI, INTERNAL, NULL_ARG, OK,
 };
+use crate::ffi::error::goal_status;
 use crate::host::p2p::Region;
 use crate::host::{self, MPI_Comm};
 use crate::sched::{
@@ -267,11 +268,7 @@ impl MPICAST_Goal {
     }
 
     fn start_failed(&mut self, e: core::GoalError) -> c_int {
-        let status = match e {
-            core::GoalError::Mpi(_) | core::GoalError::Mcast(_) => ERR_MPI,
-            _ => INVALID,
-        };
-        self.fail(status, format!("goal: start failed: {e}"))
+        self.fail(goal_status(&e), format!("goal: start failed: {e}"))
     }
 
     /// Ends an active run; outstanding requests are cancelled first. Under the run's lock
@@ -316,7 +313,7 @@ impl MPICAST_Goal {
                     // Outstanding requests cancelled.
                     self.end_rounds();
                     let e = core::GoalError::Mpi(e);
-                    Err(self.fail(ERR_MPI, format!("goal: run failed: {e}")))
+                    Err(self.fail(goal_status(&e), format!("goal: run failed: {e}")))
                 }
             };
         }
@@ -358,13 +355,7 @@ impl MPICAST_Goal {
         self.abandon();
         match outcome {
             None | Some(Ok(())) => Ok(true),
-            Some(Err(e)) => {
-                let status = match e {
-                    core::GoalError::Mpi(_) | core::GoalError::Mcast(_) => ERR_MPI,
-                    _ => INVALID,
-                };
-                Err(self.fail(status, format!("goal: run failed: {e}")))
-            }
+            Some(Err(e)) => Err(self.fail(goal_status(&e), format!("goal: run failed: {e}"))),
         }
     }
 }

@@ -8,7 +8,8 @@
 use super::super::guard;
 use super::check;
 use super::request::{progress, MPICAST_Request};
-use super::{engine_error, want, SendArgs, ERR_MPI, INTERNAL, NOT_ENABLED, OK};
+use super::{want, SendArgs, ERR_MPI, INTERNAL, NOT_ENABLED, OK};
+use crate::ffi::error::engine_status;
 use crate::host::{self, buffer::UserBuf, MPI_Comm, MPI_Datatype};
 use crate::lock::lock;
 use crate::session;
@@ -134,7 +135,7 @@ pub unsafe extern "C" fn MPICAST_Imcast(
                     crate::stats::add(&crate::stats::COUNTERS.imcast, 1);
                     OK
                 }
-                Ok(Err(e)) => engine_error(e),
+                Ok(Err(e)) => engine_status(e),
                 Err(_) => ERR_MPI,
             }
         },
@@ -206,7 +207,7 @@ pub unsafe extern "C" fn MPICAST_Mcast_irecv(
                     unsafe { request_out.write(MPICAST_Request::op(state)) };
                     OK
                 }
-                Err(e) => engine_error(e),
+                Err(e) => engine_status(e),
             }
         },
     )
@@ -273,7 +274,7 @@ pub unsafe extern "C" fn MPICAST_Mcast_iprobe(
                     unsafe { flag_out.write(0) };
                     OK
                 }
-                Err(e) => engine_error(e),
+                Err(e) => engine_status(e),
             }
         },
     )

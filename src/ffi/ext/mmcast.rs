@@ -5,10 +5,10 @@
 //! after).
 
 use super::super::guard;
-use super::{check, ARG, ERR_MPI, INTERNAL, OK, TOPOLOGY};
-use crate::coll::{self, MmcastError, MmcastRecv};
+use super::{check, ERR_MPI, INTERNAL, OK};
+use crate::coll::{self, MmcastRecv};
+use crate::ffi::error::mmcast_status;
 use crate::host::{self, buffer::UserBuf, p2p::Region, MPI_Comm, MPI_Datatype};
-use crate::session;
 use std::os::raw::{c_int, c_void};
 
 /// Collective over `comm`: this rank multicasts `sendcount` elements of `sendtype` at
@@ -210,7 +210,7 @@ pub unsafe extern "C" fn MPICAST_Mmcast(
             }
             match coll::mmcast(comm, send, &dest_ranks, &recvs, refused) {
                 Ok(()) => {}
-                Err(e) => return report(comm, e),
+                Err(e) => return mmcast_status(comm, e),
             }
             drop(packed_send);
             // Unpack what came into temporary buffers, in order.
@@ -232,31 +232,4 @@ pub unsafe extern "C" fn MPICAST_Mmcast(
             OK
         },
     )
-}
-
-/// The status of a failed call, with its message on stderr (rank 0's for what every rank
-/// knows alike).
-fn report(comm: MPI_Comm, e: MmcastError) -> c_int {
-    let rank0 = host::comm::rank(comm).is_ok_and(|r| r == 0);
-    match e {
-        MmcastError::Arg(m) => {
-            check::remember(&m);
-            // A rank's own mistake names it; the summary of the others' is said by rank 0.
-            if m.contains("(rank ") || rank0 {
-                session::say(&m);
-            }
-            ARG
-        }
-        MmcastError::Topology(m) => {
-            if rank0 {
-                session::say(&format!("mpicast: MPICAST_Mmcast: {m}"));
-            }
-            TOPOLOGY
-        }
-        MmcastError::Mpi(_) => ERR_MPI,
-        MmcastError::Run(e) => {
-            session::say(&format!("mpicast: MPICAST_Mmcast: {e}"));
-            ERR_MPI
-        }
-    }
 }

@@ -19,7 +19,7 @@ use crate::wire::matching::Want;
 use std::os::raw::c_void;
 use std::os::raw::{c_char, c_int};
 
-mod check;
+pub(super) mod check;
 mod dbcast;
 mod doctor;
 mod goal;
@@ -146,20 +146,6 @@ fn describe(status: MPICAST_Status) -> &'static str {
             "the switch topology (MPICAST_SWITCH_TOPOLOGY) cannot be used (see stderr)\0"
         }
         MPICAST_ERR_NO_MPI => "MPI is not initialised, or finalized already\0",
-    }
-}
-
-/// An extension call's status for an engine error (the one mapping of the extension calls):
-/// MPICAST_ERR_MPI for an MPI error; an engine that cannot go on (unexpected data past its
-/// bound, a broken segment) ends the job with its reason, since a multicast cannot be lost.
-pub(super) fn engine_error(e: crate::transport::forward::EngineError) -> c_int {
-    use crate::transport::forward::EngineError;
-    match e {
-        EngineError::Mpi(_) => ERR_MPI,
-        EngineError::Full(m) | EngineError::Protocol(m) => {
-            crate::session::say(&format!("mpicast: {m}; aborting"));
-            crate::host::abort(crate::host::comm_world(), 1)
-        }
     }
 }
 

@@ -13,6 +13,7 @@ use super::super::guard;
 use super::check;
 use super::goal::MPICAST_Goal;
 use super::{ARG, ERR_MPI, INTERNAL, NULL_ARG, OK, TRUNCATE};
+use crate::ffi::error::engine_status;
 use crate::host;
 use crate::lock::lock;
 use crate::transport::forward::{self, Outcome, ReqState};
@@ -112,7 +113,7 @@ impl MPICAST_Request {
 /// Progress of every engine; an engine that cannot go on ends the job with its reason
 /// (unexpected data past its bound, or a broken segment), since a multicast cannot be lost.
 pub(super) fn progress() -> Result<(), c_int> {
-    crate::transport::progress::step().map_err(super::engine_error)
+    crate::transport::progress::step().map_err(engine_status)
 }
 
 /// One look at `*request` (after a progress step by the caller): `Some(status code)` when it

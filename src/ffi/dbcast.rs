@@ -37,9 +37,6 @@ use std::sync::{Arc, Mutex};
 
 type EngineRef = Arc<Mutex<Engine>>;
 
-/// The name `ffi::progress` knows `error::engine_mpi_code` by.
-pub(crate) use super::error::engine_mpi_code as engine_failed;
-
 /// Every engine moves along once (segments forwarded, receives completed).
 fn progress() -> Result<(), c_int> {
     crate::transport::progress::step().map_err(engine_mpi_code)

@@ -539,7 +539,7 @@ fn progress_loop(runs: &Mutex<Vec<Weak<Mutex<Run>>>>, stop: &AtomicBool) {
         let forwarding = crate::transport::progress::poll_counted();
         // Sends fan-out detection held while the application computes go after a short while.
         if let Err(e) = crate::transport::fanout::release_stale() {
-            super::dbcast::engine_failed(e);
+            super::error::engine_mpi_code(e);
         }
         // The MPI requests made of mpicast requests (MPICAST_Request_mpi) complete here.
         if host::grequest::complete_done() || forwarding.moved {

@@ -530,11 +530,18 @@ fn from_file(f: &str, dialect: Option<Dialect>) -> Result<Flat, Fail> {
         }
         return Ok(flat);
     }
-    let streamed = {
+    // Standard input cannot be read twice: it is kept whole for the other dialect (still
+    // without the parsed program of all ranks).
+    let (kept, result) = if f == "-" {
+        let bytes = whole(f, head, rest)?;
+        let r = goal::lgs::parse_each(&mut &bytes[..], &mut |_, rp| flat.push_rank(&rp));
+        (Some(bytes), r)
+    } else {
         let mut input = std::io::Read::chain(&head[..], &mut rest);
-        goal::lgs::parse_each(&mut input, &mut |_, rp| flat.push_rank(&rp))
+        let r = goal::lgs::parse_each(&mut input, &mut |_, rp| flat.push_rank(&rp));
+        (None, r)
     };
-    let e1 = match streamed {
+    let e1 = match result {
         Ok(warnings) => {
             for w in &warnings {
                 eprintln!("{}", w.render(f));
@@ -543,15 +550,16 @@ fn from_file(f: &str, dialect: Option<Dialect>) -> Result<Flat, Fail> {
         }
         Err(e) => e,
     };
-    if dialect.is_some() || f == "-" {
-        // Standard input cannot be read again for the other dialect: its text was LogGOPSim's
-        // by its first words, and that is the error to give.
+    if dialect.is_some() {
         eprintln!("{}", e1.render(f));
         return Err(Fail::Errors);
     }
     // As `goal::parse_any`: the other dialect, and if it fails too the error that got further.
     drop(flat);
-    let bytes = read_input(f)?;
+    let bytes = match kept {
+        Some(b) => b,
+        None => read_input(f)?,
+    };
     match goal::paper::parse(&bytes) {
         Ok(p) => {
             for w in &p.warnings {

@@ -26,38 +26,19 @@ use super::Diagnostic;
 use super::{Dialect, Hint, Loc, Parsed, Program, RankProgram, SourceMap, DEFAULT_BUFFER};
 use crate::sched::{ActionId, BufRef, BuildError, Builder, Op, ANY_PEER, ANY_TAG, SCRATCH_SLOT};
 use std::collections::HashMap;
+use std::io::Read;
 
 /// Parses LogGOPSim text.
 pub fn parse(src: &[u8]) -> Result<Parsed, Diagnostic> {
-    let mut p = Parser {
-        src,
-        pos: 0,
-        line: 1,
-        line_start: 0,
-        num_ranks: 0,
-        num_ranks_loc: Loc::NONE,
-        // txt2bin zeroes its scanner state, so the file starts as if `rank 0 {` were open.
-        open: true,
-        rank: 0,
-        rank_loc: Loc { line: 1, col: 1 },
-        block: Block::default(),
-        ranks: Vec::new(),
-        source: SourceMap::default(),
-        last: None,
-        warnings: Vec::new(),
-        warned_outside: false,
-    };
-    p.run()?;
-    let Parser {
-        ranks,
-        source,
-        warnings,
-        ..
-    } = p;
-    let ranks = ranks
-        .into_iter()
-        .map(|r| r.expect("every rank emitted before finishing"))
-        .collect();
+    let mut ranks = Vec::new();
+    let mut source = SourceMap::default();
+    let warnings = run(&mut &src[..], &mut |r, rp, locs, edges| {
+        debug_assert_eq!(r as usize, ranks.len());
+        ranks.push(rp);
+        source.actions.push(locs);
+        source.edges.push(edges);
+        Ok(())
+    })?;
     Ok(Parsed {
         program: Program {
             dialect: Dialect::LogGopSim,
@@ -68,6 +49,52 @@ pub fn parse(src: &[u8]) -> Result<Parsed, Diagnostic> {
         source,
         warnings,
     })
+}
+
+/// Parses LogGOPSim text from `input` a line at a time and hands each rank to `each` as soon
+/// as its block is complete (rank 0 first, every rank once), without keeping the text or the
+/// ranks already handed over: what `mpicast sim` reads a large file with. The ranks, the
+/// warnings (returned) and the first error are those of `parse` on the same text; when there
+/// is an error, some ranks may have been handed over before it was found. An error of `each`
+/// stops the parse and comes back as an error at the block's end.
+pub fn parse_each(
+    input: &mut dyn Read,
+    each: &mut dyn FnMut(u32, RankProgram) -> Result<(), String>,
+) -> Result<Vec<Diagnostic>, Diagnostic> {
+    run(input, &mut |r, rp, _, _| each(r, rp))
+}
+
+/// Where a parsed block goes: the rank, its program, and where its actions and dependencies
+/// were written.
+type Sink<'s> = dyn FnMut(u32, RankProgram, Vec<Loc>, Vec<(ActionId, ActionId, Loc)>) -> Result<(), String>
+    + 's;
+
+fn run(input: &mut dyn Read, sink: &mut Sink<'_>) -> Result<Vec<Diagnostic>, Diagnostic> {
+    let mut p = Parser {
+        input,
+        buf: Vec::new(),
+        scanned: 0,
+        eof: false,
+        pos: 0,
+        line: 1,
+        line_start: 0,
+        num_ranks: 0,
+        num_ranks_loc: Loc::NONE,
+        // txt2bin zeroes its scanner state, so the file starts as if `rank 0 {` were open.
+        open: true,
+        rank: 0,
+        rank_loc: Loc { line: 1, col: 1 },
+        block: Block::default(),
+        pending: None,
+        sink,
+        last: None,
+        warnings: Vec::new(),
+        warned_outside: false,
+    };
+    p.fill()?;
+    p.run()?;
+    p.flush(Loc::NONE)?;
+    Ok(p.warnings)
 }
 
 /// The statements read since the last block was emitted.
@@ -87,8 +114,27 @@ impl Block {
     }
 }
 
-struct Parser<'a> {
-    src: &'a [u8],
+/// A rank's block that is complete but not handed over yet: a block of the same rank right
+/// after it replaces it.
+struct Pending {
+    rank: u32,
+    program: RankProgram,
+    locs: Vec<Loc>,
+    edges: Vec<(ActionId, ActionId, Loc)>,
+}
+
+/// Bytes read from the input at a time.
+const CHUNK: usize = 1 << 16;
+
+struct Parser<'a, 's> {
+    input: &'a mut dyn Read,
+    /// The text from the start of the current line (or a little before) on: every byte the
+    /// parser looks at is here. `fill` keeps at least the rest of the current line in it.
+    buf: Vec<u8>,
+    /// `buf[..scanned]` holds no line end past `pos` (what `fill` looked at already).
+    scanned: usize,
+    /// The input has no more bytes than `buf` holds.
+    eof: bool,
     pos: usize,
     line: u32,
     line_start: usize,
@@ -99,8 +145,8 @@ struct Parser<'a> {
     rank: u32,
     rank_loc: Loc,
     block: Block,
-    ranks: Vec<Option<RankProgram>>,
-    source: SourceMap,
+    pending: Option<Pending>,
+    sink: &'a mut Sink<'s>,
     last: Option<u32>,
     warnings: Vec<Diagnostic>,
     warned_outside: bool,
@@ -112,7 +158,7 @@ enum Kind {
     Calc,
 }
 
-impl<'a> Parser<'a> {
+impl Parser<'_, '_> {
     fn loc(&self) -> Loc {
         Loc {
             line: self.line,
@@ -121,11 +167,47 @@ impl<'a> Parser<'a> {
     }
 
     fn peek(&self) -> Option<u8> {
-        self.src.get(self.pos).copied()
+        self.buf.get(self.pos).copied()
     }
 
-    fn rest(&self) -> &'a [u8] {
-        &self.src[self.pos..]
+    fn rest(&self) -> &[u8] {
+        &self.buf[self.pos..]
+    }
+
+    /// Reads on until the rest of the current line (with its line end) is in `buf`, or the
+    /// input ends; first drops what lies before the current line when that is a chunk or more.
+    fn fill(&mut self) -> Result<(), Diagnostic> {
+        let cut = self.line_start.min(self.pos);
+        if cut >= CHUNK {
+            self.buf.drain(..cut);
+            self.pos -= cut;
+            self.line_start -= cut;
+            self.scanned = self.scanned.saturating_sub(cut);
+        }
+        loop {
+            let from = self.scanned.max(self.pos);
+            if self.buf[from..].contains(&b'\n') {
+                return Ok(());
+            }
+            self.scanned = self.buf.len();
+            if self.eof {
+                return Ok(());
+            }
+            let len = self.buf.len();
+            self.buf.resize(len + CHUNK, 0);
+            let n = loop {
+                match self.input.read(&mut self.buf[len..]) {
+                    Ok(n) => break n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        self.buf.truncate(len);
+                        return Err(Diagnostic::error(self.loc(), format!("cannot read: {e}")));
+                    }
+                }
+            };
+            self.buf.truncate(len + n);
+            self.eof = n == 0;
+        }
     }
 
     fn ws(&mut self) {
@@ -138,7 +220,7 @@ impl<'a> Parser<'a> {
         match self.peek() {
             None => "the end of the file".into(),
             Some(b'\n') => "a line end".into(),
-            Some(b'\r') if self.src.get(self.pos + 1) == Some(&b'\n') => "a line end".into(),
+            Some(b'\r') if self.buf.get(self.pos + 1) == Some(&b'\n') => "a line end".into(),
             Some(c) if c.is_ascii_graphic() => format!("`{}`", c as char),
             Some(c) => format!("byte {c:#04x}"),
         }
@@ -151,25 +233,27 @@ impl<'a> Parser<'a> {
         )
     }
 
-    /// Consumes a line end ("\n" or "\r\n"); the end of the file counts as one, because
-    /// txt2bin appends a newline to what it reads.
-    fn newline(&mut self) -> bool {
+    /// Consumes a line end ("\n" or "\r\n") and reads the next line in; the end of the file
+    /// counts as one, because txt2bin appends a newline to what it reads.
+    fn newline(&mut self) -> Result<bool, Diagnostic> {
         let n = if self.rest().starts_with(b"\r\n") {
             2
         } else if self.rest().starts_with(b"\n") {
             1
         } else {
-            return self.pos == self.src.len();
+            // `fill` read the whole line: its end without a line end is the file's.
+            return Ok(self.pos == self.buf.len());
         };
         self.pos += n;
         self.line += 1;
         self.line_start = self.pos;
-        true
+        self.fill()?;
+        Ok(true)
     }
 
     fn end_of_statement(&mut self, what: &str) -> Result<(), Diagnostic> {
         self.ws();
-        if self.newline() {
+        if self.newline()? {
             Ok(())
         } else {
             Err(self.expected(what))
@@ -186,7 +270,8 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn ident(&mut self) -> Option<&'a [u8]> {
+    /// An identifier: where it lies in `buf`.
+    fn ident(&mut self) -> Option<std::ops::Range<usize>> {
         let r = self.rest();
         if !r.first()?.is_ascii_alphabetic() {
             return None;
@@ -196,7 +281,7 @@ impl<'a> Parser<'a> {
             .position(|c| !(c.is_ascii_alphanumeric() || *c == b'_'))
             .unwrap_or(r.len());
         self.pos += n;
-        Some(&r[..n])
+        Some(self.pos - n..self.pos)
     }
 
     /// `[0-9]+`, accumulated like txt2bin: wrapping at 64 bits. Returns the value and whether
@@ -266,12 +351,12 @@ impl<'a> Parser<'a> {
                 // the two agree whenever the whitespace is followed by a line end.
                 b' ' | b'\t' => self.ws(),
                 b'\n' | b'\r' => {
-                    if !self.newline() {
+                    if !self.newline()? {
                         return Err(self.expected("a line end after `\\r`"));
                     }
                 }
                 b'/' if self.rest().starts_with(b"//") => {
-                    while !self.newline() {
+                    while !self.newline()? {
                         self.pos += 1;
                     }
                 }
@@ -308,13 +393,13 @@ impl<'a> Parser<'a> {
                 self.pos += 2;
                 return Ok(());
             }
-            if self.pos >= self.src.len() {
+            if self.pos >= self.buf.len() {
                 return Err(Diagnostic::error(
                     start,
                     "comment opened here is never closed: expected `*/`",
                 ));
             }
-            if !self.newline() {
+            if !self.newline()? {
                 self.pos += 1;
             }
         }
@@ -323,7 +408,7 @@ impl<'a> Parser<'a> {
     fn statement(&mut self) -> Result<(), Diagnostic> {
         let start = self.loc();
         let word = self.ident().expect("statement starts with a letter");
-        match word {
+        match &self.buf[word.clone()] {
             b"send" => self.operation(Kind::Send, None, start),
             b"recv" => self.operation(Kind::Recv, None, start),
             b"calc" => self.operation(Kind::Calc, None, start),
@@ -545,7 +630,7 @@ impl<'a> Parser<'a> {
         let Some(other) = self.ident() else {
             return Err(self.expected("a label"));
         };
-        let other = String::from_utf8_lossy(other).into_owned();
+        let other = String::from_utf8_lossy(&self.buf[other]).into_owned();
         self.end_of_statement("a line end")?;
         let lookup = |p: &Self, l: &str, loc: Loc| -> Result<ActionId, Diagnostic> {
             p.block.table.get(l).copied().ok_or_else(|| {
@@ -644,21 +729,31 @@ impl<'a> Parser<'a> {
             };
             Diagnostic::error(loc, msg).on_rank(r)
         })?;
-        // Blocks come in rank order, so the tables grow one rank at a time.
-        if self.ranks.len() == r as usize {
-            self.ranks.push(None);
-            self.source.actions.push(Vec::new());
-            self.source.edges.push(Vec::new());
+        // Blocks come in rank order: the block before is complete unless this one replaces it.
+        if self.pending.as_ref().is_some_and(|p| p.rank != r) {
+            self.flush(at)?;
         }
-        self.ranks[r as usize] = Some(RankProgram {
-            schedule,
-            labels: block.labels,
-            hints: block.hints,
+        self.pending = Some(Pending {
+            rank: r,
+            program: RankProgram {
+                schedule,
+                labels: block.labels,
+                hints: block.hints,
+            },
+            locs: block.locs,
+            edges: block.edges,
         });
-        self.source.actions[r as usize] = block.locs;
-        self.source.edges[r as usize] = block.edges;
         self.last = Some(r);
         Ok(r + 1 == self.num_ranks)
+    }
+
+    /// Hands the pending block over.
+    fn flush(&mut self, at: Loc) -> Result<(), Diagnostic> {
+        if let Some(p) = self.pending.take() {
+            (self.sink)(p.rank, p.program, p.locs, p.edges)
+                .map_err(|e| Diagnostic::error(at, e).on_rank(p.rank))?;
+        }
+        Ok(())
     }
 
     fn at_eof(&mut self) -> Result<(), Diagnostic> {
@@ -693,23 +788,24 @@ impl<'a> Parser<'a> {
         ))
     }
 
-    /// txt2bin stops after the last rank's block: say so when something was left unread.
+    /// txt2bin stops after the last rank's block: say so when something was left unread
+    /// (reading on only as far as the first byte that is not blank space).
     fn finish(&mut self) -> Result<(), Diagnostic> {
-        let rest = self.rest();
-        if let Some(i) = rest.iter().position(|c| !c.is_ascii_whitespace()) {
-            // Locate the first ignored byte for the warning.
-            for &c in &rest[..i] {
-                self.pos += 1;
-                if c == b'\n' {
-                    self.line += 1;
-                    self.line_start = self.pos;
-                }
+        while let Some(c) = self.peek() {
+            if !c.is_ascii_whitespace() {
+                let loc = self.loc();
+                self.warn(
+                    loc,
+                    "text after the last rank's block is ignored, as LogGOPSim's txt2bin does"
+                        .into(),
+                );
+                break;
             }
-            let loc = self.loc();
-            self.warn(
-                loc,
-                "text after the last rank's block is ignored, as LogGOPSim's txt2bin does".into(),
-            );
+            if c == b'\n' {
+                self.newline()?;
+            } else {
+                self.pos += 1;
+            }
         }
         Ok(())
     }

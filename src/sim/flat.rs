@@ -104,14 +104,17 @@ impl Act {
 
 /// A whole program in the simulator's form. Action `id` of rank `r` is global action
 /// `base[r] + id`.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Flat {
     base: Vec<u32>,
     acts: Vec<Act>,
     /// Every action's dependents and start-dependents, as global numbers (see `Act::dep`).
     deps: Vec<u32>,
-    /// The labels of the actions that have one, by global number, ascending.
-    labels: Vec<(u32, String)>,
+    /// The labels of the actions that have one: (global number, where its text ends in
+    /// `label_text`), ascending; a label's text starts where the one before ends. One string
+    /// for all of them rather than one allocation each (Schedgen labels every action).
+    labels: Vec<(u32, u32)>,
+    label_text: String,
     ncpu: u8,
     nnic: u8,
 }
@@ -158,7 +161,12 @@ impl Flat {
         self.push_schedule(&r.schedule, &r.hints)?;
         for (id, l) in r.labels.iter().enumerate() {
             if let Some(l) = l {
-                self.labels.push((base + id as u32, l.clone()));
+                if self.label_text.len() + l.len() >= u32::MAX as usize {
+                    return Err(TOO_BIG.into());
+                }
+                self.label_text.push_str(l);
+                self.labels
+                    .push((base + id as u32, self.label_text.len() as u32));
             }
         }
         Ok(())
@@ -170,7 +178,12 @@ impl Flat {
             .labels
             .binary_search_by_key(&(g as u32), |l| l.0)
             .ok()?;
-        Some(&self.labels[i].1)
+        let start = if i == 0 {
+            0
+        } else {
+            self.labels[i - 1].1 as usize
+        };
+        Some(&self.label_text[start..self.labels[i].1 as usize])
     }
 
     /// Appends the next rank: its schedule and the CPU and NIC of each action (`hints` may
@@ -262,6 +275,8 @@ impl Flat {
 
     /// Bytes held, roughly: what `mpicast sim` reports as the program's size in memory.
     pub fn bytes(&self) -> usize {
-        self.acts.len() * std::mem::size_of::<Act>() + (self.deps.len() + self.base.len()) * 4
+        self.acts.len() * std::mem::size_of::<Act>()
+            + (self.deps.len() + self.base.len() + 2 * self.labels.len()) * 4
+            + self.label_text.len()
     }
 }

@@ -425,3 +425,128 @@ fn queue_statistics() {
         }
     );
 }
+
+/// Hands over at most `step` bytes a read: the streamed parser must not care where reads end.
+struct Trickle<'a> {
+    src: &'a [u8],
+    step: usize,
+}
+
+impl std::io::Read for Trickle<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.step.min(buf.len()).min(self.src.len());
+        buf[..n].copy_from_slice(&self.src[..n]);
+        self.src = &self.src[n..];
+        Ok(n)
+    }
+}
+
+/// `text` read a line at a time into the simulator's form (what `mpicast sim` does with
+/// LogGOPSim text), `step` bytes a read, with the warnings.
+fn streamed(text: &[u8], step: usize) -> (Flat, Vec<goal::Diagnostic>) {
+    let mut flat = Flat::new();
+    let mut order = Vec::new();
+    let warnings = goal::lgs::parse_each(&mut Trickle { src: text, step }, &mut |r, rp| {
+        order.push(r);
+        flat.push_rank(&rp)
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        order.iter().copied().eq(0..order.len() as u32),
+        "ranks out of order"
+    );
+    (flat, warnings)
+}
+
+#[test]
+fn streamed_text_gives_the_same_program_and_times() {
+    let mut programs = vec![
+        ("gather 64", gather(64, 1024)),
+        ("alltoall 16", linear_alltoall(16, 1)),
+        ("ring 8", pipelined_ring(8, 1024, 1)),
+        ("binomial nb", binomial(16, 1024, 10000, 1000)),
+        // More text than a read chunk: the buffer is cut behind the parser many times.
+        ("binomial 4096", binomial(4096, 8, 0, 0)),
+    ];
+    for (name, algo, n) in [
+        ("gen binomial", goal::gen::Algo::BinomialBcast, 300),
+        (
+            "gen binary tree",
+            goal::gen::Algo::BinaryTreeBcast { segment: 1000 },
+            33,
+        ),
+        ("gen chain", goal::gen::Algo::ChainBcast { segment: 512 }, 9),
+    ] {
+        programs.push((name, goal::gen::generate(algo, n, 0, 4096).unwrap()));
+    }
+    for (name, p) in &programs {
+        let text = goal::print::to_loggopsim(p).unwrap();
+        let whole = goal::lgs::parse(text.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+        let old = Flat::from_program(&whole.program).unwrap();
+        let want = simulate(p, &Params::default(), Options::default()).unwrap();
+        for step in [1, 7, 4096, usize::MAX] {
+            let (flat, warnings) = streamed(text.as_bytes(), step);
+            assert_eq!(flat, old, "{name}, {step} bytes a read");
+            assert_eq!(warnings, whole.warnings, "{name}");
+            let got = simulate_flat(&flat, &Params::default(), Options::default()).unwrap();
+            assert_eq!(got.end, want.end, "{name}: per-rank end times");
+            assert_eq!(got.events, want.events, "{name}");
+        }
+    }
+}
+
+/// Files with the dialect's quirks (a block repeated, which replaces the first; statements
+/// outside blocks; a missing last `}`; CRLF line ends; text after the last block): the same
+/// ranks and warnings streamed as parsed whole, and the same first error for broken text.
+#[test]
+fn streamed_text_keeps_the_quirks_and_errors() {
+    let files = [
+        include_str!("../goal/testdata/lgs/bcast8.goal"),
+        include_str!("../goal/testdata/lgs/crlf.goal"),
+        include_str!("../goal/testdata/lgs/dissemination4.goal"),
+        include_str!("../goal/testdata/lgs/quirks.goal"),
+        include_str!("../goal/testdata/lgs/ring_pipeline.goal"),
+        include_str!("../goal/testdata/lgs/single_rank_implicit.goal"),
+        "num_ranks 2\nrank 0 {\nl1: calc 5\n}\nrank 0 {\nl1: calc 7\n}\nrank 1 {\n}\n  trailing\n",
+    ];
+    for src in files {
+        let whole = goal::lgs::parse(src.as_bytes()).unwrap_or_else(|e| panic!("{e}\n{src}"));
+        for step in [1, 3, usize::MAX] {
+            let mut ranks = Vec::new();
+            let warnings = goal::lgs::parse_each(
+                &mut Trickle {
+                    src: src.as_bytes(),
+                    step,
+                },
+                &mut |_, rp| {
+                    ranks.push(rp);
+                    Ok(())
+                },
+            )
+            .unwrap();
+            assert_eq!(ranks, whole.program.ranks, "{src}");
+            assert_eq!(warnings, whole.warnings, "{src}");
+        }
+    }
+    for bad in [
+        "num_ranks 2\nrank 0 {\nl1: calc 5\n}\nrank 1 {\nl1: send 8b to 0\nl2 requires l3\n}\n",
+        "num_ranks 3\nrank 0 {\n}\nrank 2 {\n}\n",
+        "num_ranks 2\nrank 0 {\n/* open\n\n",
+        "num_ranks 2\nrank 0 {\nl1: calc 5\n}\n",
+    ] {
+        let e = goal::lgs::parse(bad.as_bytes()).unwrap_err();
+        let mut n = 0;
+        let e2 = goal::lgs::parse_each(
+            &mut Trickle {
+                src: bad.as_bytes(),
+                step: 2,
+            },
+            &mut |_, _| {
+                n += 1;
+                Ok(())
+            },
+        )
+        .unwrap_err();
+        assert_eq!(e, e2, "{bad}");
+    }
+}

@@ -82,6 +82,12 @@ impl<T: Copy> RadixQueue<T> {
         }
     }
 
+    /// The value `k` places after the next one to be popped, if it is among the items of the
+    /// current time (a look ahead that never sorts anything out of the buckets).
+    pub fn peek_ahead(&self, k: usize) -> Option<&T> {
+        self.now.get(self.head + k).map(|e| &e.1)
+    }
+
     /// Takes out the value of the smallest key, with its time.
     pub fn pop(&mut self) -> Option<(u64, T)> {
         self.pop_with_seq().map(|(t, _, v)| (t, v))
@@ -172,6 +178,22 @@ mod tests {
         assert_eq!(q.pop(), Some((10, "b")));
         assert_eq!(q.pop(), Some((20, "postponed")));
         assert_eq!(q.pop(), Some((20, "c")));
+    }
+
+    #[test]
+    fn peek_ahead_sees_only_the_current_time() {
+        let mut q = RadixQueue::new();
+        for (t, seq, v) in [(5, 1, "a"), (5, 2, "b"), (5, 3, "c"), (9, 4, "d")] {
+            q.push(t, seq, v);
+        }
+        assert_eq!(q.peek_ahead(0), None, "nothing sorted out yet");
+        assert_eq!(q.pop(), Some((5, "a")));
+        assert_eq!((q.peek_ahead(0), q.peek_ahead(1)), (Some(&"b"), Some(&"c")));
+        assert_eq!(q.peek_ahead(2), None, "a later time stays in its bucket");
+        assert_eq!(q.pop(), Some((5, "b")));
+        assert_eq!(q.pop(), Some((5, "c")));
+        assert_eq!(q.pop(), Some((9, "d")));
+        assert_eq!(q.peek_ahead(0), None);
     }
 
     #[test]

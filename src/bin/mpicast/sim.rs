@@ -9,7 +9,7 @@ use crate::sim::{
     critical_path, simulate_flat_full, Contention, Flat, Network, Noise, Options, Outcome, Params,
     SimError,
 };
-use crate::{load_bytes, num, parse_func, read_input, Fail};
+use crate::{goal, load_bytes, num, parse_func, read_input, Fail};
 use std::fmt::Write;
 use std::time::{Duration, Instant};
 
@@ -463,7 +463,8 @@ fn cpu_seconds() -> Option<f64> {
 
 /// Refuses a FILE whose program cannot fit, before reading it: its size times what a byte of
 /// it becomes, measured: about 3 for a binary schedule (the simulator's form and the run's
-/// state), 16 for text (parsed whole first).
+/// state), 4 for LogGOPSim text (read a line at a time; 2^20-rank binomial broadcast: 89 MiB
+/// of text, 315 MiB at the peak), 16 for the paper's text (parsed whole first).
 fn check_file_memory(f: &str, traced: bool) -> Result<(), Fail> {
     if f == "-" {
         return Ok(());
@@ -471,14 +472,18 @@ fn check_file_memory(f: &str, traced: bool) -> Result<(), Fail> {
     let Ok(meta) = std::fs::metadata(f) else {
         return Ok(()); // reading it says why
     };
-    let mut head = [0u8; binary::MAGIC.len()];
-    let binary = std::fs::File::open(f)
-        .and_then(|mut file| std::io::Read::read_exact(&mut file, &mut head))
-        .is_ok_and(|()| head == binary::MAGIC || lgsbin::is_lgs_binary(&head));
-    let factor = match (binary, traced) {
-        (true, false) => 3,
-        (true, true) => 4,
-        (false, _) => 16,
+    let mut head = Vec::new();
+    let _ = std::fs::File::open(f).and_then(|file| {
+        std::io::Read::read_to_end(&mut std::io::Read::take(file, 1 << 16), &mut head)
+    });
+    let binary = head.starts_with(&binary::MAGIC) || lgsbin::is_lgs_binary(&head);
+    let lgs_text = goal::guess_dialect(&head) == Some(Dialect::LogGopSim);
+    let factor = match (binary, lgs_text, traced) {
+        (true, _, false) => 3,
+        (true, _, true) => 4,
+        (false, true, false) => 4,
+        (false, true, true) => 5,
+        (false, false, _) => 16,
     };
     crate::limits::check_memory(
         &format!("sim {f} ({})", crate::limits::human(meta.len())),
@@ -489,31 +494,118 @@ fn check_file_memory(f: &str, traced: bool) -> Result<(), Fail> {
 
 /// The program of FILE in the simulator's form. A binary schedule (mpicast's, or
 /// LogGOPSim's from txt2bin) is read rank by rank without building the whole `Program`;
-/// text is parsed first.
+/// so is LogGOPSim's text (Schedgen's output), a line at a time, when its first words say
+/// that dialect (`from_lgs_text`). Text in the paper's dialect is parsed whole first.
 fn from_file(f: &str, dialect: Option<Dialect>) -> Result<Flat, Fail> {
     let mut flat = Flat::new();
-    let bytes = read_input(f)?;
-    if bytes.starts_with(&binary::MAGIC) {
-        binary::load_each(&bytes, |_, rp| flat.push_rank(&rp)).map_err(|e| {
+    let (head, mut rest) = open_head(f)?;
+    if head.starts_with(&binary::MAGIC) || lgsbin::is_lgs_binary(&head) {
+        let bytes = whole(f, head, rest)?;
+        let loaded = if bytes.starts_with(&binary::MAGIC) {
+            binary::load_each(&bytes, |_, rp| flat.push_rank(&rp))
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        } else {
+            lgsbin::load_each(&bytes, |_, rp| flat.push_rank(&rp))
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        };
+        loaded.map_err(|e| {
             eprintln!("{f}: error: {e}");
             Fail::Errors
         })?;
         return Ok(flat);
     }
-    if lgsbin::is_lgs_binary(&bytes) {
-        lgsbin::load_each(&bytes, |_, rp| flat.push_rank(&rp)).map_err(|e| {
-            eprintln!("{f}: error: {e}");
-            Fail::Errors
-        })?;
+    let lgs_first = match dialect {
+        Some(d) => d == Dialect::LogGopSim,
+        None => goal::guess_dialect(&head) == Some(Dialect::LogGopSim),
+    };
+    if !lgs_first {
+        let bytes = whole(f, head, rest)?;
+        let program = load_bytes(f, &bytes, dialect)?.program;
+        drop(bytes);
+        for r in &program.ranks {
+            flat.push_rank(r)
+                .map_err(|e| Fail::Io(format!("{f}: {e}")))?;
+        }
         return Ok(flat);
     }
-    let program = load_bytes(f, &bytes, dialect)?.program;
-    drop(bytes);
-    for r in &program.ranks {
-        flat.push_rank(r)
-            .map_err(|e| Fail::Io(format!("{f}: {e}")))?;
+    // Standard input cannot be read twice: it is kept whole for the other dialect (still
+    // without the parsed program of all ranks).
+    let (kept, result) = if f == "-" {
+        let bytes = whole(f, head, rest)?;
+        let r = goal::lgs::parse_each(&mut &bytes[..], &mut |_, rp| flat.push_rank(&rp));
+        (Some(bytes), r)
+    } else {
+        let mut input = std::io::Read::chain(&head[..], &mut rest);
+        let r = goal::lgs::parse_each(&mut input, &mut |_, rp| flat.push_rank(&rp));
+        (None, r)
+    };
+    let e1 = match result {
+        Ok(warnings) => {
+            for w in &warnings {
+                eprintln!("{}", w.render(f));
+            }
+            return Ok(flat);
+        }
+        Err(e) => e,
+    };
+    if dialect.is_some() {
+        eprintln!("{}", e1.render(f));
+        return Err(Fail::Errors);
     }
-    Ok(flat)
+    // As `goal::parse_any`: the other dialect, and if it fails too the error that got further.
+    drop(flat);
+    let bytes = match kept {
+        Some(b) => b,
+        None => read_input(f)?,
+    };
+    match goal::paper::parse(&bytes) {
+        Ok(p) => {
+            for w in &p.warnings {
+                eprintln!("{}", w.render(f));
+            }
+            drop(bytes);
+            let mut flat = Flat::new();
+            for r in &p.program.ranks {
+                flat.push_rank(r)
+                    .map_err(|e| Fail::Io(format!("{f}: {e}")))?;
+            }
+            Ok(flat)
+        }
+        Err(e2) => {
+            let e = if e2.loc > e1.loc { e2 } else { e1 };
+            eprintln!("{}", e.render(f));
+            Err(Fail::Errors)
+        }
+    }
+}
+
+/// The first bytes of FILE (up to 64 KiB; `-`: standard input) and the reader of the rest.
+fn open_head(f: &str) -> Result<(Vec<u8>, Box<dyn std::io::Read>), Fail> {
+    let io = |e: std::io::Error| {
+        Fail::Io(if f == "-" {
+            format!("standard input: {e}")
+        } else {
+            format!("{f}: {e}")
+        })
+    };
+    let mut input: Box<dyn std::io::Read> = if f == "-" {
+        Box::new(std::io::stdin())
+    } else {
+        Box::new(std::fs::File::open(f).map_err(io)?)
+    };
+    let mut head = Vec::new();
+    std::io::Read::read_to_end(&mut std::io::Read::take(&mut input, 1 << 16), &mut head)
+        .map_err(io)?;
+    Ok((head, input))
+}
+
+/// The whole of FILE from what `open_head` gave.
+fn whole(f: &str, mut head: Vec<u8>, mut rest: Box<dyn std::io::Read>) -> Result<Vec<u8>, Fail> {
+    rest.read_to_end(&mut head)
+        .map_err(|e| Fail::Io(format!("{f}: {e}")))?;
+    Ok(head)
 }
 
 fn generated(o: &SimOpts, name: &str) -> Result<Flat, Fail> {

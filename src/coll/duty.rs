@@ -13,8 +13,11 @@
 //!   communicator no forwarder or GOAL handle covers: its other ranks call the blocking form)
 //!   waits for the duty to end first (`settle`). MPI lets a broadcast synchronise, so a
 //!   correct program has every receiver reach the broadcast without this rank's later calls;
-//!   still, the wait ends after `MPICAST_SUSPECT_MS` twice (at least `QUIET_MIN`) in which no
-//!   receiver acknowledged, asked or was served, so that a receiver still computing, or a
+//!   still, the wait ends after three times `MPICAST_SUSPECT_MS` (at least `QUIET_MIN`) in
+//!   which no receiver acknowledged, asked or was served and no barrier waiter was answered
+//!   (each of them asks by the host MPI within `MPICAST_SUSPECT_MS` of silence, so the chain
+//!   of a barrier's waiters asking, then the same ranks asking for the broadcast, fits, with
+//!   room for a loaded host), so that a receiver still computing, or a
 //!   program that relies on the broadcast not synchronising, costs that much and no more.
 //!
 //! The duty ends when every receiver acknowledged (and the repairs by the host MPI went), or
@@ -165,7 +168,7 @@ fn step() {
 /// The wait before a blocking collective that cannot be polled
 /// (`host::progress::DutyHook::settle`): see the module's text.
 fn settle() {
-    let quiet = suspect().saturating_mul(2).max(QUIET_MIN);
+    let quiet = suspect().saturating_mul(3).max(QUIET_MIN);
     let mut last = Instant::now();
     loop {
         let l = look();

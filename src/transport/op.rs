@@ -239,8 +239,8 @@ impl Channel {
     ) -> Result<bool, OpError> {
         let seq = d.seq;
         let now = self.now();
-        self.answer_release_asks(private, d.rank)?;
-        let mut moved = take_control(self, private, &mut d.tx, seq, buf, now)?;
+        let mut moved = self.answer_release_asks(private, d.rank)?;
+        moved |= take_control(self, private, &mut d.tx, seq, buf, now)?;
         // Receivers that asked by MPI and that neither multicast nor the responder reached
         // (UDP blocked while the host MPI works): the rest by unicast.
         for r in d.tx.take_unreached(now, self.suspect_ns, false) {

@@ -32,10 +32,7 @@ run() {
   out=$TC_WORK/$name.out
   cleanup
   (
-    for _ in $(seq 600); do
-      grep -q ' ready: ' "$out" 2>/dev/null && break
-      sleep 0.1
-    done
+    wait_ready "$out"
     sleep "$on"
     rule "$match"
     echo "$EPOCHREALTIME" >"$TC_WORK/$name.on"

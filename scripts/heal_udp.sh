@@ -12,6 +12,11 @@
 #           it comes back (Channel::settle); barrier waiters ask rank 0 for their release by
 #           the host MPI; the communicator then moves to the host MPI (heal_host) with one
 #           message, within a second or so
+#   allreduce  as eager, but every broadcast is followed by an MPI_Allreduce on the same
+#           communicator (no forwarder covers it, so it stays the host's blocking call): the
+#           root of an eager broadcast goes from it straight into the host's collective, and
+#           settles what that broadcast owes first (host::progress::collective), so that the
+#           receivers' NACKs by the host MPI are served; the communicator moves as in eager
 #   start   all UDP dropped before the job starts: the setup probe finds no multicast, the
 #           communicator uses the host MPI from the start, with one message
 # Every case must end with exit 0 and "all correct". The namespace (and with it the table) is
@@ -53,10 +58,11 @@ dropped() { ip netns exec "$NS" nft list counter $TABLE dropped 2>/dev/null | se
 
 launch 4 preload
 
-# run NAME ON SECONDS: int_heal in the namespace; the rule from ON s after "ready" ("-": before
-# the job). Sets out and line (rank 0's stats line).
+# run NAME ON SECONDS [ARGS...]: int_heal (with ARGS) in the namespace; the rule from ON s after
+# "ready" ("-": before the job). Sets out and line (rank 0's stats line).
 run() {
   local name=$1 on=$2 secs=$3
+  shift 3
   out=$TC_WORK/$name.out
   : >"$out"
   ip netns exec "$NS" nft delete table $TABLE 2>/dev/null || true
@@ -64,10 +70,7 @@ run() {
     drop_udp "$name"
   else
     (
-      for _ in $(seq 600); do
-        grep -q ' ready: ' "$out" 2>/dev/null && break
-        sleep 0.1
-      done
+      wait_ready "$out"
       sleep "$on"
       drop_udp "$name"
     ) &
@@ -75,7 +78,7 @@ run() {
   fi
   set +e
   timeout -k 10 $((secs + 60)) ip netns exec "$NS" "${LAUNCH[@]}" "$TC_BINDIR/int_heal" \
-    --seconds "$secs" --seed 40 --agree-bcast 1 2>&1 \
+    --seconds "$secs" --seed 40 --agree-bcast 1 "$@" 2>&1 \
     | while IFS= read -r l; do printf '%s %s\n' "$EPOCHREALTIME" "$l"; done >"$out"
   rc=${PIPESTATUS[0]}
   set -e
@@ -91,7 +94,7 @@ run() {
   note "$name: $n datagrams dropped; $line"
 }
 
-cases=${HEAL_CASES:-eager start}
+cases=${HEAL_CASES:-eager allreduce start}
 for c in $cases; do
   case $c in
     eager)
@@ -104,6 +107,17 @@ for c in $cases; do
       [ "$ms" -lt 5000 ] || fail "eager: healing took $ms ms"
       note "eager: time to heal $ms ms (rule on -> the message that the communicator moved)"
       echo "heal_udp: $TC_FLAVOUR eager time_to_heal_ms=$ms"
+      ;;
+    allreduce)
+      run allreduce 2 8 --allreduce 1
+      [ "$(stat_field "$line" heal_host)" -ge 1 ] || fail "allreduce: the communicator did not move to the host MPI: $line"
+      n=$(grep -c 'multicast stopped reaching' "$out" || true)
+      [ "$n" = 1 ] || fail "allreduce: $n messages that the communicator moved, not one"
+      at=$(grep -m1 'multicast stopped reaching' "$out" | cut -d' ' -f1)
+      ms=$(awk -v a="$at" -v b="$(cat "$TC_WORK/allreduce.on")" 'BEGIN { printf "%d", (a - b) * 1000 }')
+      [ "$ms" -lt 5000 ] || fail "allreduce: healing took $ms ms"
+      note "allreduce: time to heal $ms ms (rule on -> the message that the communicator moved)"
+      echo "heal_udp: $TC_FLAVOUR allreduce time_to_heal_ms=$ms"
       ;;
     start)
       run start - 4

@@ -66,6 +66,15 @@ launch() {
 }
 
 # The "mpicast: stats: ..." line of a job's output file (the last one).
+# wait_ready FILE: until the job's output FILE has the program's " ready: " line (its
+# communicators are set up: a fault may come), at most 60 s.
+wait_ready() {
+  for _ in $(seq 600); do
+    grep -q ' ready: ' "$1" 2>/dev/null && return 0
+    sleep 0.1
+  done
+}
+
 stats_line() { grep -E '^mpicast: stats: ' "$1" | tail -n 1 || true; }
 
 # stat_field LINE KEY -> the number after KEY= (empty when absent).

@@ -6,6 +6,9 @@
  *   --max-size B    largest broadcast (default 1 MiB)
  *   --seed S        the sequence every rank draws alike (default 1)
  *   --slow-ms M     rank 0 prints every operation that took M ms or more (default 50)
+ *   --allreduce 1   every broadcast is followed by an MPI_Allreduce on the same communicator
+ *                   (the operation count, checked): the root of an eager broadcast goes from
+ *                   it straight into a host collective mpicast does not carry
  * Rank 0 prints "ready: I operations" once 100 operations are done (the communicator is set
  * up: the script's fault may come), "slow: op I KIND BYTES root R end=E ms=D" for each slow
  * operation (E: its
@@ -25,6 +28,7 @@ int main(int argc, char **argv) {
   heal_loop_init(&h, argc, argv, 1 << 20);
   size_t max = h.max;
   uint64_t seed = (uint64_t)tc_arg_ll(argc, argv, "--seed", 1);
+  int allreduce = (int)tc_arg_ll(argc, argv, "--allreduce", 0);
   int rank = h.rank, nranks;
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
   uint8_t *buf = malloc(max ? max : 1);
@@ -48,6 +52,12 @@ int main(int argc, char **argv) {
       if (MPI_Bcast(buf, (int)n, MPI_BYTE, root, MPI_COMM_WORLD) != MPI_SUCCESS)
         tc_fail("MPI_Bcast failed at op %lld", ops);
       tc_check(buf, n, pseed, "int_heal", root, (uint64_t)ops);
+      if (allreduce) {
+        long long mine = ops, sum = -1;
+        if (MPI_Allreduce(&mine, &sum, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS)
+          tc_fail("MPI_Allreduce failed at op %lld", ops);
+        if (sum != ops * nranks) tc_fail("MPI_Allreduce at op %lld: %lld", ops, sum);
+      }
       bcasts++;
       checked += n;
     }

@@ -194,6 +194,8 @@ pub fn bcast(
         Path::Hier(h) => hier::bcast(h, rank, seq, root, sync, &mut ub),
         Path::Alone | Path::Host(_) => unreachable!("handled above"),
     };
+    // A root that returned before its receivers acknowledged owes them until they have.
+    super::duty::register(&state, st);
     match result {
         Ok(Ok(())) => {
             if sent {

@@ -14,6 +14,7 @@
 
 mod barrier;
 mod bcast;
+pub mod duty;
 mod hier;
 mod info;
 mod mmcast;

@@ -8,7 +8,12 @@
 //! mpicast's own, so dynamic broadcasts may complete their receive). The point-to-point
 //! calls, waits and probes are in `ffi::dbcast`.
 //!
-//! Cost: while no engine exists, one load, a branch and a jump to the host's call.
+//! A root that owes an eager broadcast's repairs (`coll::duty`) makes these calls take their
+//! slow path as well: the point-to-point ones poll the duty, and a collective that stays the
+//! host's blocking call settles it first (`host::progress::collective`).
+//!
+//! Cost: while no engine exists and nothing is owed, one load, a branch and a jump to the
+//! host's call.
 
 use super::dbcast::{MPI_Irecv, MPI_Isend, MPI_Wait};
 use super::guard_comm;

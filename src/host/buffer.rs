@@ -305,13 +305,9 @@ impl UserBuf {
     /// communicators) from `root`: the host-local stage of a two-level broadcast.
     pub fn host_bcast(&mut self, root: u32, comm: MPI_Comm) -> MpiResult<()> {
         // The application's own (buffer, count, datatype), lent for this broadcast.
-        check(super::pmpi_bcast(
-            self.ptr,
-            self.count,
-            self.dtype,
-            root as c_int,
-            comm,
-        ))
+        check(super::progress::own(|| {
+            super::pmpi_bcast(self.ptr, self.count, self.dtype, root as c_int, comm)
+        }))
     }
 
     /// The count as MPI_Pack/MPI_Unpack take it. Only contiguous buffers may exceed an int

@@ -124,13 +124,15 @@ pub fn free(mut comm: MPI_Comm) -> MpiResult<()> {
 /// The host's own barrier on one of our communicators (its non-blocking form, polled, where
 /// `progress::covered` says every rank turns it so).
 pub fn barrier(comm: MPI_Comm) -> MpiResult<()> {
-    check(super::progress::collective(
-        comm,
-        // SAFETY: no pointers.
-        || unsafe { mpi_sys::PMPI_Barrier(comm) },
-        // SAFETY: writes the request.
-        |r| unsafe { mpi_sys::PMPI_Ibarrier(comm, r) },
-    ))
+    check(super::progress::own(|| {
+        super::progress::collective(
+            comm,
+            // SAFETY: no pointers.
+            || unsafe { mpi_sys::PMPI_Barrier(comm) },
+            // SAFETY: writes the request.
+            |r| unsafe { mpi_sys::PMPI_Ibarrier(comm, r) },
+        )
+    }))
 }
 
 /// A sum over the ranks of `comm` of two counters, that the caller drives: started here,

@@ -23,7 +23,13 @@
 //! communicator outside every one has no member that answers yes). A started run alone
 //! covers nothing: whether a rank has one is its own business.
 //!
-//! Owns nothing above host/: the hook is a plain function pointer set from above.
+//! A root that returned from an eager broadcast before its receivers acknowledged it owes
+//! them repairs by the host MPI when UDP is blocked (`coll::duty`): while such a duty is
+//! registered (`add_duty`), the intercepted calls take their slow path and the waits poll as
+//! well (the progress step looks at the duty), and a collective that cannot turn non-blocking
+//! (`collective` where not `covered`) settles the duties first (`settle_duties`).
+//!
+//! Owns nothing above host/: the hooks are plain function pointers set from above.
 
 use super::{attr, check, comm, MPI_Comm, MPI_Request, MpiResult, SUCCESS};
 use mpi_sys::MPI_Status;
@@ -37,6 +43,9 @@ static ACTIVE: AtomicBool = AtomicBool::new(false);
 /// Started runs registered as pending work (`add_work`); changed under `FORWARDERS`' lock,
 /// as `ACTIVE`, which both decide.
 static WORK: AtomicUsize = AtomicUsize::new(0);
+/// Channels that owe an eager broadcast's repairs (`add_duty`): a root that returned before
+/// every receiver acknowledged. Changed under `FORWARDERS`' lock, as `ACTIVE`.
+static DUTY: AtomicUsize = AtomicUsize::new(0);
 /// Some communicator covers others (what `covered` asks first: a run alone covers none).
 static COVERING: AtomicBool = AtomicBool::new(false);
 /// The communicators that cover (`covered`): those of the forwarders and those of the GOAL
@@ -51,6 +60,19 @@ struct Cover {
 }
 /// The process's progress (one step, never blocking), installed from above.
 static HOOK: OnceLock<fn()> = OnceLock::new();
+/// What the duties need (`install_duty`): one step of every duty, and the wait that settles
+/// them before a blocking collective that cannot be polled.
+static DUTY_HOOK: OnceLock<DutyHook> = OnceLock::new();
+
+/// The duties' step and settling wait (see `install_duty`).
+#[derive(Clone, Copy)]
+pub struct DutyHook {
+    /// One step of every duty no thread holds, never blocking.
+    pub step: fn(),
+    /// Waits (stepping) until the duties are over, or none moves for a while, or all that are
+    /// left are held by someone else.
+    pub settle: fn(),
+}
 /// Changes whenever a forwarder comes or goes (the `covered` cache's generation; never 0).
 static EPOCH: AtomicU64 = AtomicU64::new(1);
 
@@ -79,7 +101,9 @@ pub fn polling() -> bool {
     if !active() {
         return false;
     }
-    ENGINES.load(Ordering::Acquire) > 0 || WORK.load(Ordering::Acquire) > DRIVING.with(|d| d.get())
+    ENGINES.load(Ordering::Acquire) > 0
+        || DUTY.load(Ordering::Acquire) > 0
+        || WORK.load(Ordering::Acquire) > DRIVING.with(|d| d.get())
 }
 
 /// Runs `f` while this thread drives one started run (its owner's MPICAST_Goal_test/_wait):
@@ -106,10 +130,86 @@ pub fn install(hook: fn()) {
     let _ = HOOK.set(hook);
 }
 
-/// One step of the process's progress (nothing before `install`).
+/// Installs what the duties need (once; later calls keep the first).
+pub fn install_duty(hook: DutyHook) {
+    let _ = DUTY_HOOK.set(hook);
+}
+
+/// A duty came: the root of an eager broadcast returned before every receiver acknowledged
+/// it, and the receivers may need it to serve their NACKs by the host MPI (UDP blocked while
+/// the host MPI works). Until `remove_duty`, the intercepted calls take their slow path, the
+/// waits poll (and with them the duty's step), and a blocking collective that cannot be
+/// polled (`collective`, not `covered`) settles the duties first.
+pub fn add_duty() {
+    let _all = forwarders();
+    DUTY.fetch_add(1, Ordering::AcqRel);
+    ACTIVE.store(true, Ordering::Release);
+}
+
+/// A duty of `add_duty` is over; with nothing else pending the calls are the host's again.
+pub fn remove_duty() {
+    let all = forwarders();
+    let before = DUTY.fetch_sub(1, Ordering::AcqRel);
+    debug_assert!(before > 0, "remove_duty without add_duty");
+    ACTIVE.store(
+        pending(&all, WORK.load(Ordering::Acquire)),
+        Ordering::Release,
+    );
+}
+
+thread_local! {
+    /// This thread runs a host collective of mpicast's own (`own`), inside one of its
+    /// operations: the duties are not its business there.
+    static OWN: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f`, a host collective mpicast calls for itself inside one of its operations (a
+/// two-level stage, a switched broadcast): it does not settle the duties first
+/// (`settle_duties`), which the application's next call does.
+pub fn own<R>(f: impl FnOnce() -> R) -> R {
+    struct Leave(bool);
+    impl Drop for Leave {
+        fn drop(&mut self) {
+            OWN.with(|o| o.set(self.0));
+        }
+    }
+    let _leave = Leave(OWN.with(|o| o.replace(true)));
+    f()
+}
+
+/// Duties registered now (for tests and diagnostics).
+pub fn duties() -> usize {
+    DUTY.load(Ordering::Acquire)
+}
+
+/// One step of every duty (nothing while none is registered): called by every progress step.
+#[inline]
+pub fn step_duties() {
+    if DUTY.load(Ordering::Acquire) > 0 {
+        if let Some(h) = DUTY_HOOK.get() {
+            (h.step)()
+        }
+    }
+}
+
+/// Before a blocking call of the application's that cannot be polled: waits until the
+/// duties are over (bounded: see `DutyHook::settle`). Nothing while none is registered, nor
+/// inside mpicast's own use of a host collective (`own`).
+#[inline]
+pub fn settle_duties() {
+    if DUTY.load(Ordering::Acquire) > 0 && !OWN.with(|o| o.get()) {
+        if let Some(h) = DUTY_HOOK.get() {
+            (h.settle)()
+        }
+    }
+}
+
+/// One step of the process's progress (the duties' alone before `install`).
 pub fn poll() {
     if let Some(h) = HOOK.get() {
         h()
+    } else {
+        step_duties()
     }
 }
 
@@ -150,10 +250,10 @@ fn add(comm: MPI_Comm, forwards: bool) -> MpiResult<u64> {
     Ok(id)
 }
 
-/// Whether the waits poll: some communicator covers, or some run is started (under
-/// `FORWARDERS`' lock).
+/// Whether the waits poll: some communicator covers, or some run is started, or some duty
+/// is owed (under `FORWARDERS`' lock).
 fn pending(all: &[Cover], work: usize) -> bool {
-    work > 0 || !all.is_empty()
+    work > 0 || DUTY.load(Ordering::Acquire) > 0 || !all.is_empty()
 }
 
 /// The forwarder (or cover) `id` went; with the last one the waits are the host's again.
@@ -426,13 +526,15 @@ pub fn request_null() -> MPI_Request {
 }
 
 /// Runs the blocking collective `blocking` on `comm`, or, where `covered`, its non-blocking
-/// form `start` (which posts a request) waited for with polling.
+/// form `start` (which posts a request) waited for with polling. Not covered, it is the
+/// host's blocking call, which nothing polls: the duties (`add_duty`) are settled first.
 pub fn collective(
     comm: MPI_Comm,
     blocking: impl FnOnce() -> c_int,
     start: impl FnOnce(&mut MPI_Request) -> c_int,
 ) -> c_int {
     if !covered(comm) {
+        settle_duties();
         return blocking();
     }
     let mut req = request_null();

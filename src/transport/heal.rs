@@ -121,18 +121,19 @@ impl Channel {
     /// Rank 0 (`rank`), in any operation of the channel and at most once a millisecond:
     /// answers the waiters that ask for the release of a barrier it has released
     /// (`HealMsg::Data` of no bytes on `TAG_HEAL`: released by unicast). An ask for a barrier
-    /// not released yet is dropped: its waiter asks again.
-    pub fn answer_release_asks(&mut self, private: MPI_Comm, rank: u32) -> Result<(), OpError> {
+    /// not released yet is dropped: its waiter asks again. True if it answered one.
+    pub fn answer_release_asks(&mut self, private: MPI_Comm, rank: u32) -> Result<bool, OpError> {
         if rank != 0 {
-            return Ok(());
+            return Ok(false);
         }
         let now = self.now();
         if now < self.release_poll_at {
-            return Ok(());
+            return Ok(false);
         }
         self.release_poll_at = now.saturating_add(RELEASE_POLL_NS);
         let mut b = [0u8; 8];
         let mut out = Vec::new();
+        let mut answered = false;
         while let Some((src, len)) = p2p::try_recv_any(private, TAG_RELEASE_ASK, &mut b)? {
             let seq = u64::from_le_bytes(b);
             if len != b.len() || seq > self.released_upto {
@@ -146,8 +147,9 @@ impl Channel {
             .encode(&mut out);
             p2p::send_bytes(private, src, TAG_HEAL, &out)?;
             stats::add(&COUNTERS.unicast, 1);
+            answered = true;
         }
-        Ok(())
+        Ok(answered)
     }
 
     /// A receiver reported trouble at operation `seq` (`Control::Trouble`): news unless the

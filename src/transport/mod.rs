@@ -60,6 +60,9 @@ pub struct Channel {
     /// acknowledged it (at most one): its acknowledgements are collected by `settle`, at the
     /// start of this rank's next operation on the channel and when the channel closes.
     pub deferred: Option<op::Deferred>,
+    /// The communicator is registered as a duty while `deferred` may be owed
+    /// (`coll::duty`): the application's calls look at it meanwhile.
+    pub duty: bool,
     /// MPICAST_ROOT_WAITS: the root of an eager broadcast waits for every acknowledgement
     /// before it returns, instead of leaving that to `settle`.
     pub root_waits: bool,
@@ -652,6 +655,7 @@ pub fn setup(
         epoch: Instant::now(),
         responder,
         deferred: None,
+        duty: false,
         root_waits: cfg.root_waits,
         settle_buf: Vec::new(),
         early_control: Vec::new(),

@@ -102,6 +102,20 @@ pub struct Deferred {
     seq: u64,
     rank: u32,
     size: u32,
+    /// Its sends of data by the host MPI (`heal::serve`), until they complete.
+    uni: p2p::SharedSends,
+    /// A step from another call (`Channel::settle_step`) has looked at it: its clock and
+    /// the control messages kept for it were taken then.
+    resumed: bool,
+}
+
+/// What one `Channel::settle_step` did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SettleStep {
+    /// Nothing is owed any more (no eager broadcast waits for acknowledgements).
+    pub done: bool,
+    /// A receiver acknowledged, asked, or was served: the receivers are at it.
+    pub moved: bool,
 }
 
 impl Deferred {
@@ -173,6 +187,86 @@ impl Channel {
         result
     }
 
+    /// What an eager broadcast this rank returned from early still owes, looked at once
+    /// without waiting, from any call of the application while the channel is idle (the
+    /// duty of `coll::duty`: a root whose receivers may need their NACKs by the host MPI
+    /// served while it sits in a host call): the receivers' acknowledgements and NACKs taken,
+    /// offers and repairs by the host MPI sent, the waiters of a barrier it released answered
+    /// (rank 0). Never a stall: a receiver may be computing still, and the next operation's
+    /// `settle` judges that. Done once every receiver acknowledged and the repairs went.
+    pub fn settle_step(&mut self, private: MPI_Comm) -> Result<SettleStep, OpError> {
+        let Some(mut d) = self.deferred.take() else {
+            return Ok(SettleStep {
+                done: true,
+                moved: false,
+            });
+        };
+        let seq = d.seq;
+        if !d.resumed {
+            let now = self.now();
+            d.tx.resume(now);
+            self.replay_control(seq, &mut d.tx, now);
+            d.resumed = true;
+        }
+        let mut buf = std::mem::take(&mut self.settle_buf);
+        buf.resize(65536, 0);
+        let r = self.settle_once(&mut d, private, &mut buf);
+        self.settle_buf = buf;
+        let moved = match r {
+            Ok(m) => m,
+            Err(e) => {
+                self.deferred = Some(d);
+                return Err(e);
+            }
+        };
+        if d.tx.is_done() && d.uni.test()? == 0 {
+            if let Some(r) = &self.responder {
+                r.drop_held(self.ctx.comm, seq);
+            }
+            return Ok(SettleStep { done: true, moved });
+        }
+        self.deferred = Some(d);
+        Ok(SettleStep { done: false, moved })
+    }
+
+    /// One look of `collect` (and of `settle_step`) at broadcast `d`: true if a receiver
+    /// acknowledged, asked, or was offered or served the rest.
+    fn settle_once(
+        &mut self,
+        d: &mut Deferred,
+        private: MPI_Comm,
+        buf: &mut [u8],
+    ) -> Result<bool, OpError> {
+        let seq = d.seq;
+        let now = self.now();
+        let mut moved = self.answer_release_asks(private, d.rank)?;
+        moved |= take_control(self, private, &mut d.tx, seq, buf, now)?;
+        // Receivers that asked by MPI and that neither multicast nor the responder reached
+        // (UDP blocked while the host MPI works): the rest by unicast.
+        for r in d.tx.take_unreached(now, self.suspect_ns, false) {
+            super::heal::offer(private, r, seq, d.data.len())?;
+            self.trouble = true;
+            moved = true;
+        }
+        for (r, first) in d.tx.take_serve() {
+            let frag = self.params.frag();
+            super::heal::serve(&mut d.uni, private, r, seq, first, frag, &d.data)?;
+            moved = true;
+        }
+        if d.tx.is_done() {
+            return Ok(moved);
+        }
+        let before = d.tx.stats();
+        if d.tx.poll_timeout().is_some_and(|t| t <= now) {
+            d.tx.handle_timeout(now);
+        }
+        let data = d.data.clone();
+        transmit(self, &mut d.tx, now, &data, true)?;
+        drain(self, seq, buf);
+        count_tx(before, d.tx.stats());
+        Ok(moved)
+    }
+
     /// `settle`'s loop: until every receiver acknowledged broadcast `d`.
     fn collect(
         &mut self,
@@ -181,36 +275,16 @@ impl Channel {
         buf: &mut [u8],
     ) -> Result<(), OpError> {
         let seq = d.seq;
-        let mut uni = p2p::SharedSends::default();
         loop {
-            let now = self.now();
-            self.answer_release_asks(private, d.rank)?;
-            take_control(self, private, &mut d.tx, seq, buf, now)?;
-            // Receivers that asked by MPI and that neither multicast nor the responder reached
-            // (UDP blocked while the host MPI works): the rest by unicast.
-            for r in d.tx.take_unreached(now, self.suspect_ns, false) {
-                super::heal::offer(private, r, seq, d.data.len())?;
-                self.trouble = true;
-            }
-            for (r, first) in d.tx.take_serve() {
-                let frag = self.params.frag();
-                super::heal::serve(&mut uni, private, r, seq, first, frag, &d.data)?;
-            }
+            self.settle_once(d, private, buf)?;
             if d.tx.is_done() {
-                while uni.test()? > 0 {
+                while d.uni.test()? > 0 {
                     super::progress::poll();
                     std::thread::yield_now();
                 }
                 return Ok(());
             }
-            let before = d.tx.stats();
-            if d.tx.poll_timeout().is_some_and(|t| t <= now) {
-                d.tx.handle_timeout(now);
-            }
-            let data = d.data.clone();
-            transmit(self, &mut d.tx, now, &data, true)?;
-            drain(self, seq, buf);
-            count_tx(before, d.tx.stats());
+            let now = self.now();
             if d.tx.stalled(now) {
                 let missing = d.tx.pending_ranks();
                 let (stopped, rest) = self.stopped_at(&d.tx.unreached(false), &missing, false);
@@ -1153,6 +1227,8 @@ impl Backend for OpBackend<'_> {
                                 seq,
                                 rank: self.rank,
                                 size: self.size,
+                                uni: p2p::SharedSends::default(),
+                                resumed: false,
                             });
                             done.push(id);
                             return Ok(());

@@ -171,6 +171,7 @@ pub fn poll() {
 /// `poll`, saying whether some engine exists and whether one moved (the progress thread backs
 /// off while none does).
 pub fn poll_counted() -> super::forward::Tried {
+    host::progress::step_duties();
     with_engines(|list| {
         let mut t = super::forward::try_progress(list);
         t.moved |= step_runs();
@@ -375,5 +376,14 @@ mod tests {
         );
         poll();
         assert_eq!(b.steps(), 4);
+
+        // A root's eager-broadcast duty (`coll::duty`) alone: the calls take their slow path
+        // and the waits poll while it is owed, and are the host's again after it.
+        host::progress::add_duty();
+        assert_eq!(host::progress::duties(), 1);
+        assert!(host::progress::active() && host::progress::polling());
+        host::progress::remove_duty();
+        assert_eq!(host::progress::duties(), 0);
+        assert!(!host::progress::active() && !host::progress::polling());
     }
 }

@@ -141,20 +141,12 @@ pub fn install_duty(hook: DutyHook) {
 /// waits poll (and with them the duty's step), and a blocking collective that cannot be
 /// polled (`collective`, not `covered`) settles the duties first.
 pub fn add_duty() {
-    let _all = forwarders();
-    DUTY.fetch_add(1, Ordering::AcqRel);
-    ACTIVE.store(true, Ordering::Release);
+    raise(&DUTY);
 }
 
 /// A duty of `add_duty` is over; with nothing else pending the calls are the host's again.
 pub fn remove_duty() {
-    let all = forwarders();
-    let before = DUTY.fetch_sub(1, Ordering::AcqRel);
-    debug_assert!(before > 0, "remove_duty without add_duty");
-    ACTIVE.store(
-        pending(&all, WORK.load(Ordering::Acquire)),
-        Ordering::Release,
-    );
+    lower(&DUTY, "remove_duty without add_duty");
 }
 
 thread_local! {
@@ -274,17 +266,31 @@ pub fn remove_forwarder(id: u64) {
 /// now on the waits poll. Unlike a forwarder it is this rank's own business, so it changes
 /// no communicator's `covered` answer (every member of a communicator must answer alike).
 pub fn add_work() {
-    let _all = forwarders();
-    WORK.fetch_add(1, Ordering::AcqRel);
-    ACTIVE.store(true, Ordering::Release);
+    raise(&WORK);
 }
 
 /// A run of `add_work` ended; with no forwarder and no other run the waits are the host's.
 pub fn remove_work() {
+    lower(&WORK, "remove_work without add_work");
+}
+
+/// One more started run or duty (`counter`): from now on the waits poll. Under the
+/// forwarders' lock, as every change of what is pending.
+fn raise(counter: &AtomicUsize) {
+    let _all = forwarders();
+    counter.fetch_add(1, Ordering::AcqRel);
+    ACTIVE.store(true, Ordering::Release);
+}
+
+/// One started run or duty fewer; with nothing else pending the waits are the host's.
+fn lower(counter: &AtomicUsize, unpaired: &str) {
     let all = forwarders();
-    let before = WORK.fetch_sub(1, Ordering::AcqRel);
-    debug_assert!(before > 0, "remove_work without add_work");
-    ACTIVE.store(pending(&all, before - 1), Ordering::Release);
+    let before = counter.fetch_sub(1, Ordering::AcqRel);
+    debug_assert!(before > 0, "{unpaired}");
+    ACTIVE.store(
+        pending(&all, WORK.load(Ordering::Acquire)),
+        Ordering::Release,
+    );
 }
 
 /// Started runs registered now (for tests and diagnostics).

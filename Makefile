@@ -274,6 +274,11 @@ build/%/bench/bcast_bench: bench/bcast_bench.c
 	@mkdir -p $(@D)
 	$(mpicc_$*) -O2 -Wall -Wextra -Werror -o $@ $<
 
+# Bytes per CPU second at the root and at a receiver (issue 43; bench/core_rate.sh runs it).
+build/%/bench/core_rate: bench/core_rate.c
+	@mkdir -p $(@D)
+	$(mpicc_$*) -O2 -Wall -Wextra -Werror -o $@ $<
+
 # MPICAST_Imcast against the flat tree and the host MPI's broadcast (bench/imcast.sh runs it):
 # linked with the flavour's libmpicast ahead of the MPI library, as examples/ are.
 build/%/bench/imcast_bench: bench/imcast_bench.c bench/bench_common.h include/mpicast.h

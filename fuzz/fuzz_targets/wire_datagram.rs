@@ -8,7 +8,7 @@ use mpicast_fuzz::wire::{check, packet::Header, Ctx, Key};
 
 fn ctx() -> Ctx {
     Ctx {
-        key: Key([9; 32]),
+        key: Key::new([9; 32]),
         job: 77,
         comm: 5,
     }

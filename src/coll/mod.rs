@@ -69,6 +69,7 @@ fn run(
     ex.start(&mut be)?;
     ex.wait(&mut be)?;
     let received = be.received();
+    drop(be);
     chan.ops_done += 1;
     Ok(received)
 }

@@ -14,7 +14,8 @@ mod socket;
 pub use counters::{udp_counters, UdpCounters};
 pub use iface::{list_ifaces, resolve_iface, resolve_iface_for, Iface};
 pub use socket::{
-    granted_buffers, wait_readable, wait_readable_into, McastSocket, UnicastSocket, SEND_WAIT_LIMIT,
+    granted_buffers, wait_readable, wait_readable_into, McastSocket, RecvBatch, UnicastSocket,
+    SEND_WAIT_LIMIT,
 };
 
 /// IPv4 header without options plus the UDP header.

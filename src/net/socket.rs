@@ -215,6 +215,83 @@ impl McastSocket {
         }
     }
 
+    /// Has the kernel drop, before they are queued, the datagrams whose byte at offset
+    /// `byte.0` is `byte.1` and whose little-endian 32-bit words at the offsets of `words` have
+    /// those values (offsets into the UDP payload; a datagram too short to have them is dropped
+    /// too). For a sender's own datagrams, which multicast loops back to its socket: reading
+    /// them only to throw them away costs a system call and a copy per datagram sent.
+    /// Replaces any filter attached before.
+    pub fn drop_matching(&self, byte: (u32, u8), words: &[(u32, u32)]) -> io::Result<()> {
+        self.sock.attach_filter(&drop_program(byte, words))
+    }
+
+    /// Takes up to `batch.slots()` queued datagrams with one system call (recvmmsg) and
+    /// returns how many; [`RecvBatch::get`] gives each. 0 when none is queued. A datagram
+    /// longer than a slot is dropped and counted, as [`McastSocket::recv`] does.
+    pub fn recv_batch(&self, batch: &mut RecvBatch) -> io::Result<usize> {
+        batch.n = 0;
+        let slots = batch.slots();
+        if slots == 0 {
+            return Ok(0);
+        }
+        let cap = batch.cap;
+        loop {
+            let base = batch.buf.as_mut_ptr();
+            let mut iov: Vec<libc::iovec> = (0..slots)
+                .map(|i| libc::iovec {
+                    // SAFETY: i * cap + cap <= buf.len() (slots = buf.len() / cap): in bounds.
+                    iov_base: unsafe { base.add(i * cap) } as *mut libc::c_void,
+                    iov_len: cap,
+                })
+                .collect();
+            // SAFETY: an all-zero mmsghdr is valid (null name, no control data).
+            let mut hdrs: Vec<libc::mmsghdr> = (0..slots)
+                .map(|_| unsafe { std::mem::zeroed::<libc::mmsghdr>() })
+                .collect();
+            for (h, v) in hdrs.iter_mut().zip(iov.iter_mut()) {
+                h.msg_hdr.msg_iov = v;
+                h.msg_hdr.msg_iovlen = 1;
+            }
+            // SAFETY: hdrs holds `slots` headers, each pointing at one iovec of `iov` that
+            // describes a disjoint, writable `cap`-byte part of batch.buf; both vectors and the
+            // buffer outlive the call, which does not block (MSG_DONTWAIT).
+            let rc = unsafe {
+                libc::recvmmsg(
+                    self.sock.as_raw_fd(),
+                    hdrs.as_mut_ptr(),
+                    slots as libc::c_uint,
+                    libc::MSG_DONTWAIT,
+                    std::ptr::null_mut(),
+                )
+            };
+            if rc < 0 {
+                let e = io::Error::last_os_error();
+                match e.kind() {
+                    io::ErrorKind::Interrupted => continue,
+                    io::ErrorKind::WouldBlock => return Ok(0),
+                    // See `recv`: a queued error of an earlier send, never a datagram.
+                    _ if drain_errqueue(self.sock.as_raw_fd()) => continue,
+                    _ => return Err(e),
+                }
+            }
+            // Keep the datagrams that fit, in order, packed at the front of the slot list.
+            let mut n = 0;
+            for (i, h) in hdrs.iter().take(rc as usize).enumerate() {
+                if h.msg_hdr.msg_flags & libc::MSG_TRUNC != 0 {
+                    self.truncated.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                }
+                batch.lens[n] = (i, h.msg_len as usize);
+                n += 1;
+            }
+            batch.n = n;
+            if n == 0 && rc > 0 {
+                continue; // all of them too long: look again
+            }
+            return Ok(n);
+        }
+    }
+
     /// Datagrams dropped by [`McastSocket::recv`] because they did not fit the buffer.
     pub fn truncated(&self) -> u64 {
         self.truncated.load(Ordering::Relaxed)
@@ -421,6 +498,92 @@ fn send_waiting(sock: &Socket, mut op: impl FnMut() -> io::Result<usize>) -> io:
             backoff = (backoff * 2).min(Duration::from_millis(5));
         }
     }
+}
+
+/// Room for the datagrams of one [`McastSocket::recv_batch`]: `slots` buffers of `cap` bytes.
+#[derive(Default)]
+pub struct RecvBatch {
+    buf: Vec<u8>,
+    cap: usize,
+    /// Of the datagrams taken: slot and length.
+    lens: Vec<(usize, usize)>,
+    n: usize,
+}
+
+impl RecvBatch {
+    /// Buffers for `slots` datagrams of at most `cap` bytes each.
+    pub fn new(slots: usize, cap: usize) -> RecvBatch {
+        let cap = cap.max(1);
+        RecvBatch {
+            buf: vec![0; slots * cap],
+            cap,
+            lens: vec![(0, 0); slots],
+            n: 0,
+        }
+    }
+
+    pub fn slots(&self) -> usize {
+        self.buf.len() / self.cap.max(1)
+    }
+
+    /// The largest datagram a slot holds.
+    pub fn cap(&self) -> usize {
+        self.cap
+    }
+
+    /// Datagrams taken by the last `recv_batch`.
+    pub fn len(&self) -> usize {
+        self.n
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    /// Datagram `i` (< `len()`) of the last `recv_batch`.
+    pub fn get(&self, i: usize) -> &[u8] {
+        let (slot, len) = self.lens[..self.n][i];
+        &self.buf[slot * self.cap..slot * self.cap + len]
+    }
+}
+
+/// The classic BPF program of [`McastSocket::drop_matching`]: load, compare, and on the first
+/// difference accept the whole datagram; if everything matched, drop it. A UDP socket's filter
+/// sees the datagram from its UDP header on, hence the 8 bytes added to every offset. Loads
+/// beyond the end stop the program with 0 (drop).
+fn drop_program(byte: (u32, u8), words: &[(u32, u32)]) -> Vec<libc::sock_filter> {
+    const UDP_HEADER: u32 = 8;
+    let ins = |code: u32, jt: u8, jf: u8, k: u32| libc::sock_filter {
+        code: code as u16,
+        jt,
+        jf,
+        k,
+    };
+    let ld_b = libc::BPF_LD | libc::BPF_B | libc::BPF_ABS;
+    let ld_w = libc::BPF_LD | libc::BPF_W | libc::BPF_ABS;
+    let jeq = libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K;
+    let ret = libc::BPF_RET | libc::BPF_K;
+    // Each test is a load and a jump; the jump's false branch skips to "accept", which is the
+    // last instruction: from test i (0-based, of n), 2 * (n - 1 - i) + 1 instructions ahead.
+    let n = 1 + words.len();
+    let skip = |i: usize| (2 * (n - 1 - i) + 1) as u8;
+    let mut prog = vec![
+        ins(ld_b, 0, 0, UDP_HEADER + byte.0),
+        ins(jeq, 0, skip(0), u32::from(byte.1)),
+    ];
+    for (i, &(off, value)) in words.iter().enumerate() {
+        // BPF loads words in network (big-endian) order; the header is little-endian.
+        prog.push(ins(ld_w, 0, 0, UDP_HEADER + off));
+        prog.push(ins(
+            jeq,
+            0,
+            skip(i + 1),
+            u32::from_be_bytes(value.to_le_bytes()),
+        ));
+    }
+    prog.push(ins(ret, 0, 0, 0));
+    prog.push(ins(ret, 0, 0, u32::MAX));
+    prog
 }
 
 /// One non-blocking recv/recvfrom with MSG_TRUNC, so the result is the datagram's real length
@@ -643,6 +806,73 @@ mod tests {
             .unwrap()
             .is_empty());
         assert_eq!(other.recv(&mut buf).unwrap(), None);
+    }
+
+    #[test]
+    fn drop_matching_drops_exactly_the_matching_datagrams() {
+        let p = port(7);
+        let a = open(7, p);
+        let b = open(7, p);
+        // a drops kind 1 from (comm 0x01020304, root 5): its own; b drops nothing.
+        a.drop_matching((5, 1), &[(16, 0x0102_0304), (20, 5)])
+            .unwrap();
+        let dgram = |kind: u8, comm: u32, root: u32| {
+            let mut d = vec![0u8; 48];
+            d[5] = kind;
+            d[16..20].copy_from_slice(&comm.to_le_bytes());
+            d[20..24].copy_from_slice(&root.to_le_bytes());
+            d
+        };
+        let sent = [
+            dgram(1, 0x0102_0304, 5),           // dropped at a
+            dgram(2, 0x0102_0304, 5),           // another kind
+            dgram(1, 0x0102_0305, 5),           // another communicator
+            dgram(1, 0x0102_0304, 6),           // another root
+            dgram(1, 0x0403_0201, 0x0500_0000), // the same bytes in the other order
+        ];
+        for d in &sent {
+            a.send(d).unwrap();
+        }
+        let mut buf = vec![0u8; 256];
+        let mut got_a = Vec::new();
+        while let Some(n) = recv_one(&a, &mut buf) {
+            got_a.push(buf[..n].to_vec());
+        }
+        let mut got_b = Vec::new();
+        while let Some(n) = recv_one(&b, &mut buf) {
+            got_b.push(buf[..n].to_vec());
+        }
+        assert_eq!(got_a, sent[1..].to_vec());
+        assert_eq!(got_b, sent.to_vec());
+    }
+
+    #[test]
+    fn recv_batch_takes_several_in_order_and_drops_the_too_long() {
+        let p = port(8);
+        let tx = open(8, p);
+        let rx = open(8, p);
+        let mut batch = RecvBatch::new(4, 100);
+        assert_eq!(rx.recv_batch(&mut batch).unwrap(), 0);
+        let sent: Vec<Vec<u8>> = (0..6u8).map(|i| vec![i; 10 + usize::from(i)]).collect();
+        for (i, d) in sent.iter().enumerate() {
+            tx.send(d).unwrap();
+            if i == 2 {
+                tx.send(&[9u8; 101]).unwrap(); // one byte too long for a slot
+            }
+        }
+        let mut got = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while got.len() < sent.len() && Instant::now() < deadline {
+            if rx.recv_batch(&mut batch).unwrap() == 0 {
+                wait_readable(&[rx.fd()], Duration::from_millis(100)).unwrap();
+            }
+            assert!(batch.len() <= 4);
+            for i in 0..batch.len() {
+                got.push(batch.get(i).to_vec());
+            }
+        }
+        assert_eq!(got, sent);
+        assert_eq!(rx.truncated(), 1);
     }
 
     #[test]

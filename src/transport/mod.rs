@@ -120,6 +120,12 @@ pub struct Channel {
     /// for their release by the host MPI (`heal::answer_release_asks`).
     pub released_upto: u64,
     pub release_poll_at: wire::Nanos,
+    /// The datagram buffers of an operation (to encode, to receive), lent to each in turn
+    /// (`op::OpBackend`): allocating and clearing 128 KiB for every broadcast and barrier
+    /// was a good part of a small one's work.
+    pub op_bufs: (Vec<u8>, Vec<u8>),
+    /// A broadcast receiver's datagrams, several per system call (`rx_batch`).
+    pub rx_batch: net::RecvBatch,
 }
 
 /// Bytes of datagrams kept for multicasts not started yet, at most (beyond this they are
@@ -172,12 +178,28 @@ impl EarlyDgrams {
     }
 }
 
+/// A receiver's datagrams per recvmmsg: at most this many bytes of buffer...
+const RX_BATCH_BYTES: usize = 128 << 10;
+/// ...and at most this many datagrams.
+const RX_BATCH_MAX: usize = 64;
+
 /// Datagrams handed to the kernel per sendmmsg.
 pub const TX_BATCH: usize = 32;
 
 impl Channel {
     pub fn now(&self) -> wire::Nanos {
         self.epoch.elapsed().as_nanos() as wire::Nanos
+    }
+
+    /// The receive batch, made at first use: as many datagrams of this channel's size as fit
+    /// in `RX_BATCH_BYTES`, from 1 to `RX_BATCH_MAX`.
+    pub fn take_rx_batch(&mut self) -> net::RecvBatch {
+        let cap = self.params.frag() + wire::packet::OVERHEAD;
+        if self.rx_batch.slots() == 0 || self.rx_batch.cap() < cap {
+            let slots = (RX_BATCH_BYTES / cap).clamp(1, RX_BATCH_MAX);
+            self.rx_batch = net::RecvBatch::new(slots, cap);
+        }
+        std::mem::take(&mut self.rx_batch)
     }
 
     /// The socket for unicast queries and their answers, opened at first use.
@@ -462,7 +484,7 @@ pub fn setup(
         return Ok(Err(facts.render()));
     }
     let ctx = Ctx {
-        key: Key(msg.key),
+        key: Key::new(msg.key),
         job: msg.job,
         comm: msg.comm,
     };
@@ -584,6 +606,17 @@ pub fn setup(
         return Ok(Err(facts.render()));
     }
     let (sock, ifc) = opened.expect("status 2 means opened");
+    // This rank's own data datagrams come back to its socket (multicast loops back to every
+    // local member); the kernel drops them, so the root reads none of them (a system call and
+    // a copy per datagram it sends, otherwise). Without the filter they are read and dropped.
+    let (kind, words) = wire::packet::data_of(ctx.comm, rank);
+    if let Err(e) = sock.drop_matching(kind, &words) {
+        if cfg.verbose >= 2 {
+            crate::session::say(&format!(
+                "mpicast: rank {rank}: no socket filter for its own datagrams: {e}"
+            ));
+        }
+    }
     // Everybody derives the same fragment size and window from the same gathered facts: the
     // smallest interface's, and no larger than what the probe saw reach every rank.
     let min_payload = infos
@@ -678,6 +711,8 @@ pub fn setup(
         goal_said: (false, false),
         goal_kept: Vec::new(),
         released_upto: 0,
+        op_bufs: (Vec::new(), Vec::new()),
+        rx_batch: net::RecvBatch::default(),
         release_poll_at: 0,
     }))
 }

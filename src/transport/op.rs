@@ -373,6 +373,19 @@ pub struct OpBackend<'a> {
     linger: crate::presence::Linger,
 }
 
+/// Bytes of an operation's receive buffer: any datagram fits.
+const RBUF_LEN: usize = 65536;
+
+impl Drop for OpBackend<'_> {
+    fn drop(&mut self) {
+        // The buffers go back to the channel for the next operation.
+        self.chan.op_bufs = (
+            std::mem::take(&mut self.dgram),
+            std::mem::take(&mut self.rbuf),
+        );
+    }
+}
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Unicast {
     No,
@@ -392,6 +405,10 @@ impl<'a> OpBackend<'a> {
     ) -> Self {
         let now = chan.now();
         let timeout = chan.params.stall_timeout;
+        let (mut dgram, mut rbuf) = std::mem::take(&mut chan.op_bufs);
+        dgram.clear();
+        dgram.reserve(RBUF_LEN);
+        rbuf.resize(RBUF_LEN, 0);
         OpBackend {
             chan,
             private,
@@ -404,8 +421,8 @@ impl<'a> OpBackend<'a> {
             waiting_for: Vec::new(),
             mcast: Mcast::Idle,
             root: 0,
-            dgram: Vec::with_capacity(65536),
-            rbuf: vec![0u8; 65536],
+            dgram,
+            rbuf,
             cbuf: vec![0u8; wire::control::MAX_CONTROL_LEN],
             last_progress: now,
             timeout,
@@ -553,15 +570,40 @@ impl<'a> OpBackend<'a> {
                     Data::Recv(d) => d,
                     _ => return Err(OpError::Unsupported("multicast receive without a buffer")),
                 };
-                while let Some(len) = self.chan.sock.recv(&mut self.rbuf)? {
-                    self.mcast_seen += 1;
-                    let d = &self.rbuf[..len];
-                    if !keep_if_later(self.chan, self.seq, d) {
-                        let got = count_outcome(rx.handle_datagram(now, d, buf));
-                        self.mcast_accepted += got as u64;
-                        moved |= got;
+                // At most a burst per pass (read a batch per system call), each batch stamped with
+                // the time it was read:
+                // a receiver slower than the root would otherwise read for longer than the NACK
+                // timer with one stale clock (the next pass then sees a "silence" and asks for
+                // everything queued behind it again), and hold its acknowledgement back until
+                // the socket is empty (the root's window stops meanwhile).
+                let mut burst = 0;
+                let mut now = now;
+                let mut batch = self.chan.take_rx_batch();
+                while burst < RX_BURST {
+                    let n = match self.chan.sock.recv_batch(&mut batch) {
+                        Ok(0) => break,
+                        Ok(n) => n,
+                        Err(e) => {
+                            self.chan.rx_batch = batch;
+                            return Err(e.into());
+                        }
+                    };
+                    burst += n;
+                    now = self.chan.now();
+                    for i in 0..n {
+                        self.mcast_seen += 1;
+                        let d = batch.get(i);
+                        if !keep_if_later(self.chan, self.seq, d) {
+                            let got = count_outcome(rx.handle_datagram(now, d, buf));
+                            self.mcast_accepted += got as u64;
+                            moved |= got;
+                        }
+                    }
+                    if n < batch.slots() {
+                        break; // the socket is empty
                     }
                 }
+                self.chan.rx_batch = batch;
                 if self.repair_to.is_some() {
                     if let Some(qs) = &self.chan.query_sock {
                         while let Ok(Some((len, _))) = qs.recv_from(&mut self.rbuf) {
@@ -874,6 +916,10 @@ impl<'a> OpBackend<'a> {
         }
     }
 }
+
+/// Datagrams a receiver reads from the socket before it looks at its timers and sends what
+/// acknowledgements are due (`drive_mcast`).
+const RX_BURST: usize = 64;
 
 /// Hands the kernel every datagram the sender has ready, up to `TX_BATCH` per system call;
 /// true if any went out. `wait`: while the send buffer or the device queue is full, wait

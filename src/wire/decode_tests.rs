@@ -53,7 +53,7 @@ fn num(rng: &mut Rng, small: u64) -> u64 {
 
 fn ctx() -> Ctx {
     Ctx {
-        key: Key([9; 32]),
+        key: Key::new([9; 32]),
         job: 77,
         comm: 5,
     }

@@ -553,7 +553,7 @@ mod tests {
     fn virtual_channel(key: u8, comm: u32) -> (crate::wire::Ctx, crate::wire::Params) {
         use crate::wire::{Ctx, Key, Params};
         let ctx = Ctx {
-            key: Key([key; 32]),
+            key: Key::new([key; 32]),
             job: 1,
             comm,
         };
@@ -649,7 +649,7 @@ mod tests {
     fn a_late_receiver_is_not_unreached() {
         use crate::wire::{Ctx, Key, McastSender, Params};
         let ctx = Ctx {
-            key: Key([3; 32]),
+            key: Key::new([3; 32]),
             job: 1,
             comm: 2,
         };
@@ -718,7 +718,7 @@ mod tests {
     fn accept_range_checks_its_bounds() {
         use crate::wire::{Ctx, Key, McastReceiver, Params};
         let ctx = Ctx {
-            key: Key([3; 32]),
+            key: Key::new([3; 32]),
             job: 1,
             comm: 2,
         };

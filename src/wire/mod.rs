@@ -46,9 +46,33 @@ pub use sender::{McastSender, SenderStats};
 /// Virtual time in nanoseconds, supplied by the caller.
 pub type Nanos = u64;
 
-/// The per-communicator MAC key.
+/// The per-communicator MAC key: 32 random bytes that rank 0 draws, and the 16-byte key of
+/// the MAC of short datagrams derived from them (`packet`: two MACs, one key each).
 #[derive(Clone, PartialEq, Eq)]
-pub struct Key(pub [u8; 32]);
+pub struct Key {
+    bytes: [u8; 32],
+    short: [u8; 16],
+}
+
+impl Key {
+    pub fn new(bytes: [u8; 32]) -> Key {
+        let derived =
+            blake3::derive_key("mpicast datagram MAC, short datagrams, SipHash-2-4", &bytes);
+        let mut short = [0; 16];
+        short.copy_from_slice(&derived[..16]);
+        Key { bytes, short }
+    }
+
+    /// The key of the MAC of long datagrams (keyed BLAKE3).
+    pub fn bytes(&self) -> &[u8; 32] {
+        &self.bytes
+    }
+
+    /// The key of the MAC of short datagrams (SipHash-2-4-128).
+    pub fn short(&self) -> &[u8; 16] {
+        &self.short
+    }
+}
 
 impl fmt::Debug for Key {
     // A key never ends up in a log.

@@ -68,6 +68,11 @@ pub struct McastReceiver {
     /// How far past the highest fragment seen a NACK after a silence reaches, doubled by
     /// every such NACK (see `handle_timeout`).
     silent_span: u32,
+    /// A silence is asked about past the highest fragment seen only when the root does not
+    /// probe the tail itself (an eager root, `arm_nack`). Otherwise a root that is only
+    /// slow (descheduled, or behind its own send queue) would be asked for fragments it is
+    /// sending at that moment, and send each of them twice.
+    tail_nacks: bool,
     last_progress: Nanos,
     /// When the first fragment arrived: with `stats.accepted`, the stream's rate.
     first_at: Option<Nanos>,
@@ -126,6 +131,7 @@ impl McastReceiver {
             // datagrams are lost, the root's tail probe exposes them.
             nack_at: Nanos::MAX,
             silent_span: SILENT_SPAN_INITIAL,
+            tail_nacks: false,
             last_progress: now,
             first_at: None,
             stats: ReceiverStats::default(),
@@ -267,6 +273,7 @@ impl McastReceiver {
     /// `nack_initial` (a root that is merely late answers nothing, and the backoff grows).
     /// Until a fragment arrives these NACKs list only fragment 0 (see `handle_timeout`).
     pub fn arm_nack(&mut self, now: Nanos) {
+        self.tail_nacks = true;
         if !self.complete() && self.nack_at == Nanos::MAX {
             self.nack_at = now.saturating_add(self.nack_rto);
         }
@@ -323,14 +330,18 @@ impl McastReceiver {
         // link, or a host too busy to deliver for a few milliseconds), so the reach past the
         // highest fragment seen starts small and doubles with every silence of the operation
         // (a lost tail is exposed sooner by the root's probe, or, in an eager broadcast,
-        // asked for in a few rounds). Before any fragment (only an eager broadcast's timer
+        // asked for in a few rounds). Only an eager broadcast's receiver asks past the
+        // highest fragment seen at all (`tail_nacks`): a root that waits for everyone probes
+        // the tail itself, and asking it for what it is still sending, after a silence that
+        // was only the root being slow, made it send up to a window twice (measured: 12000
+        // duplicates in a 45591-fragment broadcast on loopback). Before any fragment (only an eager broadcast's timer
         // runs then, `arm_nack`) the first fragment only: most likely the root's data is
         // still queued behind its link, or the root is not there yet. Its answer or the
         // stream starts the flow, and a receiver that did lose everything goes on from there.
         let flowing = now.saturating_sub(self.last_progress) < self.nack_rto;
         let edge = if self.seen_end == 0 {
             1
-        } else if flowing {
+        } else if flowing || !self.tail_nacks {
             self.seen_end
         } else {
             let reach = self.seen_end.saturating_add(self.silent_span);

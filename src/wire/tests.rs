@@ -285,13 +285,14 @@ impl Sim {
         if !self.rxs.is_empty() && self.rng.chance(net.forge) {
             let to = self.rng.below(self.rxs.len() as u64) as usize;
             let fake = Ctx {
-                key: Key(self
-                    .rng
-                    .next_u64()
-                    .to_le_bytes()
-                    .repeat(4)
-                    .try_into()
-                    .unwrap()),
+                key: Key::new(
+                    self.rng
+                        .next_u64()
+                        .to_le_bytes()
+                        .repeat(4)
+                        .try_into()
+                        .unwrap(),
+                ),
                 ..self.ctx.clone()
             };
             let h = Header {
@@ -389,7 +390,7 @@ impl Sim {
     fn run(cfg: Cfg) -> Report {
         let mut rng = Rng(cfg.seed);
         let ctx = Ctx {
-            key: Key(rng.bytes(32).try_into().unwrap()),
+            key: Key::new(rng.bytes(32).try_into().unwrap()),
             job: rng.next_u64(),
             comm: rng.next_u64() as u32,
         };
@@ -758,7 +759,7 @@ fn nack_suppression_bounds_repairs() {
 #[test]
 fn zero_length_is_one_empty_datagram() {
     let c = Ctx {
-        key: Key([1; 32]),
+        key: Key::new([1; 32]),
         job: 1,
         comm: 1,
     };
@@ -787,7 +788,7 @@ fn zero_length_is_one_empty_datagram() {
 #[test]
 fn sender_refuses_bad_control() {
     let c = Ctx {
-        key: Key([1; 32]),
+        key: Key::new([1; 32]),
         job: 1,
         comm: 1,
     };
@@ -825,7 +826,7 @@ fn sender_refuses_bad_control() {
 #[test]
 fn duplicate_nacks_cause_one_retransmission() {
     let c = Ctx {
-        key: Key([1; 32]),
+        key: Key::new([1; 32]),
         job: 1,
         comm: 1,
     };
@@ -896,7 +897,7 @@ fn probe_sends_the_slowest_hole_while_the_window_is_full() {
 #[test]
 fn tail_probe_backs_off() {
     let c = Ctx {
-        key: Key([1; 32]),
+        key: Key::new([1; 32]),
         job: 1,
         comm: 1,
     };
@@ -931,10 +932,72 @@ fn tail_probe_backs_off() {
 /// Receiver: a gap is NACKed at once; silence brings a NACK of the gaps and of the fragments
 /// after the highest seen, 8 at the first silence and twice as many at each next, with
 /// backoff; progress resets the backoff.
+/// A receiver of a root that waits for everyone (scouted, not `arm_nack`) asks, after a
+/// silence, only for the holes below the highest fragment it saw: the root probes the tail,
+/// and fragments past it are, as often as not, what a slow root is sending at that moment.
+#[test]
+fn scouted_receiver_asks_only_for_holes_after_a_silence() {
+    let c = Ctx {
+        key: Key::new([1; 32]),
+        job: 1,
+        comm: 1,
+    };
+    let p = params();
+    let len = 100 * p.frag_payload;
+    let data: Vec<u8> = (0..len).map(|i| i as u8).collect();
+    let mut s = McastSender::new(&c, 7, 0, &[1], len, &p, 0);
+    let mut r = McastReceiver::new(&c, 7, 0, 1, len, &p, 0);
+    let mut buf = vec![0; len];
+    let mut dg = Vec::new();
+    let mut sent = vec![];
+    while s.poll_transmit(0, &data, &mut dg) {
+        sent.push(dg.clone());
+    }
+    for (i, d) in sent.iter().enumerate().take(10) {
+        if i != 4 {
+            assert_eq!(r.handle_datagram(10, d, &mut buf), Outcome::Accepted);
+        }
+    }
+    // The gap at once, as for any receiver.
+    assert!(matches!(
+        Control::decode(&r.poll_control(10).unwrap()).unwrap(),
+        Control::Nack { missing, .. } if missing == vec![4]
+    ));
+    // Silences, each longer: the gap again, never 10.. (sent or not, the root's probe says).
+    for _ in 0..4 {
+        let t = r.poll_timeout().unwrap();
+        r.handle_timeout(t);
+        match Control::decode(&r.poll_control(t).unwrap()).unwrap() {
+            Control::Nack {
+                cum: 4, missing, ..
+            } => assert_eq!(missing, vec![4]),
+            m => panic!("{m:?}"),
+        }
+    }
+    // Without a gap, a silence asks nothing: the root's probe exposes a lost tail.
+    assert_eq!(r.handle_datagram(20, &sent[4], &mut buf), Outcome::Accepted);
+    // (Fewer than an ack step since the last report: nothing is due.)
+    assert_eq!(r.poll_control(20), None);
+    let t = r.poll_timeout().unwrap();
+    r.handle_timeout(t);
+    assert_eq!(r.poll_control(t), None);
+    // The probe (the root's highest fragment sent, again) shows the tail's holes.
+    assert_eq!(
+        r.handle_datagram(t + 1, &sent[20], &mut buf),
+        Outcome::Accepted
+    );
+    match Control::decode(&r.poll_control(t + 1).unwrap()).unwrap() {
+        Control::Nack {
+            cum: 10, missing, ..
+        } => assert_eq!(missing, (10..20).collect::<Vec<_>>()),
+        m => panic!("{m:?}"),
+    }
+}
+
 #[test]
 fn receiver_nacks_gaps_and_tail() {
     let c = Ctx {
-        key: Key([1; 32]),
+        key: Key::new([1; 32]),
         job: 1,
         comm: 1,
     };
@@ -970,6 +1033,10 @@ fn receiver_nacks_gaps_and_tail() {
         }
     );
     assert_eq!(r.poll_control(10), None);
+    // An eager broadcast's receiver (the root does not probe the tail: `arm_nack`; the timer
+    // runs already, so this changes only what a silence asks for).
+    r.arm_nack(10);
+    assert_eq!(r.poll_timeout(), Some(10 + p.nack_initial));
     // Silence: the timer lists the gap and the 8 fragments after the highest seen (a stream
     // that is only late must not be asked for a second time in full); as it goes on, twice
     // the reach each time, up to the window's edge (cum + window) at most.
@@ -1021,7 +1088,7 @@ fn receiver_nacks_gaps_and_tail() {
 #[test]
 fn receiver_waits_for_first_datagram_then_sender_probe_exposes_total_loss() {
     let c = Ctx {
-        key: Key([2; 32]),
+        key: Key::new([2; 32]),
         job: 1,
         comm: 1,
     };
@@ -1053,7 +1120,7 @@ fn receiver_waits_for_first_datagram_then_sender_probe_exposes_total_loss() {
 #[test]
 fn receiver_classifies_other_operations() {
     let c = Ctx {
-        key: Key([1; 32]),
+        key: Key::new([1; 32]),
         job: 1,
         comm: 1,
     };
@@ -1175,7 +1242,7 @@ fn size_mismatch_is_seen_at_once_and_declined() {
 
 fn rel_ctx(comm: u32, k: u8) -> Ctx {
     Ctx {
-        key: Key([k; 32]),
+        key: Key::new([k; 32]),
         job: 77,
         comm,
     }
@@ -1669,7 +1736,7 @@ fn multicast_stopping_mid_run_names_the_unreached() {
 fn unreached_needs_presence_or_a_request() {
     let p = Params::new(64, 8, 1_000_000_000);
     let ctx = Ctx {
-        key: Key([3; 32]),
+        key: Key::new([3; 32]),
         job: 1,
         comm: 2,
     };

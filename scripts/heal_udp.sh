@@ -17,11 +17,13 @@
 #           root of an eager broadcast goes from it straight into the host's collective, and
 #           settles what that broadcast owes first (host::progress::collective), so that the
 #           receivers' NACKs by the host MPI are served; the communicator moves as in eager
-#   barrier as eager, but every barrier is followed by an MPI_Allreduce on the same
-#           communicator (--barrier-allreduce 1): rank 0, which releases the barrier by
+#   barrier as eager, but barriers only (--only-barriers 1; the stop is still agreed by a
+#           broadcast), each followed by an MPI_Allreduce on the same communicator
+#           (--barrier-allreduce 1), so that the fault hits a barrier: rank 0, which releases it by
 #           multicast, goes from it straight into the host's blocking collective while the
 #           waiters still wait for the release; before that collective it sends the release by
-#           the host MPI too (coll::duty, `release`), and the communicator moves as in eager
+#           the host MPI too (coll::duty::released, Channel::release_by_host), and the
+#           communicator moves as in eager
 #   start   all UDP dropped before the job starts: the setup probe finds no multicast, the
 #           communicator uses the host MPI from the start, with one message
 # Every case must end with exit 0 and "all correct". The namespace (and with it the table) is

@@ -1,10 +1,10 @@
 //! GOAL schedules through the C API: build or load a program, bind buffers, start, wait.
 
 use super::super::guard;
-use super::super::progress::{self, Exec, RoundsRun, RunCell, Spare};
 use super::{
     check, request, MPICAST_Request, MPICAST_Status, ARG, ERR_MPI, INTERNAL, NULL_ARG, OK,
 };
+use crate::coll::goal::{self as progress, Exec, RoundsRun, RunCell, Spare};
 use crate::ffi::error::goal_status;
 use crate::host::p2p::Region;
 use crate::host::{self, MPI_Comm};
@@ -1110,7 +1110,7 @@ pub unsafe extern "C" fn MPICAST_Goal_start(
             // wait call per layer, no bookkeeping per action (`sched::Layers`).
             let in_rounds = g.stream.is_none()
                 && (window == 0 || l.schedule.len() <= window)
-                && !progress::threads_wanted();
+                && !crate::transport::progress::thread::threads_wanted();
             if let Some(layers) = l.layers.as_ref().filter(|_| in_rounds) {
                 let r = core::rounds(g.comm, &l.schedule, layers, &mem.slots, scratch);
                 mem.slots.clear();

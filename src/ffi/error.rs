@@ -1,10 +1,11 @@
 //! The one place where an internal error becomes what a C caller sees: an MPI error code for
 //! the MPI calls mpicast replaces or intercepts (`engine_mpi_code`), an `MPICAST_Status` for
-//! the extension calls (`engine_status`, `goal_status`, `mmcast_status`). An error of the host
-//! MPI itself (`host::MpiError`) is the host's code as it is, or MPICAST_ERR_MPI for an
-//! extension call. Calling a communicator's error handler is the caller's part (`guard_comm`).
+//! the extension calls (`engine_status`, `goal_status`, `goal_fault_status`,
+//! `mmcast_status`). An error of the host MPI itself (`host::MpiError`) is the host's code as
+//! it is, or MPICAST_ERR_MPI for an extension call. Calling a communicator's error handler is the caller's part (`guard_comm`).
 
 use super::ext::{check, MPICAST_Status, ARG, ERR_MPI, TOPOLOGY};
+use crate::coll::goal::GoalFault;
 use crate::coll::MmcastError;
 use crate::host::{self, MPI_Comm};
 use crate::session;
@@ -37,6 +38,19 @@ pub(crate) fn goal_status(e: &GoalError) -> c_int {
     match e {
         GoalError::Mpi(_) | GoalError::Mcast(_) => ERR_MPI,
         _ => MPICAST_Status::MPICAST_ERR_GOAL_INVALID as c_int,
+    }
+}
+
+/// A GOAL handle's call's status for `e` (its message is the handle's MPICAST_Goal_error):
+/// MPICAST_ERR_GOAL_INVALID for a program or argument that is not valid,
+/// MPICAST_ERR_GOAL_STATE for a call that cannot be made now, MPICAST_ERR_MPI when setting up
+/// the communicator's multicast failed, and a run's failure as `goal_status` says.
+pub(crate) fn goal_fault_status(e: &GoalFault) -> c_int {
+    match e {
+        GoalFault::Invalid(_) => MPICAST_Status::MPICAST_ERR_GOAL_INVALID as c_int,
+        GoalFault::State(_) => MPICAST_Status::MPICAST_ERR_GOAL_STATE as c_int,
+        GoalFault::Setup(_) => ERR_MPI,
+        GoalFault::Start(e) | GoalFault::Run(e) => goal_status(e),
     }
 }
 

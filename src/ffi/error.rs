@@ -127,4 +127,26 @@ mod tests {
             assert_eq!(goal_status(&e), want, "{e}");
         }
     }
+
+    /// A call that cannot be made now, a program that is not valid, a failed setup and a run's
+    /// failure each have their own status; a run's is `goal_status`'s.
+    #[test]
+    fn a_goal_call_fails_with_the_status_of_its_fault() {
+        let state = MPICAST_Status::MPICAST_ERR_GOAL_STATE as c_int;
+        let invalid = MPICAST_Status::MPICAST_ERR_GOAL_INVALID as c_int;
+        let cases = [
+            (GoalFault::State("s".into()), state),
+            (GoalFault::Invalid("i".into()), invalid),
+            (GoalFault::Setup("m".into()), ERR_MPI),
+            (GoalFault::Start(GoalError::Mpi(MpiError(1))), ERR_MPI),
+            (GoalFault::Run(GoalError::Schedule("x".into())), invalid),
+        ];
+        for (e, want) in cases {
+            assert_eq!(goal_fault_status(&e), want, "{e}");
+        }
+        let run = GoalFault::Run(GoalError::Schedule("x".into())).to_string();
+        assert!(run.starts_with("goal: run failed: "), "{run}");
+        let start = GoalFault::Start(GoalError::Schedule("x".into())).to_string();
+        assert!(start.starts_with("goal: start failed: "), "{start}");
+    }
 }

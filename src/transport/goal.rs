@@ -6,7 +6,7 @@
 //! `sched::func::apply`; `calc` spins for its nanoseconds; `mcast` and `mrecv` go to
 //! `goal_mcast` (the multicast channel of the handle's communicator). Owns no memory of the
 //! application:
-//! buffers arrive as `host::p2p::Region`s bound by whoever holds the handle (`ffi::ext`).
+//! buffers arrive as `host::p2p::Region`s bound by whoever holds the handle (`coll::goal`).
 
 use super::goal_mcast::{self, McastRun, Numbering};
 use super::op::OpError;

@@ -65,7 +65,10 @@ impl MPICAST_Goal {
 }
 
 /// The memory a run borrows from its handle, for as long as the run exists.
-fn lend(p: RunParts) -> Lent {
+///
+/// # Safety
+/// `p` is what `Goal::start` hands over: the parts of the handle's own memory.
+unsafe fn lend(p: RunParts) -> Lent {
     // SAFETY: the schedule and the mapping are boxed inside the handle and the scratch area is
     // its vector; none is replaced, resized or dropped while a run exists (loading, compiling
     // and binding are refused during a run, the scratch is resized only before a run exists,
@@ -564,7 +567,8 @@ pub unsafe extern "C" fn MPICAST_Goal_start(
                 Ok(g) if !request_out.is_null() => g,
                 _ => return NULL_ARG,
             };
-            if let Err(e) = g.goal.start(check::session, lend) {
+            // SAFETY: `Goal::start` lends its own parts.
+            if let Err(e) = g.goal.start(check::session, |p| unsafe { lend(p) }) {
                 return g.fail(e);
             }
             let req: *mut MPICAST_Request = &mut *g.request;

@@ -10,11 +10,14 @@
 //! - `info`: mpicast's MPI_Info keys, noted after the host's MPI_Comm_set_info and
 //!   MPI_Comm_dup_with_info;
 //! - `mmcast`: MPICAST_Mmcast, many multicasts at once on the switch topology
-//!   (`algo::agents`).
+//!   (`algo::agents`);
+//! - `goal`: the runs of GOAL programs of MPICAST_Goal_* (`ffi::ext::goal` is their C side);
+//! - `duty`: the repairs an eager broadcast's root still owes its receivers.
 
 mod barrier;
 mod bcast;
 pub mod duty;
+pub mod goal;
 mod hier;
 mod info;
 mod mmcast;

@@ -1,10 +1,11 @@
 //! The one place where an internal error becomes what a C caller sees: an MPI error code for
 //! the MPI calls mpicast replaces or intercepts (`engine_mpi_code`), an `MPICAST_Status` for
-//! the extension calls (`engine_status`, `goal_status`, `mmcast_status`). An error of the host
-//! MPI itself (`host::MpiError`) is the host's code as it is, or MPICAST_ERR_MPI for an
-//! extension call. Calling a communicator's error handler is the caller's part (`guard_comm`).
+//! the extension calls (`engine_status`, `goal_status`, `goal_fault_status`,
+//! `mmcast_status`). An error of the host MPI itself (`host::MpiError`) is the host's code as
+//! it is, or MPICAST_ERR_MPI for an extension call. Calling a communicator's error handler is the caller's part (`guard_comm`).
 
 use super::ext::{check, MPICAST_Status, ARG, ERR_MPI, TOPOLOGY};
+use crate::coll::goal::GoalFault;
 use crate::coll::MmcastError;
 use crate::host::{self, MPI_Comm};
 use crate::session;
@@ -37,6 +38,19 @@ pub(crate) fn goal_status(e: &GoalError) -> c_int {
     match e {
         GoalError::Mpi(_) | GoalError::Mcast(_) => ERR_MPI,
         _ => MPICAST_Status::MPICAST_ERR_GOAL_INVALID as c_int,
+    }
+}
+
+/// A GOAL handle's call's status for `e` (its message is the handle's MPICAST_Goal_error):
+/// MPICAST_ERR_GOAL_INVALID for a program or argument that is not valid,
+/// MPICAST_ERR_GOAL_STATE for a call that cannot be made now, MPICAST_ERR_MPI when setting up
+/// the communicator's multicast failed, and a run's failure as `goal_status` says.
+pub(crate) fn goal_fault_status(e: &GoalFault) -> c_int {
+    match e {
+        GoalFault::Invalid(_) => MPICAST_Status::MPICAST_ERR_GOAL_INVALID as c_int,
+        GoalFault::State(_) => MPICAST_Status::MPICAST_ERR_GOAL_STATE as c_int,
+        GoalFault::Setup(_) => ERR_MPI,
+        GoalFault::Start(e) | GoalFault::Run(e) => goal_status(e),
     }
 }
 
@@ -112,5 +126,27 @@ mod tests {
         for (e, want) in cases {
             assert_eq!(goal_status(&e), want, "{e}");
         }
+    }
+
+    /// A call that cannot be made now, a program that is not valid, a failed setup and a run's
+    /// failure each have their own status; a run's is `goal_status`'s.
+    #[test]
+    fn a_goal_call_fails_with_the_status_of_its_fault() {
+        let state = MPICAST_Status::MPICAST_ERR_GOAL_STATE as c_int;
+        let invalid = MPICAST_Status::MPICAST_ERR_GOAL_INVALID as c_int;
+        let cases = [
+            (GoalFault::State("s".into()), state),
+            (GoalFault::Invalid("i".into()), invalid),
+            (GoalFault::Setup("m".into()), ERR_MPI),
+            (GoalFault::Start(GoalError::Mpi(MpiError(1))), ERR_MPI),
+            (GoalFault::Run(GoalError::Schedule("x".into())), invalid),
+        ];
+        for (e, want) in cases {
+            assert_eq!(goal_fault_status(&e), want, "{e}");
+        }
+        let run = GoalFault::Run(GoalError::Schedule("x".into())).to_string();
+        assert!(run.starts_with("goal: run failed: "), "{run}");
+        let start = GoalFault::Start(GoalError::Schedule("x".into())).to_string();
+        assert!(start.starts_with("goal: start failed: "), "{start}");
     }
 }

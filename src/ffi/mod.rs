@@ -9,7 +9,6 @@
 //!   tests, probes); `fortran_p2p`: their Fortran entries;
 //! - `blocking`: the host's blocking collectives and communicator creations, polled while a
 //!   forwarding engine exists;
-//! - `progress`: GOAL runs and the progress thread;
 //! - `ext`: the extension calls `MPICAST_*`, by topic;
 //! - `error`: the one mapping of internal errors to MPI error codes and extension statuses.
 
@@ -150,7 +149,7 @@ fn fanout_on(comm: crate::host::MPI_Comm) -> std::os::raw::c_int {
     let min = fanout_setting().unwrap_or(0);
     match crate::coll::session_or_die().dbcast_enable(comm) {
         Ok(_) => {
-            progress::serve_forwarding();
+            crate::transport::progress::thread::serve_forwarding();
             crate::transport::fanout::mark(comm, min);
             crate::host::SUCCESS
         }
@@ -177,7 +176,6 @@ pub mod fortran;
 #[cfg(any(mpicast_fortran_p2p_mpif, mpicast_fortran_p2p_f08_complete))]
 pub mod fortran_p2p;
 pub mod mpi;
-pub mod progress;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 

@@ -42,7 +42,7 @@ pub unsafe extern "C" fn MPI_Init_thread(
 /// finalize ("pthread_mutex_destroy: Device or resource busy") when another thread made MPI
 /// calls during it, even when that thread is joined from an MPI_COMM_SELF delete callback
 /// (a thread polling MPI without pause: 18 jobs in 20). Bindings that call PMPI_Finalize directly still stop the thread through
-/// that callback (`ffi::progress`).
+/// that callback (`transport::progress::thread`).
 #[no_mangle]
 pub extern "C" fn MPI_Finalize() -> c_int {
     if let Some(rc) = super::release_held() {
@@ -52,7 +52,7 @@ pub extern "C" fn MPI_Finalize() -> c_int {
         // Where a forwarding engine spans MPI_COMM_WORLD, every rank gathers first, polled:
         // a rank that finalizes at once could leave a multicast routed through it unsent.
         let _ = host::progress::gather_first(host::comm_world());
-        super::progress::stop();
+        crate::transport::progress::thread::stop();
         host::init::finalize()
     })
 }

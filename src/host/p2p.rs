@@ -348,7 +348,7 @@ impl Rounds {
 
 // SAFETY: the raw pointers are views of the application's memory bound by a GOAL handle
 // (`Region::new`'s contract) and MPI handles. A `Rounds` reaches another thread only behind
-// its handle's mutex (`ffi::progress::RoundsRun`), stepped by the process's progress from
+// its handle's mutex (`coll::goal::RoundsRun`), stepped by the process's progress from
 // inside an MPI call of that thread, which the application's thread level lets call MPI.
 unsafe impl Send for Rounds {}
 
@@ -358,6 +358,12 @@ impl Drop for Rounds {
         cancel(&mut self.reqs);
     }
 }
+
+// SAFETY: MPI request handles are process-wide values that MPI owns; a `Requests` reaches
+// another thread only inside a GOAL run, behind its handle's mutex (`coll::goal::run`), and is
+// used there from inside an MPI call of that thread (or under MPI_THREAD_MULTIPLE, by the
+// progress thread), which the application's thread level lets call MPI.
+unsafe impl Send for Requests {}
 
 impl Drop for Requests {
     fn drop(&mut self) {
@@ -385,6 +391,18 @@ pub type UserFn = unsafe extern "C" fn(
     ctx: *mut c_void,
 ) -> c_int;
 
+/// A user function with the context pointer it was registered with.
+#[derive(Clone, Copy)]
+pub struct UserFunc {
+    pub f: UserFn,
+    pub ctx: *mut c_void,
+}
+
+// SAFETY: the application registered the function and its context for runs of its GOAL
+// handle, which may call it on whichever thread drives the run (MPICAST_Goal_reg_func says
+// so); the pointer is handed back to the function, never dereferenced by us.
+unsafe impl Send for UserFunc {}
+
 /// A span of memory that someone else owns (the application's buffer bound to a GOAL slot,
 /// or a scratch area): a raw view, because MPI requests keep using it after any Rust borrow
 /// would have ended. Whoever creates one promises it stays valid for as long as it is used.
@@ -393,6 +411,11 @@ pub struct Region {
     ptr: *mut u8,
     len: usize,
 }
+
+// SAFETY: `Region::new`'s contract: the bytes stay valid while the region is used and nothing
+// else accesses them meanwhile, whichever thread uses it (a GOAL run reaches another thread
+// only behind its handle's mutex: `coll::goal::run`).
+unsafe impl Send for Region {}
 
 impl Region {
     /// # Safety

@@ -6,13 +6,13 @@
 //! `sched::func::apply`; `calc` spins for its nanoseconds; `mcast` and `mrecv` go to
 //! `goal_mcast` (the multicast channel of the handle's communicator). Owns no memory of the
 //! application:
-//! buffers arrive as `host::p2p::Region`s bound by whoever holds the handle (`ffi::ext`).
+//! buffers arrive as `host::p2p::Region`s bound by whoever holds the handle (`coll::goal`).
 
 use super::goal_mcast::{self, McastRun, Numbering};
 use super::op::OpError;
 use crate::goal::{self, validate};
-use crate::host::p2p::{self, Region, Requests, Rounds, UserFn};
-use crate::host::{MPI_Comm, MpiError};
+use crate::host::p2p::{self, Region, Requests, Rounds};
+use crate::host::{MPI_Comm, MpiError, SendComm};
 use crate::sched::SCRATCH_SLOT;
 use crate::sched::{
     func, ActionId, Backend, BufRef, Func, Layers, Op, Schedule, ANY_PEER, ANY_TAG,
@@ -44,12 +44,7 @@ pub struct Loaded {
     pub layers: Option<Layers>,
 }
 
-/// A user function with the context pointer it was registered with.
-#[derive(Clone, Copy)]
-pub struct UserFunc {
-    pub f: UserFn,
-    pub ctx: *mut std::os::raw::c_void,
-}
+pub use crate::host::p2p::UserFunc;
 
 /// Parses `bytes` (text of either dialect, or a binary schedule recognised by its magic),
 /// validates the whole program, and keeps rank `rank`'s schedule. Errors are rendered
@@ -193,7 +188,7 @@ impl From<OpError> for GoalError {
 pub struct GoalBackend {
     // Dropped first: outstanding requests complete before anything else goes.
     reqs: Requests,
-    comm: MPI_Comm,
+    comm: SendComm,
     slots: Vec<Option<Region>>,
     scratch: Region,
     users: Vec<Option<UserFunc>>,
@@ -244,7 +239,7 @@ impl GoalBackend {
         } = m;
         GoalBackend {
             reqs,
-            comm,
+            comm: SendComm(comm),
             slots,
             scratch,
             users,
@@ -280,7 +275,7 @@ impl GoalBackend {
     }
 
     /// Nothing outstanding and no multicast channel: a finished run that can run again as it
-    /// is (`ffi::progress::Spare` keeps it whole for the next start of the same program).
+    /// is (`coll::goal::Spare` keeps it whole for the next start of the same program).
     pub fn reusable(&self) -> bool {
         self.reqs.is_empty() && self.calcs.is_empty() && self.mcast.is_none()
     }
@@ -385,12 +380,12 @@ impl Backend for GoalBackend {
             Op::Send { peer, tag, buf } => {
                 let r = self.region(id, buf)?;
                 self.reqs
-                    .isend_region(self.comm, *peer, mpi_tag(*tag), r, id)?;
+                    .isend_region(self.comm.0, *peer, mpi_tag(*tag), r, id)?;
             }
             Op::Recv { peer, tag, buf } => {
                 let r = self.region(id, buf)?;
                 self.reqs
-                    .irecv_region(self.comm, mpi_source(*peer), mpi_tag(*tag), r, id)?;
+                    .irecv_region(self.comm.0, mpi_source(*peer), mpi_tag(*tag), r, id)?;
             }
             Op::Exec {
                 func: Func::User(n),

@@ -15,6 +15,8 @@
 //! inside another step of the same thread (so a run whose step calls into MPI is never stepped
 //! again from inside that call).
 
+pub mod thread;
+
 use crate::host;
 use crate::lock::lock;
 use std::cell::{Cell, RefCell};
@@ -36,6 +38,13 @@ pub trait Pending: Send + Sync {
     /// holds the work: then nothing. Returns whether the work is over (nothing more to do,
     /// its outcome kept for its owner), and whether it moved.
     fn try_step(&self) -> Stepped;
+
+    /// Whether the work may still need a driver that found it over once: its state is not
+    /// yet handed back to its owner (true when another thread holds it, so unknown). The
+    /// progress thread keeps such work in its list (`thread`).
+    fn live(&self) -> bool {
+        true
+    }
 }
 
 /// What a `Pending::try_step` did.

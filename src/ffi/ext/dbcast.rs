@@ -41,7 +41,7 @@ pub unsafe extern "C" fn MPICAST_Dbcast_enable(comm: MPI_Comm) -> c_int {
             }
             match check::session().dbcast_enable(comm) {
                 Ok(_) => {
-                    super::super::progress::serve_forwarding();
+                    crate::transport::progress::thread::serve_forwarding();
                     OK
                 }
                 Err(_) => ERR_MPI,

@@ -62,7 +62,7 @@ pub unsafe extern "C" fn MPICAST_Mcast_enable(comm: MPI_Comm) -> c_int {
             match s.mcast_enable(comm) {
                 Ok(_) => {
                     // With MPICAST_PROGRESS=thread the multicasts move while the rank computes.
-                    if super::super::progress::serve_forwarding()
+                    if crate::transport::progress::thread::serve_forwarding()
                         && s.cfg.verbose >= 1
                         && host::comm::rank(comm).is_ok_and(|r| r == 0)
                         && !SAID_THREAD.swap(true, Ordering::Relaxed)

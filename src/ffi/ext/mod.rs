@@ -1,6 +1,7 @@
 //! mpicast's own C API (`include/mpicast.h`), one file per topic:
 //! - `stats`: MPICAST_Get_stats (the counters);
-//! - `goal`: GOAL schedules (build or load, bind buffers, start, test, wait);
+//! - `goal`: GOAL schedules (build or load, bind buffers, start, test, wait), the C side of
+//!   `coll::goal`;
 //! - `imcast`: the non-blocking multicast to any set of ranks (MPICAST_Mcast_enable, _Imcast,
 //!   _Mcast_irecv, _Mcast_iprobe);
 //! - `dbcast`: dynamic broadcast (MPICAST_Dbcast_enable, _Dbcast, _Send_defer, _Send_release);

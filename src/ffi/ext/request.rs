@@ -549,7 +549,7 @@ pub unsafe extern "C" fn MPICAST_Request_mpi(
                     "*request is a GOAL run's; it cannot be converted",
                 );
             };
-            if !super::super::progress::serve_forwarding() {
+            if !crate::transport::progress::thread::serve_forwarding() {
                 return check::refuse(
                     CALL,
                     super::NO_THREAD,

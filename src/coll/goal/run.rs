@@ -1,31 +1,29 @@
-//! Runs of GOAL programs and the progress thread (`MPICAST_PROGRESS=thread`).
+//! A run of a GOAL program and what its handle keeps between runs.
 //!
-//! A run (`Run`, or a point-to-point program in rounds, `RoundsRun`) is driven by the
-//! application thread in MPICAST_Goal_test / MPICAST_Goal_wait, by the process's one progress
-//! step (`transport::progress`, where every started run is registered as `Pending`: every
-//! wait of mpicast and every blocking MPI call mpicast polls moves it, so a schedule goes on
-//! while its rank sits in any MPI call), and, when allowed, by the library's progress thread,
-//! which drives every registered run in the background. A started run is therefore always
-//! shared (`RunCell::Shared`): a mutex around it serialises its drivers, and the others hold
-//! weak references and skip a run that is locked or gone. `RunCell::Own` remains for a run
-//! nobody else may see (none is made today: see `RunCell::new`'s callers).
+//! A run (`Run`, or a point-to-point program in rounds, `RoundsRun`) is driven by its owner
+//! (MPICAST_Goal_test / MPICAST_Goal_wait, through `Goal::drive`), by the process's one
+//! progress step (`transport::progress`, where every started run is registered as `Pending`:
+//! every wait of mpicast and every blocking MPI call mpicast polls moves it, so a schedule goes
+//! on while its rank sits in any MPI call), and, when allowed, by the progress thread
+//! (`transport::progress::thread`), which drives every run handed to it in the background. A
+//! started run is therefore always shared (`RunCell::Shared`): a mutex around it serialises
+//! its drivers, and the others hold weak references and skip a run that is locked or gone.
+//! `RunCell::Own` remains for a run nobody else may see (none is made today: see
+//! `RunCell::new`'s callers).
 //!
-//! The thread starts with the first run registered after MPI granted MPI_THREAD_MULTIPLE
-//! (`host::init`), and stops at the very start of MPI_Finalize, from the delete callback of
-//! an attribute it sets on MPI_COMM_SELF (MPI deletes those first, on every finalize path:
-//! C, Fortran, or a binding that calls PMPI_Finalize directly).
+//! A run may move to another thread (`Send`) because everything it holds is: the raw views of
+//! the application's memory and the MPI handles are made `Send` in `host::p2p` (their
+//! contracts), the schedule is borrowed from its handle, which unregisters the run and clears
+//! it under its mutex before it frees the schedule or the memory (`Spare::retire`).
 
 use crate::goal::binary::Stream;
+use crate::host;
 use crate::host::mapped::Mapped;
-use crate::host::{self, attr};
 use crate::lock::{get_mut, lock};
 use crate::sched::{ExecMemory, Execution, TopoSource, WindowedExecution};
 use crate::transport::goal::{BackendMemory, GoalBackend, GoalError};
-use crate::transport::progress::{Pending, Stepped};
-use std::sync::atomic::{AtomicBool, Ordering};
+use crate::transport::progress::{thread, Pending, Stepped};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
-use std::thread::JoinHandle;
-use std::time::Duration;
 
 /// The live part of a run: dropped (outstanding MPI requests cancelled) when the run fails,
 /// or emptied into its handle's `Spare` when the handle takes it back.
@@ -287,17 +285,6 @@ impl Spare {
     }
 }
 
-// SAFETY: a Run holds raw views of the application's memory and MPI handles (GoalBackend)
-// and a reference to a schedule owned by its MPICAST_Goal. Other threads reach it only
-// behind its mutex (`RunCell::Shared`; an owned run is registered nowhere): the progress
-// thread only once the host granted MPI_THREAD_MULTIPLE (so either thread may call MPI); the
-// process's progress step only from inside an MPI call of the thread that makes it, which
-// the thread level the application asked for already allows to call MPI (a handle is used
-// by one thread at a time, so another thread's step never races its owner's MPI calls below
-// MPI_THREAD_MULTIPLE). The owning handle unregisters the run and clears `live` under that
-// mutex before it frees the schedule or the memory (`Spare::retire`).
-unsafe impl Send for Run {}
-
 impl Run {
     /// Drives the run one step (`block`: to completion). True once it has an outcome.
     pub fn step(&mut self, block: bool) -> bool {
@@ -365,6 +352,11 @@ impl Pending for Mutex<Run> {
             moved: r.completed() != before,
         }
     }
+
+    /// Held by someone (unknown), or still live: not yet handed back to its handle.
+    fn live(&self) -> bool {
+        self.try_lock().map_or(true, |g| g.live.is_some())
+    }
 }
 
 /// A point-to-point program run in rounds (`host::p2p::Rounds`), shared between its handle
@@ -422,188 +414,13 @@ pub fn unregister(id: u64) {
     crate::transport::progress::remove_run(id);
 }
 
-struct Engine {
-    runs: Arc<Mutex<Vec<Weak<Mutex<Run>>>>>,
-    stop: Arc<AtomicBool>,
-    thread: JoinHandle<()>,
-}
-
-static ENGINE: Mutex<Option<Engine>> = Mutex::new(None);
-/// Set once the thread was stopped at finalize: never start another.
-static FINISHED: AtomicBool = AtomicBool::new(false);
-static WARNED: AtomicBool = AtomicBool::new(false);
-
-static AT_FINALIZE: attr::Callbacks = attr::Callbacks {
-    copy: None,
-    delete: on_finalize,
-};
-
-fn on_finalize(_token: usize) {
-    stop();
-}
-
-/// Whether a run started now should be shared with the progress thread: MPICAST_PROGRESS=thread
-/// or auto, the host granted MPI_THREAD_MULTIPLE, and finalize has not stopped the thread. A
-/// refusal by the host is reported once (for `thread`; `auto` asked for nothing).
-pub fn threads_wanted() -> bool {
-    let mode = host::init::progress_mode();
-    if mode == crate::config::Progress::Poll || FINISHED.load(Ordering::Acquire) {
-        return false;
-    }
-    if !host::init::progress_thread_allowed() {
-        // `auto` falls back to polling without a word: it asked for nothing.
-        if mode == crate::config::Progress::Thread && !WARNED.swap(true, Ordering::Relaxed) {
-            crate::session::say(
-                "mpicast: warning: MPICAST_PROGRESS=thread, but MPI was initialised without \
-                 MPI_THREAD_MULTIPLE (initialise through MPI_Init or MPI_Init_thread with mpicast \
-                 loaded, and a host MPI that grants it): GOAL runs progress in \
-                 MPICAST_Goal_test/MPICAST_Goal_wait only",
-            );
-        }
-        return false;
-    }
-    true
-}
-
-/// Hands a shared `run` to the progress thread (starting it if needed) when
-/// `threads_wanted`. Returns whether it did; otherwise the run progresses only in test/wait.
-/// An owned run is never handed over.
+/// Hands a shared `run` to the progress thread (`thread::register`, which starts it if
+/// needed) when `thread::threads_wanted`. Returns whether it did; otherwise the run progresses
+/// only in test/wait and the process's progress step. An owned run is never handed over.
 pub fn register(run: &RunCell) -> bool {
     let RunCell::Shared(run) = run else {
         return false;
     };
-    if !threads_wanted() {
-        return false;
-    }
-    let eng = started("GOAL runs progress in MPICAST_Goal_test/MPICAST_Goal_wait only");
-    let Some(e) = eng.as_ref() else {
-        return false;
-    };
-    lock(&e.runs).push(Arc::downgrade(run));
-    e.thread.thread().unpark();
-    true
-}
-
-/// Starts the progress thread for the forwarding engines of the multicast calls, when
-/// `threads_wanted`: from then on it moves every engine along too (`transport::progress`),
-/// so that a rank forwards multicasts while it computes. Returns whether it runs.
-pub fn serve_forwarding() -> bool {
-    if !threads_wanted() {
-        return false;
-    }
-    let eng = started("multicasts are forwarded only inside mpicast calls");
-    let Some(e) = eng.as_ref() else {
-        return false;
-    };
-    e.thread.thread().unpark();
-    true
-}
-
-/// The progress thread, started if it is not running; `None` (with a warning, once, ending
-/// in `otherwise`) if it cannot start.
-fn started(otherwise: &str) -> std::sync::MutexGuard<'static, Option<Engine>> {
-    let mut eng = lock(&ENGINE);
-    if eng.is_none() {
-        match start() {
-            Ok(e) => *eng = Some(e),
-            Err(why) => {
-                if !WARNED.swap(true, Ordering::Relaxed) {
-                    crate::session::say(&format!(
-                        "mpicast: warning: no progress thread ({why}): {otherwise}"
-                    ));
-                }
-            }
-        }
-    }
-    eng
-}
-
-fn start() -> Result<Engine, String> {
-    let key = attr::create_keyval(&AT_FINALIZE).map_err(|e| format!("keyval: {e}"))?;
-    attr::set(host::comm_self(), key, 0).map_err(|e| format!("MPI_COMM_SELF attribute: {e}"))?;
-    let runs: Arc<Mutex<Vec<Weak<Mutex<Run>>>>> = Arc::default();
-    let stop = Arc::new(AtomicBool::new(false));
-    let (r, s) = (runs.clone(), stop.clone());
-    let thread = std::thread::Builder::new()
-        .name("mpicast-progress".into())
-        .spawn(move || progress_loop(&r, &s))
-        .map_err(|e| format!("spawn: {e}"))?;
-    Ok(Engine { runs, stop, thread })
-}
-
-fn progress_loop(runs: &Mutex<Vec<Weak<Mutex<Run>>>>, stop: &AtomicBool) {
-    let mut idle: u32 = 0;
-    while !stop.load(Ordering::Acquire) {
-        let list: Vec<Weak<Mutex<Run>>> = lock(runs).clone();
-        // The forwarding engines of the multicast calls: those no application thread holds.
-        let forwarding = crate::transport::progress::poll_counted();
-        // Sends fan-out detection held while the application computes go after a short while.
-        if let Err(e) = crate::transport::fanout::release_stale() {
-            super::error::engine_mpi_code(e);
-        }
-        // The MPI requests made of mpicast requests (MPICAST_Request_mpi) complete here.
-        if host::grequest::complete_done() || forwarding.moved {
-            idle = 0;
-        }
-        if list.is_empty() && !forwarding.engines {
-            // Parked until a run is registered or finalize stops us.
-            std::thread::park_timeout(Duration::from_millis(100));
-            continue;
-        }
-        let mut finished = Vec::new();
-        for (i, w) in list.iter().enumerate() {
-            let Some(run) = w.upgrade() else {
-                finished.push(i);
-                continue;
-            };
-            // A run the application is driving right now needs nothing from us.
-            let Ok(mut r) = run.try_lock() else {
-                continue;
-            };
-            let before = r.live.as_ref().map(|l| l.exec.completed());
-            if r.step(false) {
-                finished.push(i);
-                idle = 0;
-            } else if r.live.as_ref().map(|l| l.exec.completed()) != before {
-                idle = 0;
-            }
-        }
-        if !finished.is_empty() {
-            let mut all = lock(runs);
-            // Keep what may still need us: alive, and unfinished (or locked, so unknown).
-            all.retain(|w| {
-                w.upgrade()
-                    .is_some_and(|r| r.try_lock().map_or(true, |g| g.live.is_some()))
-            });
-        }
-        // Poll hard while actions complete, then back off so that an idle wait (a message
-        // not yet sent by a peer) leaves the cores to the ranks.
-        idle = idle.saturating_add(1);
-        if idle < 64 {
-            std::thread::yield_now();
-        } else {
-            std::thread::sleep(Duration::from_micros(match idle {
-                0..=1023 => 5,
-                1024..=65535 => 50,
-                _ => 500,
-            }));
-        }
-    }
-}
-
-/// Stops and joins the progress thread (at MPI_Finalize); runs still registered stay where
-/// they are and progress only in test/wait from then on.
-pub fn stop() {
-    FINISHED.store(true, Ordering::Release);
-    let eng = lock(&ENGINE).take();
-    if let Some(e) = eng {
-        e.stop.store(true, Ordering::Release);
-        e.thread.thread().unpark();
-        let _ = e.thread.join();
-    }
-}
-
-/// Whether the progress thread is running (for tests and diagnostics).
-pub fn running() -> bool {
-    ENGINE.lock().map(|e| e.is_some()).unwrap_or(false)
+    let w: Weak<Mutex<Run>> = Arc::downgrade(run);
+    thread::register(w)
 }

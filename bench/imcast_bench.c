@@ -39,7 +39,11 @@
  * starts its clock, runs its part (a rank outside the set: nothing), stops it, and PMPI_Reduce
  * MAX. The root of imcast returns at once (the library copied the data); its receivers' times
  * count. span_s: the last participant's end minus the root's start on CLOCK_MONOTONIC, which
- * every emulated host shares (one machine), free of the skew of leaving the barrier. After the
+ * every emulated host shares (one machine), free of the skew of leaving the barrier. Apart,
+ * the two sides of that time (medians over the repetitions too): root_s, the root's own
+ * time (its call and wait); dest_s, the slowest destination's own time; deliver_s, the last
+ * destination's end minus the root's start (the latency of delivery, the root's return
+ * left out; for split, which has no destinations, the three are 0). After the
  * timed region every rank waits for the others in an MPI_Ibarrier, asleep 50 us between tests,
  * as mcast_bench --idle-wait does; in imcast each test is also an MPICAST_Mcast_iprobe, so a
  * rank that is done (or outside the set) keeps forwarding what routes through it
@@ -54,7 +58,7 @@
  * MPICAST_Wait (a diagnostic of MPICAST_Wait's own waiting).
  *
  * Output, from rank 0, on stdout: comment lines (#), then CSV
- *   label,mode,variant,route,base,seg_bytes,ranks,size,frac,ndests,reps,median_s,min_s,q1_s,q3_s,max_s,span_s,errors
+ *   label,mode,variant,route,base,seg_bytes,ranks,size,frac,ndests,reps,median_s,min_s,q1_s,q3_s,max_s,span_s,errors,root_s,dest_s,deliver_s
  * and "# end" just before MPI_Finalize (cluster.sh run --done-marker). */
 #define _GNU_SOURCE
 #include <math.h>
@@ -122,9 +126,15 @@ struct op {
   uint64_t key;
 };
 
+/* The sides of one timed operation (at rank 0): span, root's time, slowest destination's
+ * time, delivery. */
+struct sides {
+  double span, root, dest, deliver;
+};
+
 /* One timed operation of variant v; returns (at rank 0) the slowest participant's time and
- * stores the span. */
-static double timed(int v, struct op *o, uint64_t seed, double *span) {
+ * stores the span and the sides. */
+static double timed(int v, struct op *o, uint64_t seed, struct sides *sd) {
   int tag = op_count % 32000;
   o->key = mix(seed ^ ((uint64_t)op_count << 8) ^ (uint64_t)v);
   op_count++;
@@ -195,12 +205,19 @@ static double timed(int v, struct op *o, uint64_t seed, double *span) {
       break;
   }
   double m1 = mono();
-  double mine[2] = {part ? m1 - m0 : 0.0, part ? m1 : 0.0}, slowest[2] = {0, 0};
+  int dest = o->is_dest && v != V_SPLIT;
+  double mine[4] = {part ? m1 - m0 : 0.0, part ? m1 : 0.0, dest ? m1 - m0 : 0.0, dest ? m1 : 0.0};
+  double slowest[4] = {0, 0, 0, 0};
   settle(v == V_IMCAST);
-  PMPI_Reduce(mine, slowest, 2, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+  PMPI_Reduce(mine, slowest, 4, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
   double start = m0;
   PMPI_Bcast(&start, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD); /* the root's start */
-  if (rank == 0) *span = slowest[1] - start;
+  if (rank == 0) {
+    sd->span = slowest[1] - start;
+    sd->root = m1 - m0;
+    sd->dest = slowest[2];
+    sd->deliver = v == V_SPLIT ? 0.0 : slowest[3] - start;
+  }
   if (v == V_SPLIT && o->member) {
     int sz = -1;
     MPI_Comm_size(made, &sz);
@@ -228,7 +245,7 @@ static void measure(const int *on, size_t size, int frac, unsigned char *buf, ui
   int nv = 0, vs[NV];
   for (int v = 0; v < NV; v++)
     if (on[v] && (v != V_MBCAST || k == nranks - 1)) vs[nv++] = v;
-  double span;
+  struct sides sd;
   /* Warm-up: one round, which also says how many fit in the budget. */
   draw_dests(&st, k, dests);
   o.member = rank == 0;
@@ -236,13 +253,15 @@ static void measure(const int *on, size_t size, int frac, unsigned char *buf, ui
   for (int i = 0; i < k; i++)
     if (dests[i] == rank) o.member = o.is_dest = 1;
   double round = 0;
-  for (int i = 0; i < nv; i++) round += timed(vs[i], &o, seed, &span);
+  for (int i = 0; i < nv; i++) round += timed(vs[i], &o, seed, &sd);
   int reps = round > 0 ? (int)(budget / round) : reps_max;
   if (reps < reps_min) reps = reps_min;
   if (reps > reps_max) reps = reps_max;
   PMPI_Bcast(&reps, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  double *t = malloc(sizeof(double) * (size_t)(nv * reps)), *sp = malloc(sizeof(double) * (size_t)(nv * reps));
-  if (!t || !sp) die("out of memory");
+  size_t cells = sizeof(double) * (size_t)(nv * reps);
+  double *t = malloc(cells), *sp = malloc(cells), *ro = malloc(cells), *de = malloc(cells),
+         *dl = malloc(cells);
+  if (!t || !sp || !ro || !de || !dl) die("out of memory");
   long errors_before = errors;
   for (int r = 0; r < reps; r++) {
     draw_dests(&st, k, dests);
@@ -252,27 +271,39 @@ static void measure(const int *on, size_t size, int frac, unsigned char *buf, ui
       if (dests[i] == rank) o.member = o.is_dest = 1;
     for (int j = 0; j < nv; j++) {
       int i = (j + r) % nv; /* rotated */
-      t[i * reps + r] = timed(vs[i], &o, seed, &span);
-      sp[i * reps + r] = span;
+      t[i * reps + r] = timed(vs[i], &o, seed, &sd);
+      sp[i * reps + r] = sd.span;
+      ro[i * reps + r] = sd.root;
+      de[i * reps + r] = sd.dest;
+      dl[i * reps + r] = sd.deliver;
     }
   }
   long errs = errors - errors_before, all = 0;
   PMPI_Reduce(&errs, &all, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
   if (rank == 0) {
     for (int i = 0; i < nv; i++) {
-      double *a = t + i * reps, *b = sp + i * reps;
+      double *a = t + i * reps, *b = sp + i * reps, *c = ro + i * reps, *d = de + i * reps,
+             *e = dl + i * reps;
       qsort(a, (size_t)reps, sizeof(double), cmp_double);
       qsort(b, (size_t)reps, sizeof(double), cmp_double);
-      printf("%s,%s,%s,%s,%s,%s,%d,%zu,%d,%d,%d,%.9f,%.9f,%.9f,%.9f,%.9f,%.9f,%ld\n", label, mode,
+      qsort(c, (size_t)reps, sizeof(double), cmp_double);
+      qsort(d, (size_t)reps, sizeof(double), cmp_double);
+      qsort(e, (size_t)reps, sizeof(double), cmp_double);
+      printf("%s,%s,%s,%s,%s,%s,%d,%zu,%d,%d,%d,%.9f,%.9f,%.9f,%.9f,%.9f,%.9f,%ld,%.9f,%.9f,%.9f\n",
+             label, mode,
              VNAME[vs[i]], vs[i] == V_IMCAST ? route : "-", vs[i] == V_IMCAST ? base : "-",
              vs[i] == V_IMCAST ? seg : "-", nranks, size, frac, k, reps, quantile(a, reps, 0.5),
              a[0], quantile(a, reps, 0.25), quantile(a, reps, 0.75), a[reps - 1],
-             quantile(b, reps, 0.5), all);
+             quantile(b, reps, 0.5), all, quantile(c, reps, 0.5), quantile(d, reps, 0.5),
+             quantile(e, reps, 0.5));
     }
     fflush(stdout);
   }
   free(t);
   free(sp);
+  free(ro);
+  free(de);
+  free(dl);
 }
 
 int main(int argc, char **argv) {
@@ -336,7 +367,7 @@ int main(int argc, char **argv) {
            "quartiles, max over reps; budget %.1f s per configuration, reps %d..%d, seed %llu\n",
            budget, reps_min, reps_max, (unsigned long long)seed);
     printf("label,mode,variant,route,base,seg_bytes,ranks,size,frac,ndests,reps,median_s,min_s,"
-           "q1_s,q3_s,max_s,span_s,errors\n");
+           "q1_s,q3_s,max_s,span_s,errors,root_s,dest_s,deliver_s\n");
     fflush(stdout);
   }
   for (size_t i = 0; i < nsizes; i++)

@@ -47,6 +47,15 @@ const UNCLAIMED_BYTES: usize = 8 << 20;
 /// Multicasts received to the end that are remembered, so that their late copies are
 /// dropped at once instead of filling the cache.
 const FINISHED_KEPT: usize = 4096;
+/// While this rank receives no IP multicast, the host MPI is asked for repairs at most this
+/// often (and for acknowledgements while it sends none), to take and drop late ones: each
+/// probe that finds nothing is a round of the host's progress engine (under Open MPI a poll,
+/// and a yield with `mpi_yield_when_idle`), 15 to 40 us on a loaded host, and every progress
+/// step of the engine paid two of them, also while a small multicast by point-to-point waited
+/// to be seen (issue 43: `MPICAST_Imcast` of 1 KiB took 0.1 ms more than the flat tree).
+/// `IDLE_PROBE_NS` while the engine has no receive posted, `BUSY_PROBE_NS` while it has.
+const IDLE_PROBE_NS: wire::Nanos = 1_000_000;
+const BUSY_PROBE_NS: wire::Nanos = 100_000_000;
 
 struct Send {
     seq: u64,
@@ -86,6 +95,11 @@ pub struct IpSide {
     repairs: p2p::SharedSends,
     /// What this rank said about its path (to leave multicast, to come back), once each.
     said: (bool, bool),
+    /// When the host MPI was last asked for late repairs and acknowledgements
+    /// (`IDLE_PROBE_NS`), and whether this rank ever sent or received an IP multicast (none
+    /// can come before).
+    idle_probed: wire::Nanos,
+    used: bool,
 }
 
 /// The root's and the destinations' key of a datagram, unauthenticated (for routing only).
@@ -114,6 +128,8 @@ impl IpSide {
             path,
             repairs: p2p::SharedSends::default(),
             said: (false, false),
+            idle_probed: 0,
+            used: false,
         }
     }
 
@@ -131,6 +147,7 @@ impl IpSide {
     /// said.
     pub fn send(&mut self, key: MsgKey, dests: &[u32], data: Vec<u8>, via: Via) {
         let now = self.chan.now();
+        self.used = true;
         let tx = McastSender::new(
             &self.chan.ctx,
             key.msg,
@@ -154,6 +171,7 @@ impl IpSide {
     /// the cache holds of it.
     pub fn expect(&mut self, key: MsgKey, len: usize) {
         let now = self.chan.now();
+        self.used = true;
         let mut r = Recv {
             rx: McastReceiver::new(
                 &self.chan.ctx,
@@ -184,7 +202,13 @@ impl IpSide {
     }
 
     /// Moves what can move; the multicasts for this rank that are now whole, with their data.
-    pub fn progress(&mut self, comm: MPI_Comm) -> Result<Vec<(MsgKey, Vec<u8>)>, OpError> {
+    /// `quiet`: the engine has no receive posted (late repairs and acknowledgements are taken
+    /// more often).
+    pub fn progress(
+        &mut self,
+        comm: MPI_Comm,
+        quiet: bool,
+    ) -> Result<Vec<(MsgKey, Vec<u8>)>, OpError> {
         let now = self.chan.now();
         // Datagrams.
         while let Some(len) = self.chan.sock.recv(&mut self.rbuf)? {
@@ -212,8 +236,19 @@ impl IpSide {
                 }
             }
         }
+        // Late repairs and acknowledgements, of multicasts that are over, are taken (and
+        // dropped) now and then, not at every step; none before this rank's first IP
+        // multicast.
+        let every = if quiet { IDLE_PROBE_NS } else { BUSY_PROBE_NS };
+        let due = self.used && now.saturating_sub(self.idle_probed) >= every;
+        if due {
+            self.idle_probed = now;
+        }
         // Unicast repairs, from the roots of the multicasts this rank receives.
-        while let Some((src, m)) = p2p::recv_any_probed(comm, TAG_IP_REPAIR)? {
+        while !self.recvs.is_empty() || due {
+            let Some((src, m)) = p2p::recv_any_probed(comm, TAG_IP_REPAIR)? else {
+                break;
+            };
             self.activity += 1;
             let Some(h) = HealMsg::decode(&m) else {
                 continue;
@@ -265,7 +300,7 @@ impl IpSide {
                     let _ = s.tx.handle_control(now, src, msg);
                 }
             }
-        } else {
+        } else if due {
             // Late ones, for multicasts that are over: taken and dropped.
             while p2p::try_recv_any(comm, TAG_IP_CONTROL, &mut self.cbuf)?.is_some() {}
         }

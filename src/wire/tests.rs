@@ -929,14 +929,9 @@ fn tail_probe_backs_off() {
     assert_eq!(s.poll_timeout(), Some(now + 2 * p.nack_initial));
 }
 
-/// Receiver: a gap is NACKed at once; silence brings a NACK of the gaps and of the fragments
-/// after the highest seen, 8 at the first silence and twice as many at each next, with
-/// backoff; progress resets the backoff.
-/// A receiver of a root that waits for everyone (scouted, not `arm_nack`) asks, after a
-/// silence, only for the holes below the highest fragment it saw: the root probes the tail,
-/// and fragments past it are, as often as not, what a slow root is sending at that moment.
-#[test]
-fn scouted_receiver_asks_only_for_holes_after_a_silence() {
+/// A 100-fragment message of operation 7 from root 0 to rank 1: the context, the message, the
+/// datagrams of the sender's first window, and rank 1's receiver (not yet `arm_nack`ed).
+fn first_window() -> (Ctx, Vec<u8>, Vec<Vec<u8>>, McastReceiver) {
     let c = Ctx {
         key: Key::new([1; 32]),
         job: 1,
@@ -946,13 +941,22 @@ fn scouted_receiver_asks_only_for_holes_after_a_silence() {
     let len = 100 * p.frag_payload;
     let data: Vec<u8> = (0..len).map(|i| i as u8).collect();
     let mut s = McastSender::new(&c, 7, 0, &[1], len, &p, 0);
-    let mut r = McastReceiver::new(&c, 7, 0, 1, len, &p, 0);
-    let mut buf = vec![0; len];
+    let r = McastReceiver::new(&c, 7, 0, 1, len, &p, 0);
     let mut dg = Vec::new();
     let mut sent = vec![];
     while s.poll_transmit(0, &data, &mut dg) {
         sent.push(dg.clone());
     }
+    (c, data, sent, r)
+}
+
+/// A receiver of a root that waits for everyone (scouted, not `arm_nack`) asks, after a
+/// silence, only for the holes below the highest fragment it saw: the root probes the tail,
+/// and fragments past it are, as often as not, what a slow root is sending at that moment.
+#[test]
+fn scouted_receiver_asks_only_for_holes_after_a_silence() {
+    let (_, data, sent, mut r) = first_window();
+    let mut buf = vec![0; data.len()];
     for (i, d) in sent.iter().enumerate().take(10) {
         if i != 4 {
             assert_eq!(r.handle_datagram(10, d, &mut buf), Outcome::Accepted);
@@ -994,25 +998,16 @@ fn scouted_receiver_asks_only_for_holes_after_a_silence() {
     }
 }
 
+/// Receiver: a gap is NACKed at once; silence brings a NACK of the gaps and of the fragments
+/// after the highest seen, 8 at the first silence and twice as many at each next, with
+/// backoff; progress resets the backoff.
 #[test]
 fn receiver_nacks_gaps_and_tail() {
-    let c = Ctx {
-        key: Key::new([1; 32]),
-        job: 1,
-        comm: 1,
-    };
+    let (_, data, sent, mut r) = first_window();
     let p = params();
     let fp = p.frag_payload;
-    let len = 100 * fp;
-    let data: Vec<u8> = (0..len).map(|i| i as u8).collect();
-    let mut s = McastSender::new(&c, 7, 0, &[1], len, &p, 0);
-    let mut r = McastReceiver::new(&c, 7, 0, 1, len, &p, 0);
+    let len = data.len();
     let mut buf = vec![0; len];
-    let mut dg = Vec::new();
-    let mut sent = vec![];
-    while s.poll_transmit(0, &data, &mut dg) {
-        sent.push(dg.clone());
-    }
     assert_eq!(sent.len(), p.window_frags as usize);
     for (i, d) in sent.iter().enumerate().take(10) {
         if i != 4 {

@@ -2,7 +2,7 @@
  *
  *   core_rate [--size BYTES] [--reps N] [--variants host,mpicast]
  *
- * Issue 43's projection to fast networks: on loopback (2 ranks, MPICAST_TOPO=flat) the wire costs
+ * A projection to fast networks: on loopback (2 ranks, MPICAST_TOPO=flat) the wire costs
  * nothing, so what a broadcast of --size bytes (default 64 MiB) costs in CPU is what a rank would
  * need per byte on a network of any speed. Variants, each on its own communicator, run in turns
  * (round r runs every variant once, the order rotated from round to round):

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Bytes per CPU second at the root and at the receiver of 64 MiB broadcasts on loopback (issue
-# 43's projection to fast networks: the wire costs nothing here, so the CPU is all there is),
+# Bytes per CPU second at the root and at the receiver of 64 MiB broadcasts on loopback (a
+# projection to fast networks: the wire costs nothing here, so the CPU is all there is),
 # for one or more builds of the library side by side, at several datagram sizes:
 #
 #   bench/core_rate.sh [-f openmpi|mpich] [-s FRAG,...] [-r ROUNDS] LABEL=LIBRARY...

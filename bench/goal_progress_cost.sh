@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What registering every started GOAL run with the process's progress step costs (issue 38):
+# What registering every started GOAL run with the process's progress step costs:
 # two builds of libmpicast side by side in one run, Open MPI, loopback, launches interleaved
 # (old, new, then new, old, ...):
 #

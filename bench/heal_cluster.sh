@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The faults of issue 40 on the emulated cluster (bench/cluster.sh, instance BENCH_CLUSTER, 3 by
+# The self-healing faults on the emulated cluster (bench/cluster.sh, instance BENCH_CLUSTER, 3 by
 # default): 4 hosts of 1 rank at --rate (default 1gbit), int_heal (c-tests: broadcasts of 1 B ..
 # 1 MiB from every root and barriers, every byte checked) preloaded with mpicast, and a fault on
 # ONE host only (host 3, rank 2), in an nftables table of this script's own, inet mpicast_h16,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Small multicasts (issue 43): MPICAST_Imcast of 1 KiB against the flat tree and the host MPI's
+# Small multicasts: MPICAST_Imcast of 1 KiB against the flat tree and the host MPI's
 # broadcast, with two builds of the library side by side, launches interleaved (A B A B ...),
 # on the emulated cluster or on loopback. Prints one line per variant and launch, and writes
 # the CSV of imcast_bench (with the columns root_s, dest_s, deliver_s) into OUT.

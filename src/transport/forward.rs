@@ -357,7 +357,7 @@ impl Engine {
     /// unless the engine had nothing in flight and the multicast goes point-to-point: then
     /// only the sends are tested (which pushes them out where the host MPI did not at once),
     /// since a step would also probe for segments, a round of the host's progress engine (a
-    /// yield under Open MPI with `mpi_yield_when_idle`) that the caller pays (issue 43); the
+    /// yield under Open MPI with `mpi_yield_when_idle`) that the caller pays; the
     /// caller's next call steps.
     pub fn imcast(
         &mut self,
@@ -542,7 +542,7 @@ impl Engine {
             // that its caller sees it before another probe of the host MPI delays it (one
             // that finds nothing is a round of the host's progress engine: under Open MPI a
             // poll, and a yield with `mpi_yield_when_idle`, 15 to 40 us on a loaded host;
-            // issue 43). The next step takes the rest.
+            // BENCHMARKS.md, Small messages). The next step takes the rest.
             return Ok(self.deliver()?);
         }
         if let Some(ip) = self.ip.as_mut() {

@@ -52,7 +52,7 @@ const FINISHED_KEPT: usize = 4096;
 /// probe that finds nothing is a round of the host's progress engine (under Open MPI a poll,
 /// and a yield with `mpi_yield_when_idle`), 15 to 40 us on a loaded host, and every progress
 /// step of the engine paid two of them, also while a small multicast by point-to-point waited
-/// to be seen (issue 43: `MPICAST_Imcast` of 1 KiB took 0.1 ms more than the flat tree).
+/// to be seen (`MPICAST_Imcast` of 1 KiB took 0.1 ms more than the flat tree for it).
 /// `IDLE_PROBE_NS` while the engine has no receive posted, `BUSY_PROBE_NS` while it has.
 const IDLE_PROBE_NS: wire::Nanos = 1_000_000;
 const BUSY_PROBE_NS: wire::Nanos = 100_000_000;

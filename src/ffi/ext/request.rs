@@ -214,7 +214,7 @@ pub unsafe extern "C" fn MPICAST_Wait(
             // Complete already (a multicast's send, a receive that its MPICAST_Mcast_irecv
             // completed): no step, which would only probe the host MPI for segments (under
             // Open MPI a round of its progress engine, a yield with `mpi_yield_when_idle`,
-            // 15 to 40 us on a loaded host; issue 43). The next call steps.
+            // 15 to 40 us on a loaded host). The next call steps.
             // SAFETY: as the caller promises.
             if let Some(s) = unsafe { look(CALL, None, request, status, true) } {
                 return s;

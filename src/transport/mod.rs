@@ -124,7 +124,7 @@ pub struct Channel {
     /// (`op::OpBackend`): allocating and clearing 128 KiB for every broadcast and barrier
     /// was a good part of a small one's work.
     pub op_bufs: (Vec<u8>, Vec<u8>),
-    /// A broadcast receiver's datagrams, several per system call (`rx_batch`).
+    /// A broadcast receiver's datagrams, several per system call (`take_rx_batch`).
     pub rx_batch: net::RecvBatch,
 }
 

@@ -570,12 +570,11 @@ impl<'a> OpBackend<'a> {
                     Data::Recv(d) => d,
                     _ => return Err(OpError::Unsupported("multicast receive without a buffer")),
                 };
-                // At most a burst per pass (read a batch per system call), each batch stamped with
-                // the time it was read:
-                // a receiver slower than the root would otherwise read for longer than the NACK
-                // timer with one stale clock (the next pass then sees a "silence" and asks for
-                // everything queued behind it again), and hold its acknowledgement back until
-                // the socket is empty (the root's window stops meanwhile).
+                // At most a burst per pass (a batch per system call), each batch stamped with
+                // the time it was read: a receiver slower than the root would otherwise read
+                // for longer than the NACK timer with one stale clock, and hold its
+                // acknowledgement back until the socket is empty (the root's window stops
+                // meanwhile).
                 let mut burst = 0;
                 let mut now = now;
                 let mut batch = self.chan.take_rx_batch();

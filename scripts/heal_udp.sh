@@ -17,27 +17,18 @@
 #           root of an eager broadcast goes from it straight into the host's collective, and
 #           settles what that broadcast owes first (host::progress::collective), so that the
 #           receivers' NACKs by the host MPI are served; the communicator moves as in eager
-#   barrier as eager, but barriers only (--only-barriers 1; the stop is still agreed by a
-#           broadcast), each followed by an MPI_Allreduce on the same communicator
-#           (--barrier-allreduce 1), so that the fault hits a barrier: rank 0, which releases it by
-#           multicast, goes from it straight into the host's blocking collective while the
-#           waiters still wait for the release; before that collective it sends the release by
-#           the host MPI too (coll::duty::released, Channel::release_by_host), and the
-#           communicator moves as in eager
 #   start   all UDP dropped before the job starts: the setup probe finds no multicast, the
 #           communicator uses the host MPI from the start, with one message
 # Every case must end with exit 0 and "all correct". The namespace (and with it the table) is
 # deleted by the EXIT trap whatever happens; every job is bounded by timeout.
-#   HEAL_CASES="eager" limits the cases. HEAL_UDP_NS names the namespace and the table (default
-#   mpicast_heal2), and MPICAST_GROUP / MPICAST_PORT, when set, the group range and ports: for a
-#   run beside another one of this test.
+#   HEAL_CASES="eager" limits the cases.
 source "$(dirname "$0")/test-lib.sh"
 
 need_nft
 command -v ip >/dev/null || skip "ip (iproute2) not installed"
-NS=${HEAL_UDP_NS:-mpicast_heal2}
-TABLE="inet $NS"
-export MPICAST_GROUP=${MPICAST_GROUP:-239.254.42.0/24} MPICAST_PORT=${MPICAST_PORT:-24600-24699} MPICAST_STATS=1 \
+NS=mpicast_heal2
+TABLE="inet mpicast_heal2"
+export MPICAST_GROUP=239.254.42.0/24 MPICAST_PORT=24600-24699 MPICAST_STATS=1 \
   MPICAST_TIMEOUT_MS=10000 MPICAST_MIN_BYTES=0
 
 bg=""
@@ -103,7 +94,7 @@ run() {
   note "$name: $n datagrams dropped; $line"
 }
 
-cases=${HEAL_CASES:-eager allreduce barrier start}
+cases=${HEAL_CASES:-eager allreduce start}
 
 # moved NAME [ARG...]: UDP dropped 2 s into an 8 s job: the communicator must move to the
 # host MPI, say so once, and within 5 s of the rule.
@@ -125,7 +116,6 @@ for c in $cases; do
   case $c in
     eager) moved eager ;;
     allreduce) moved allreduce --allreduce 1 ;;
-    barrier) moved barrier --barrier-allreduce 1 --only-barriers 1 ;;
     start)
       run start - 4
       grep -q 'mpicast: .*host MPI' "$out" || fail "start: no message that the host MPI carries the collectives"

@@ -9,10 +9,6 @@
  *   --allreduce 1   every broadcast is followed by an MPI_Allreduce on the same communicator
  *                   (the operation count, checked): the root of an eager broadcast goes from
  *                   it straight into a host collective mpicast does not carry
- *   --barrier-allreduce 1  every barrier is followed by an MPI_Allreduce on the same
- *                   communicator (checked as above): rank 0, which releases the barrier,
- *                   goes from it straight into a host collective mpicast does not carry
- *   --only-barriers 1  barriers only (no broadcasts but the agreed stop)
  * Rank 0 prints "ready: I operations" once 100 operations are done (the communicator is set
  * up: the script's fault may come), "slow: op I KIND BYTES root R end=E ms=D" for each slow
  * operation (E: its
@@ -33,8 +29,6 @@ int main(int argc, char **argv) {
   size_t max = h.max;
   uint64_t seed = (uint64_t)tc_arg_ll(argc, argv, "--seed", 1);
   int allreduce = (int)tc_arg_ll(argc, argv, "--allreduce", 0);
-  int barrier_allreduce = (int)tc_arg_ll(argc, argv, "--barrier-allreduce", 0);
-  int only_barriers = (int)tc_arg_ll(argc, argv, "--only-barriers", 0);
   int rank = h.rank, nranks;
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
   uint8_t *buf = malloc(max ? max : 1);
@@ -47,17 +41,11 @@ int main(int argc, char **argv) {
     long long ops = h.ops;
     uint64_t r = tc_rand(&state);
     int root = (int)(tc_rand(&state) % (uint64_t)nranks);
-    int is_barrier = only_barriers || r % 6 == 0;
+    int is_barrier = r % 6 == 0;
     size_t n = heal_loop_size(&h, r);
     double a = tc_now();
     if (is_barrier) {
       if (MPI_Barrier(MPI_COMM_WORLD) != MPI_SUCCESS) tc_fail("MPI_Barrier failed at op %lld", ops);
-      if (barrier_allreduce) {
-        long long mine = ops, sum = -1;
-        if (MPI_Allreduce(&mine, &sum, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS)
-          tc_fail("MPI_Allreduce failed at op %lld", ops);
-        if (sum != ops * nranks) tc_fail("MPI_Allreduce at op %lld: %lld", ops, sum);
-      }
       barriers++;
     } else {
       uint64_t pseed = tc_bcast_prepare(MPI_COMM_WORLD, buf, n, root, (uint64_t)ops);

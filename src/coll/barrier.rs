@@ -72,8 +72,6 @@ pub fn barrier(comm: MPI_Comm) -> c_int {
         Path::Hier(h) => hier::barrier(h, rank, seq),
         Path::Alone | Path::Host(_) => unreachable!("handled above"),
     };
-    // Rank 0 released it by multicast: waiters whose release was lost wait for its answer.
-    super::duty::released(&state, st);
     match result {
         Ok(Ok(())) => host::SUCCESS,
         Ok(Err(e)) => fail(comm, e),

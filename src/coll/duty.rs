@@ -24,19 +24,6 @@
 //! when the root's next operation took it over (`settle`), or with the communicator: a rank
 //! that broadcast long ago pays for it at its next intercepted call at most, then the calls
 //! are the host's again (`host::progress::remove_duty`).
-//!
-//! A barrier leaves rank 0 owing something alike, with no acknowledgement to tell when it is
-//! paid: rank 0 releases it by multicast and goes on, and a waiter whose release was lost asks
-//! rank 0 by the host MPI, which any operation of rank 0's on the channel answers. If rank 0
-//! goes from the barrier straight into a blocking host collective that cannot be polled, no
-//! such operation comes, and the waiters never reach that collective. So rank 0 notes each
-//! barrier it released (`released`; not a duty: the waits do not poll), and before such a
-//! collective (`settle`) sends the release of every noted barrier that no later operation of
-//! its communicator followed to the other ranks by the host MPI too
-//! (`Channel::release_by_host`): one small message per rank, where nothing was lost too.
-//! While a barrier is noted, the intercepted calls take their slow path (where a blocking
-//! collective can do this), without polling; a broadcast on the communicator ends the note
-//! (`register`), as does that collective.
 
 use crate::host::{self, MPI_Comm};
 use crate::lock::lock;
@@ -49,9 +36,6 @@ use std::time::{Duration, Instant};
 
 /// The communicators with a duty.
 static DUTIES: Mutex<Vec<Weak<Mutex<CommState>>>> = Mutex::new(Vec::new());
-
-/// Rank 0's barriers released by multicast (`released`), at most one entry per communicator.
-static RELEASED: Mutex<Vec<Weak<Mutex<CommState>>>> = Mutex::new(Vec::new());
 
 /// The shortest time without news after which `settle` gives up.
 const QUIET_MIN: Duration = Duration::from_millis(50);
@@ -81,7 +65,6 @@ fn channel(st: &mut CommState) -> Option<(&mut Channel, MPI_Comm)> {
 /// After an operation on `state` (locked by the caller, as `st`): registers its duty if its
 /// channel now holds an eager broadcast this rank returned from early.
 pub fn register(state: &Arc<Mutex<CommState>>, st: &mut CommState) {
-    unnote(state);
     let Some((chan, _)) = channel(st) else {
         return;
     };
@@ -92,76 +75,6 @@ pub fn register(state: &Arc<Mutex<CommState>>, st: &mut CommState) {
     host::progress::install_duty(host::progress::DutyHook { step, settle });
     lock(&DUTIES).push(Arc::downgrade(state));
     host::progress::add_duty();
-}
-
-/// After a barrier on `state` (locked by the caller, as `st`): notes it if this rank released
-/// it by multicast (rank 0; the channel's last release is this operation's).
-pub fn released(state: &Arc<Mutex<CommState>>, st: &mut CommState) {
-    let seq = st.seq;
-    let Some((chan, _)) = channel(st) else {
-        return;
-    };
-    if chan.released_upto != seq {
-        return;
-    }
-    let mut all = lock(&RELEASED);
-    if all
-        .iter()
-        .any(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(state)))
-    {
-        return;
-    }
-    host::progress::install_duty(host::progress::DutyHook { step, settle });
-    all.push(Arc::downgrade(state));
-    host::progress::set_releases(true);
-}
-
-/// A later operation on `state` than the barrier noted by `released`: its waiters are
-/// answered there; the note goes (and with the last one the calls' slow path).
-fn unnote(state: &Arc<Mutex<CommState>>) {
-    if !host::progress::releases() {
-        return;
-    }
-    let mut all = lock(&RELEASED);
-    all.retain(|w| !std::ptr::eq(w.as_ptr(), Arc::as_ptr(state)) && w.strong_count() > 0);
-    if all.is_empty() {
-        host::progress::set_releases(false);
-    }
-}
-
-/// Before a blocking collective that cannot be polled: the release of every noted barrier
-/// whose communicator had no later operation, by the host MPI (`Channel::release_by_host`). A
-/// communicator another thread holds stays noted for the next time.
-fn release_by_host() {
-    let noted = {
-        let mut all = lock(&RELEASED);
-        host::progress::set_releases(false);
-        std::mem::take(&mut *all)
-    };
-    let mut held = Vec::new();
-    for w in noted {
-        let Some(state) = w.upgrade() else {
-            continue;
-        };
-        let Ok(mut g) = state.try_lock() else {
-            held.push(w);
-            continue;
-        };
-        let st = &mut *g;
-        let seq = st.seq;
-        let Some((chan, private)) = channel(st) else {
-            continue;
-        };
-        if chan.released_upto == seq {
-            // An error is the next operation's to report (its own sends fail alike).
-            let _ = chan.release_by_host(private, seq);
-        }
-    }
-    if !held.is_empty() {
-        let mut all = lock(&RELEASED);
-        all.extend(held);
-        host::progress::set_releases(true);
-    }
 }
 
 /// How a step went.
@@ -255,7 +168,6 @@ fn step() {
 /// The wait before a blocking collective that cannot be polled
 /// (`host::progress::DutyHook::settle`): see the module's text.
 fn settle() {
-    release_by_host();
     let quiet = suspect().saturating_mul(3).max(QUIET_MIN);
     let mut last = Instant::now();
     loop {

@@ -46,10 +46,6 @@ static WORK: AtomicUsize = AtomicUsize::new(0);
 /// Channels that owe an eager broadcast's repairs (`add_duty`): a root that returned before
 /// every receiver acknowledged. Changed under `FORWARDERS`' lock, as `ACTIVE`.
 static DUTY: AtomicUsize = AtomicUsize::new(0);
-/// Rank 0 released some barrier by multicast and no later operation of that communicator
-/// followed yet (`set_releases`, `coll::duty::released`): a blocking collective that cannot be
-/// polled lets the duties' `settle` send those releases by the host MPI first.
-static RELEASES: AtomicBool = AtomicBool::new(false);
 /// Some communicator covers others (what `covered` asks first: a run alone covers none).
 static COVERING: AtomicBool = AtomicBool::new(false);
 /// The communicators that cover (`covered`): those of the forwarders and those of the GOAL
@@ -148,24 +144,6 @@ pub fn add_duty() {
     raise(&DUTY);
 }
 
-/// Whether barriers released by multicast wait for `settle` (see `RELEASES`); set and cleared
-/// by `coll::duty` under its own lock. While set, the intercepted calls take their slow path
-/// (where a blocking collective finds `settle_duties`), but unlike a duty the waits do not poll.
-pub fn set_releases(on: bool) {
-    let all = forwarders();
-    RELEASES.store(on, Ordering::Release);
-    ACTIVE.store(
-        pending(&all, WORK.load(Ordering::Acquire)),
-        Ordering::Release,
-    );
-}
-
-/// Whether `set_releases` is on.
-#[inline]
-pub fn releases() -> bool {
-    RELEASES.load(Ordering::Acquire)
-}
-
 /// A duty of `add_duty` is over; with nothing else pending the calls are the host's again.
 pub fn remove_duty() {
     lower(&DUTY, "remove_duty without add_duty");
@@ -207,14 +185,11 @@ pub fn step_duties() {
 }
 
 /// Before a blocking call of the application's that cannot be polled: waits until the
-/// duties are over (bounded: see `DutyHook::settle`), and barriers released by multicast
-/// (`set_releases`) released by the host MPI too. Nothing while neither is registered, nor
+/// duties are over (bounded: see `DutyHook::settle`). Nothing while none is registered, nor
 /// inside mpicast's own use of a host collective (`own`).
 #[inline]
 pub fn settle_duties() {
-    if (DUTY.load(Ordering::Acquire) > 0 || RELEASES.load(Ordering::Acquire))
-        && !OWN.with(|o| o.get())
-    {
+    if DUTY.load(Ordering::Acquire) > 0 && !OWN.with(|o| o.get()) {
         if let Some(h) = DUTY_HOOK.get() {
             (h.settle)()
         }
@@ -267,14 +242,10 @@ fn add(comm: MPI_Comm, forwards: bool) -> MpiResult<u64> {
     Ok(id)
 }
 
-/// Whether the intercepted calls take their slow path: some communicator covers, or some run
-/// is started, or some duty is owed, or some barrier's release is noted (`set_releases`)
-/// (under `FORWARDERS`' lock).
+/// Whether the waits poll: some communicator covers, or some run is started, or some duty
+/// is owed (under `FORWARDERS`' lock).
 fn pending(all: &[Cover], work: usize) -> bool {
-    work > 0
-        || DUTY.load(Ordering::Acquire) > 0
-        || RELEASES.load(Ordering::Acquire)
-        || !all.is_empty()
+    work > 0 || DUTY.load(Ordering::Acquire) > 0 || !all.is_empty()
 }
 
 /// The forwarder (or cover) `id` went; with the last one the waits are the host's again.

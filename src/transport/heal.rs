@@ -152,27 +152,6 @@ impl Channel {
         Ok(answered)
     }
 
-    /// Rank 0, about to block in a host collective that nothing polls right after it released
-    /// barrier `seq` by multicast (`coll::duty::released`): the release goes to every other
-    /// rank of `private` by the host MPI too, as the answer to an ask
-    /// (`answer_release_asks`), for a waiter whose multicast release was lost could not ask
-    /// meanwhile. A waiter already released drops it at its next operation (`heal_msg`: an
-    /// earlier operation's message is over). Not counted as a repair: usually nothing was lost.
-    pub fn release_by_host(&mut self, private: MPI_Comm, seq: u64) -> Result<(), OpError> {
-        let size = host::comm::size(private).map_err(OpError::Mpi)?;
-        let mut out = Vec::new();
-        HealMsg::Data {
-            seq,
-            first: 0,
-            payload: &[],
-        }
-        .encode(&mut out);
-        for r in 1..size {
-            p2p::send_bytes(private, r, TAG_HEAL, &out)?;
-        }
-        Ok(())
-    }
-
     /// A receiver reported trouble at operation `seq` (`Control::Trouble`): news unless the
     /// communicator switched since.
     pub fn note_trouble(&mut self, seq: u64) {
